@@ -1,0 +1,1 @@
+"""retrieval-monitor: know every day whether your retrieval still finds the right documents."""

@@ -1,0 +1,107 @@
+"""Metric names: one canonical spelling that parses to a spec and prints back the same.
+
+``ndcg@10`` is the config key, the baseline key, the Prometheus label value and the alert
+text; :func:`parse_metric` is the only place that reads one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from monitor.errors import MetricError, UnknownMetricError
+
+
+class Cutoff(Enum):
+    """Whether a measure takes a cutoff ``@k``."""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+    NONE = "none"
+
+
+#: Every measure the engine computes, with whether it takes a cutoff.
+MEASURES: dict[str, Cutoff] = {
+    "hit_rate": Cutoff.REQUIRED,
+    "precision": Cutoff.REQUIRED,
+    "recall": Cutoff.REQUIRED,
+    "f1": Cutoff.REQUIRED,
+    "mrr": Cutoff.OPTIONAL,
+    "ndcg": Cutoff.OPTIONAL,
+    "ndcg_burges": Cutoff.OPTIONAL,
+    "map": Cutoff.OPTIONAL,
+    "r_precision": Cutoff.NONE,
+}
+
+#: The measures and cutoffs evaluated when none are asked for.
+DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
+DEFAULT_CUTOFFS: tuple[int, ...] = (1, 3, 5, 10)
+
+_NAME = re.compile(r"(?P<measure>[a-z_0-9]+?)(?:@(?P<k>[^@]*))?")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Metric:
+    """A measure with an optional cutoff: ``Metric("ndcg", 10)`` is ``ndcg@10``."""
+
+    measure: str
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        rule = MEASURES.get(self.measure)
+        if rule is None:
+            raise UnknownMetricError(self.measure, MEASURES)
+        if self.k is None and rule is Cutoff.REQUIRED:
+            raise MetricError(self.measure, f"needs a cutoff, e.g. {self.measure}@10")
+        if self.k is not None and rule is Cutoff.NONE:
+            raise MetricError(str(self), "takes no cutoff")
+        if self.k is not None and (isinstance(self.k, bool) or self.k <= 0):
+            raise MetricError(str(self), "the cutoff k must be a positive integer")
+
+    def __str__(self) -> str:
+        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+
+
+def parse_metric(name: str) -> Metric:
+    """Parse ``"ndcg@10"`` (or ``"map"``) into a :class:`Metric`; raise MetricError if invalid."""
+    text = name.strip()
+    match = _NAME.fullmatch(text)
+    if match is None:
+        raise MetricError(name, "expected MEASURE or MEASURE@K, e.g. recall@10")
+    measure, k_text = match.group("measure"), match.group("k")
+    if measure not in MEASURES:
+        raise UnknownMetricError(measure, MEASURES)
+    if k_text is None:
+        return Metric(measure)
+    if not re.fullmatch(r"[+-]?\d+", k_text):
+        raise MetricError(text, "the cutoff k must be a positive integer")
+    return Metric(measure, int(k_text))
+
+
+def parse_metrics(names: str | Iterable[str | Metric]) -> tuple[Metric, ...]:
+    """Parse a comma-separated string or a list of names into unique metrics, order kept."""
+    items = [part for part in names.split(",") if part.strip()] if isinstance(names, str) else names
+    seen: dict[Metric, None] = {}
+    for item in items:
+        seen[item if isinstance(item, Metric) else parse_metric(item)] = None
+    if not seen:
+        raise MetricError(str(names), "no metric named")
+    return tuple(seen)
+
+
+def grid(measures: Sequence[str], cutoffs: Sequence[int]) -> tuple[Metric, ...]:
+    """Return every measure at every cutoff, measures without cutoffs once."""
+    out: list[Metric] = []
+    for measure in measures:
+        if MEASURES.get(measure) is Cutoff.NONE:
+            out.append(Metric(measure))
+        else:
+            out.extend(Metric(measure, k) for k in cutoffs)
+    return tuple(out)
+
+
+def default_metrics() -> tuple[Metric, ...]:
+    """Return the default metrics: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10."""
+    return grid(DEFAULT_MEASURES, DEFAULT_CUTOFFS)

@@ -1,0 +1,97 @@
+"""Small frozen records passed between the stages of a run.
+
+A stage takes and returns these, never raw dicts: the eval set yields :class:`Query`, a
+search function yields :class:`Hit`, and the runner records one :class:`QueryOutcome` per
+query. numpy and pandas stay inside the stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+#: Scalar metadata values a query may carry (category, difficulty, language, ...).
+MetaValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One query of an eval set with its relevance judgments.
+
+    ``judgments`` maps a doc id to an integer grade: a grade of 1 or more is relevant, 0 and
+    negative grades are judged not relevant. Binary labels are grade 1.
+    """
+
+    id: str
+    text: str
+    judgments: Mapping[str, int] = field(default_factory=dict, hash=False)
+    metadata: Mapping[str, MetaValue] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        # Freeze the mappings so that a Query handed to a plug-in cannot change the eval set.
+        object.__setattr__(self, "judgments", MappingProxyType(dict(self.judgments)))
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+
+    @property
+    def relevant_ids(self) -> tuple[str, ...]:
+        """Return the ids judged relevant (grade >= 1), in judgment order."""
+        return tuple(doc for doc, grade in self.judgments.items() if grade >= 1)
+
+    @property
+    def answerable(self) -> bool:
+        """Return whether at least one document is judged relevant."""
+        return any(grade >= 1 for grade in self.judgments.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One retrieved document: its id, and the score and text when the search gives them."""
+
+    id: str
+    score: float | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryOutcome:
+    """What happened to one query of a run.
+
+    ``hits`` is the ranking best first, already free of repeated ids (``duplicates`` counts
+    the later copies that were dropped). A failed query has ``error_type`` set and no hits;
+    it still counts as a miss in the quality metrics.
+    """
+
+    query_id: str
+    query: str
+    hits: tuple[Hit, ...] = ()
+    relevant_ids: tuple[str, ...] = ()
+    latency_seconds: float | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    duplicates: int = 0
+
+    @property
+    def retrieved_ids(self) -> tuple[str, ...]:
+        """Return the retrieved doc ids, best first."""
+        return tuple(hit.id for hit in self.hits)
+
+    @property
+    def scores(self) -> tuple[float | None, ...]:
+        """Return the retrieved documents' scores, best first (``None`` where not given)."""
+        return tuple(hit.score for hit in self.hits)
+
+    @property
+    def contents(self) -> tuple[str | None, ...]:
+        """Return the retrieved documents' texts, best first (``None`` where not given)."""
+        return tuple(hit.text for hit in self.hits)
+
+    @property
+    def failed(self) -> bool:
+        """Return whether the search raised or timed out for this query."""
+        return self.error_type is not None
+
+    @property
+    def empty(self) -> bool:
+        """Return whether the search answered with no hits (a failure is not empty)."""
+        return not self.failed and not self.hits
