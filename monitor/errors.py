@@ -99,3 +99,79 @@ def _short(value: object, limit: int = 80) -> str:
     """Return ``repr(value)`` cut to ``limit`` characters, for error messages."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class SearchSetupError(MonitorError):
+    """A search plug-in cannot be built: bad options, an unimportable target, a missing file.
+
+    ``spec`` names the plug-in as configured (``python:pkg.mod:make``, ``http``, ...).
+    """
+
+    def __init__(self, spec: str, reason: str) -> None:
+        super().__init__(f"search {spec}: {reason}")
+        self.spec = spec
+        self.reason = reason
+
+
+class UnknownSearchKindError(SearchSetupError):
+    """A search kind names neither a built-in nor an installed plug-in."""
+
+    def __init__(self, kind: str, known: Iterable[str]) -> None:
+        self.kind = kind
+        self.known = tuple(sorted(known))
+        super().__init__(repr(kind), f"unknown search kind; known kinds: {', '.join(self.known)}")
+
+
+class SearchCallError(MonitorError):
+    """One search call failed; the runner records it against its query.
+
+    ``error_type`` is what the run records (``HTTPStatusError 503``); a ``retryable`` error is
+    tried again when the run allows retries.
+    """
+
+    def __init__(self, error_type: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.message = message
+        self.retryable = retryable
+
+
+class SearchOutputError(SearchCallError):
+    """A search answered with something that is not a ranking of hits."""
+
+    def __init__(self, expected: str, *, found: object = None) -> None:
+        message = f"expected {expected}"
+        if found is not None:
+            message += f", found {_short(found)}"
+        super().__init__("SearchOutputError", message)
+        self.expected = expected
+        self.found = found
+
+
+class SearchBackendError(MonitorError):
+    """The search failed the run as a whole: an infrastructure failure, never a quality result."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ErrorBudgetExceeded(SearchBackendError):
+    """More queries failed than the run's error budget allows."""
+
+    def __init__(
+        self, failed: int, total: int, budget: float, errors: dict[str, int] | None = None
+    ) -> None:
+        self.failed = failed
+        self.total = total
+        self.budget = budget
+        self.errors = dict(errors or {})
+        share = failed / total if total else 0.0
+        message = (
+            f"{failed} of {total} queries failed ({share:.1%}), "
+            f"above the error budget of {budget:.1%}"
+        )
+        if self.errors:
+            top = sorted(self.errors.items(), key=lambda item: (-item[1], item[0]))
+            message += "; errors: " + ", ".join(f"{kind} x{count}" for kind, count in top)
+        super().__init__(message)

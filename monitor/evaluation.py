@@ -1,0 +1,186 @@
+"""Score a run against judgments: ``evaluate(qrels, run, metrics)``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+import numpy as np
+
+from monitor.errors import InputError
+from monitor.metrics.engine import compute
+from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
+from monitor.metrics.spec import Metric, default_metrics, parse_metrics
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_EVALSET_SUFFIXES = {".jsonl", ".json", ".csv", ".yaml", ".yml"}
+
+
+class _HasQrels(Protocol):
+    def qrels(self) -> Qrels: ...
+
+
+class _HasRun(Protocol):
+    def as_run(self) -> Run: ...
+
+
+QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
+RunLike: TypeAlias = "Run | _HasRun | str | Path"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCounts:
+    """How many queries were evaluated and how many were left aside, and why."""
+
+    evaluated: int
+    skipped_no_relevant: int
+    missing_from_run: int
+    not_judged: int
+
+    def to_dict(self) -> dict[str, int]:
+        """Return the counts under their JSON names."""
+        return {
+            "evaluated": self.evaluated,
+            "skipped_no_relevant": self.skipped_no_relevant,
+            "missing_from_run": self.missing_from_run,
+            "not_judged": self.not_judged,
+        }
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EvaluationResult:
+    """Per-query values and means of a set of metrics over one run."""
+
+    metrics: tuple[Metric, ...]
+    query_ids: tuple[str, ...]
+    values: Mapping[Metric, FloatArray]
+    counts: QueryCounts
+    duplicates: int
+    queries_with_duplicates: int
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Return the mean of each metric over the evaluated queries (NaN if there are none)."""
+        return {
+            str(m): float(np.mean(self.values[m])) if self.query_ids else math.nan
+            for m in self.metrics
+        }
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """Return one row per evaluated query (index ``query_id``), one column per metric."""
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {str(m): self.values[m] for m in self.metrics},
+            index=pd.Index(self.query_ids, name="query_id"),
+        )
+        return frame
+
+    def value(self, metric: str | Metric, query_id: str) -> float:
+        """Return one query's value of one metric."""
+        (spec,) = parse_metrics([metric])
+        return float(self.values[spec][self.query_ids.index(query_id)])
+
+    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        """Return ``{"metrics", "queries"[, "per_query"]}`` as the CLI prints it in JSON."""
+        out: dict[str, Any] = {"metrics": self.means, "queries": self.counts.to_dict()}
+        if per_query:
+            columns = [(str(m), self.values[m].tolist()) for m in self.metrics]
+            out["per_query"] = {
+                qid: {name: values[i] for name, values in columns}
+                for i, qid in enumerate(self.query_ids)
+            }
+        return out
+
+    def __str__(self) -> str:
+        width = max((len(str(m)) for m in self.metrics), default=6)
+        lines = [f"{'metric':<{width}}  mean", f"{'-' * width}  ------"]
+        lines += [f"{name:<{width}}  {mean:.4f}" for name, mean in self.means.items()]
+        c = self.counts
+        lines.append(
+            f"queries: {c.evaluated} evaluated, {c.skipped_no_relevant} skipped (no relevant),"
+            f" {c.missing_from_run} missing from run, {c.not_judged} not judged"
+        )
+        if self.duplicates:
+            lines.append(
+                f"duplicates: {self.duplicates} repeated ids dropped in "
+                f"{self.queries_with_duplicates} queries (each counted once, at its best position)"
+            )
+        return "\n".join(lines)
+
+
+def evaluate(
+    qrels: QrelsLike,
+    run: RunLike,
+    metrics: str | Iterable[str | Metric] | None = None,
+    *,
+    include_no_relevant: bool = False,
+) -> EvaluationResult:
+    """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
+    mrr, ndcg and map at 1, 3, 5 and 10).
+
+    ``qrels`` is ``{qid: {doc: grade}}``, an eval set, or a path (TREC qrels or any eval-set
+    format); ``run`` is ``{qid: [doc, ...]}`` best first, ``{qid: {doc: score}}``, a runner
+    result, or a path (TREC run or JSON). Queries with no relevant judgment are left out of
+    the means unless ``include_no_relevant``; judged queries missing from the run score 0.
+    """
+    specs = default_metrics() if metrics is None else parse_metrics(metrics)
+    resolution = resolve(_as_qrels(qrels), _as_run(run), include_no_relevant=include_no_relevant)
+    ranks = resolution.ranks
+    return EvaluationResult(
+        metrics=specs,
+        query_ids=ranks.query_ids,
+        values=compute(specs, ranks),
+        counts=QueryCounts(
+            evaluated=ranks.n,
+            skipped_no_relevant=resolution.skipped_no_relevant,
+            missing_from_run=int(ranks.missing.sum()),
+            not_judged=resolution.not_judged,
+        ),
+        duplicates=int(ranks.duplicates.sum()),
+        queries_with_duplicates=int((ranks.duplicates > 0).sum()),
+    )
+
+
+def _as_qrels(qrels: QrelsLike) -> Qrels:
+    if isinstance(qrels, str | Path):
+        return load_qrels(qrels)
+    if isinstance(qrels, Mapping):
+        return qrels
+    if hasattr(qrels, "qrels"):
+        return qrels.qrels()
+    raise InputError(
+        "<qrels>",
+        "a {qid: {doc: grade}} mapping, an eval set or a path",
+        found=type(qrels).__name__,
+    )
+
+
+def _as_run(run: RunLike) -> Run:
+    if isinstance(run, str | Path):
+        from monitor.runs import load_run
+
+        return load_run(run)
+    if isinstance(run, Mapping):
+        return run
+    if hasattr(run, "as_run"):
+        return run.as_run()
+    raise InputError(
+        "<run>", "a {qid: [doc, ...]} mapping, a run result or a path", found=type(run).__name__
+    )
+
+
+def load_qrels(path: str | Path) -> Qrels:
+    """Load judgments from a TREC qrels file or any eval-set file, by suffix."""
+    from monitor import evalset
+
+    path = Path(path)
+    if path.suffix.lower() in _EVALSET_SUFFIXES:
+        return evalset.EvalSet.load(path).qrels()
+    return evalset.read_trec_qrels(path)

@@ -1,0 +1,338 @@
+"""Find the rank of every relevant judgment in a run: the one input every measure needs.
+
+Every measure the engine offers depends only on where the *relevant* documents sit in the
+ranking (non-relevant ones add nothing to any sum), so the engine never sorts or scans whole
+runs in Python. For a run given as ``{doc: score}`` it looks up the relevant documents'
+scores and counts, with numpy, how many retrieved documents score higher; for a ranked list
+it reads positions. String doc ids are resolved once here; the measures then work on flat
+integer arrays of size "number of relevant judgments".
+
+Ranking rules (trec_eval's):
+
+- ``{doc: score}``: by score descending, ties broken by doc id descending (byte order, as
+  trec_eval's ``strcmp``).
+- a list of ids: the order given. A repeated id counts once, at its best position; later
+  copies are dropped (the documents below move up) and counted in ``duplicates``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import methodcaller
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.errors import InputError
+
+#: Rank given to a relevant document the run did not retrieve.
+NOT_RETRIEVED = np.iinfo(np.int64).max
+
+#: Judgments: query id -> doc id -> integer grade (>= 1 relevant).
+Qrels: TypeAlias = Mapping[str, Mapping[str, int]]
+#: A run: query id -> ranked doc ids (best first) or doc id -> score.
+Ranking: TypeAlias = Sequence[str] | Mapping[str, float]
+Run: TypeAlias = Mapping[str, Ranking]
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
+
+# Bound on the cells of one broadcast comparison block (bytes of a bool array).
+_BLOCK_CELLS = 1 << 23
+_values = methodcaller("values")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RelevantRanks:
+    """Where each relevant judgment of each evaluated query sits in the run.
+
+    The ``m`` entries (one per relevant judgment) are sorted by query, then rank; entries of
+    query ``i`` are the ``n_relevant[i]`` consecutive ones starting at ``starts[i]``.
+    """
+
+    query_ids: tuple[str, ...]
+    n_relevant: IntArray  # (n,) R: judgments with grade >= 1
+    n_retrieved: IntArray  # (n,) distinct ids the run returned
+    duplicates: IntArray  # (n,) repeated ids dropped from the run
+    missing: BoolArray  # (n,) the query is absent from the run
+    query: IntArray  # (m,) query index of each relevant judgment
+    grade: IntArray  # (m,)
+    rank: IntArray  # (m,) 1-based rank, NOT_RETRIEVED when absent
+    ideal_grade: IntArray  # (m,) grades sorted descending within each query
+    _cache: dict[object, npt.NDArray[np.float64]] = field(default_factory=dict, repr=False)
+
+    @property
+    def n(self) -> int:
+        """Return the number of evaluated queries."""
+        return len(self.query_ids)
+
+    @property
+    def starts(self) -> IntArray:
+        """Return the index of each query's first entry."""
+        return np.cumsum(self.n_relevant) - self.n_relevant
+
+    @property
+    def position(self) -> IntArray:
+        """Return each entry's 0-based position within its query (rank order)."""
+        return np.arange(len(self.query), dtype=np.int64) - np.repeat(self.starts, self.n_relevant)
+
+    def retrieved_within(self, k: int | None) -> BoolArray:
+        """Return, per entry, whether the document was retrieved at rank <= k (any rank if None)."""
+        return self.rank < NOT_RETRIEVED if k is None else self.rank <= k
+
+    def relevant_within(self, k: int | None) -> FloatArray:
+        """Return, per query, how many relevant documents were retrieved at rank <= k."""
+        key = ("relevant_within", k)
+        if key not in self._cache:
+            hits = self.retrieved_within(k)
+            self._cache[key] = np.bincount(self.query[hits], minlength=self.n).astype(np.float64)
+        return self._cache[key]
+
+    def per_relevant(self, values: FloatArray) -> FloatArray:
+        """Return ``values`` divided by each query's R, 0 where R is 0."""
+        out = np.zeros(self.n, dtype=np.float64)
+        np.divide(values, self.n_relevant, out=out, where=self.n_relevant > 0)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """The ranks of the evaluated queries plus the counts of queries left aside."""
+
+    ranks: RelevantRanks
+    skipped_no_relevant: int
+    not_judged: int
+
+
+def resolve(qrels: Qrels, run: Run, *, include_no_relevant: bool = False) -> Resolution:
+    """Rank every relevant judgment of ``qrels`` in ``run``.
+
+    Queries with no relevant judgment are left out (and counted) unless
+    ``include_no_relevant``; judged queries missing from the run are kept with nothing
+    retrieved; run queries absent from ``qrels`` are ignored and counted.
+    """
+    all_ids = list(qrels)
+    judgments = [qrels[q] for q in all_ids]
+    lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
+    grades = _grades(judgments, int(lengths.sum()))
+    relevant = grades >= 1
+    owner = np.repeat(np.arange(len(all_ids), dtype=np.int64), lengths)
+    n_relevant_all = np.bincount(owner[relevant], minlength=len(all_ids))
+
+    keep = np.ones(len(all_ids), dtype=bool) if include_no_relevant else n_relevant_all > 0
+    kept = np.flatnonzero(keep)
+    query_ids = tuple(all_ids[i] for i in kept)
+    n_relevant = n_relevant_all[kept]
+
+    # Relevant doc ids and grades of the kept queries, grouped by query.
+    docs_all: list[str] = list(chain.from_iterable(judgments))
+    entry_keep = relevant & keep[owner]
+    if entry_keep.all():
+        rel_docs = docs_all
+    else:
+        rel_docs = [doc for doc, k in zip(docs_all, entry_keep.tolist(), strict=True) if k]
+    rel_grade = grades[entry_keep]
+
+    ranks, n_retrieved, duplicates, missing = _rank_entries(query_ids, n_relevant, rel_docs, run)
+
+    query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_relevant)
+    order = np.lexsort((ranks, query))
+    ideal = np.lexsort((-rel_grade, query))
+    not_judged = sum(1 for q in run if q not in qrels)
+    return Resolution(
+        ranks=RelevantRanks(
+            query_ids=query_ids,
+            n_relevant=n_relevant,
+            n_retrieved=n_retrieved,
+            duplicates=duplicates,
+            missing=missing,
+            query=query,
+            grade=rel_grade[order],
+            rank=ranks[order],
+            ideal_grade=rel_grade[ideal],
+        ),
+        skipped_no_relevant=len(all_ids) - len(query_ids),
+        not_judged=not_judged,
+    )
+
+
+def _grades(judgments: list[Mapping[str, int]], count: int) -> IntArray:
+    """Return all grades flattened, checking that each is an integer."""
+    try:
+        raw = np.fromiter(chain.from_iterable(map(_values, judgments)), np.float64, count=count)
+    except (TypeError, ValueError) as exc:
+        raise InputError("<qrels>", "integer grades", found=str(exc)) from None
+    grades = raw.astype(np.int64)
+    bad = np.flatnonzero(grades != raw)
+    if len(bad):
+        raise InputError("<qrels>", "integer grades", found=float(raw[bad[0]]))
+    return grades
+
+
+def _rank_entries(
+    query_ids: Sequence[str],
+    n_relevant: IntArray,
+    rel_docs: list[str],
+    run: Run,
+) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+    """Return each relevant doc's rank and, per query, retrieved count, duplicates, absence."""
+    n = len(query_ids)
+    ranks = np.full(len(rel_docs), NOT_RETRIEVED, dtype=np.int64)
+    n_retrieved = np.zeros(n, dtype=np.int64)
+    duplicates = np.zeros(n, dtype=np.int64)
+    missing = np.zeros(n, dtype=bool)
+    bounds = np.concatenate(([0], np.cumsum(n_relevant))).tolist()
+
+    scored: list[int] = []  # queries whose ranking is a {doc: score} mapping
+    scored_runs: list[Mapping[str, float]] = []
+    scored_values: list[float] = []  # the relevant docs' scores, NaN when not retrieved
+    nan = math.nan
+    for i, qid in enumerate(query_ids):
+        ranking = run.get(qid)
+        lo, hi = bounds[i], bounds[i + 1]
+        if ranking is None:
+            missing[i] = True
+        elif isinstance(ranking, Mapping):
+            n_retrieved[i] = len(ranking)
+            if hi > lo:
+                scored.append(i)
+                scored_runs.append(ranking)
+                scored_values.extend(map(ranking.get, rel_docs[lo:hi], repeat(nan)))
+        else:
+            positions, dropped = _positions(ranking)
+            n_retrieved[i] = len(positions)
+            duplicates[i] = dropped
+            ranks[lo:hi] = [positions.get(doc, NOT_RETRIEVED) for doc in rel_docs[lo:hi]]
+
+    if scored:
+        is_scored = np.zeros(n, dtype=bool)
+        is_scored[scored] = True
+        ranks[np.repeat(is_scored, n_relevant)] = _ranks_from_scores(
+            scored_runs,
+            rel_docs,
+            np.asarray(bounds)[scored],
+            n_relevant[scored],
+            np.asarray(scored_values, dtype=np.float64),
+        )
+    return ranks, n_retrieved, duplicates, missing
+
+
+def _positions(ranking: Sequence[str]) -> tuple[dict[str, int], int]:
+    """Return doc id -> 1-based rank, keeping each id's first position, and the copies dropped."""
+    size = len(ranking)
+    # Built from the end, so the first occurrence of a repeated id writes last and wins.
+    positions = dict(zip(reversed(ranking), range(size, 0, -1), strict=True))
+    if len(positions) == size:
+        return positions, 0
+    unique = dict.fromkeys(ranking)
+    return dict(zip(unique, range(1, len(unique) + 1), strict=True)), size - len(unique)
+
+
+def _ranks_from_scores(
+    runs: list[Mapping[str, float]],
+    rel_docs: list[str],
+    firsts: IntArray,
+    counts: IntArray,
+    values: FloatArray,
+) -> IntArray:
+    """Return the rank of each relevant doc in its ``{doc: score}`` run (trec_eval order).
+
+    A doc's rank is 1 + the number of docs scoring higher + the number of docs with the same
+    score and a greater id; ``rel_docs[firsts[j]:firsts[j] + counts[j]]`` are run ``j``'s
+    relevant docs and ``values`` their scores. The first count is a broadcast comparison over blocks of queries
+    of similar run length; the rare queries with tied scores are ranked exactly in Python.
+    """
+    lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    out = np.full(len(values), NOT_RETRIEVED, dtype=np.int64)
+    tied: list[int] = []
+    for block in _blocks(lengths, counts):
+        tied.extend(_rank_block(block, runs, lengths, counts, offsets, values, out))
+    for j in tied:
+        docs = rel_docs[firsts[j] : firsts[j] + counts[j]]
+        out[offsets[j] : offsets[j + 1]] = _exact_ranks(runs[j], docs)
+    return out
+
+
+def _blocks(lengths: IntArray, counts: IntArray) -> Iterable[IntArray]:
+    """Yield groups of query indices whose padded comparison fits in a bounded block."""
+    order = np.argsort(lengths, kind="stable")
+    sorted_len = lengths[order].tolist()
+    sorted_cnt = counts[order].tolist()
+    start = 0
+    widest = 0
+    for pos, (length, count) in enumerate(zip(sorted_len, sorted_cnt, strict=True)):
+        widest = max(widest, count)
+        if pos > start and (pos - start + 1) * widest * max(length, 1) > _BLOCK_CELLS:
+            yield order[start:pos]
+            start, widest = pos, count
+    if start < len(order):
+        yield order[start:]
+
+
+def _rank_block(
+    block: IntArray,
+    runs: list[Mapping[str, float]],
+    lengths: IntArray,
+    counts: IntArray,
+    offsets: IntArray,
+    values: FloatArray,
+    out: IntArray,
+) -> list[int]:
+    """Rank the relevant docs of one block of queries into ``out``; return queries with ties."""
+    block_runs = [runs[j] for j in block.tolist()]
+    block_len = lengths[block]
+    width = max(int(block_len.max()), 1)
+    try:
+        flat = np.fromiter(
+            chain.from_iterable(map(_values, block_runs)), np.float64, count=int(block_len.sum())
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError("<run>", "numeric scores", found=str(exc)) from None
+    if np.isnan(flat).any():
+        raise InputError("<run>", "numeric scores", found="NaN")
+    scores = _pad(flat, block_len, width, -np.inf)
+
+    block_cnt = counts[block]
+    within = np.arange(int(block_cnt.sum())) - np.repeat(
+        np.cumsum(block_cnt) - block_cnt, block_cnt
+    )
+    entries = np.repeat(offsets[block], block_cnt) + within
+    wanted = _pad(values[entries], block_cnt, max(int(block_cnt.max()), 1), np.nan)
+
+    if wanted.size * width > _BLOCK_CELLS:  # one huge query: sort instead of broadcasting
+        ordered = np.sort(scores[0])
+        right = np.searchsorted(ordered, wanted[0], side="right")
+        higher = (width - right)[None, :]
+        equal = (right - np.searchsorted(ordered, wanted[0], side="left"))[None, :]
+    else:
+        higher = (scores[:, None, :] > wanted[:, :, None]).sum(axis=2)
+        equal = (scores[:, None, :] == wanted[:, :, None]).sum(axis=2)
+    found = ~np.isnan(wanted)
+    rank = np.where(found, higher + 1, NOT_RETRIEVED)
+    mask = np.arange(wanted.shape[1]) < block_cnt[:, None]
+    out[entries] = rank[mask]
+    has_tie = ((equal > 1) & found).any(axis=1)
+    return block[has_tie].tolist()
+
+
+def _pad(flat: FloatArray, lengths: IntArray, width: int, fill: float) -> FloatArray:
+    """Return a (len(lengths), width) matrix with row i holding the next lengths[i] values."""
+    rows = len(lengths)
+    if rows and bool((lengths == width).all()):
+        return flat.reshape(rows, width)
+    dense = np.full((rows, width), fill, dtype=np.float64)
+    dense[np.arange(width) < lengths[:, None]] = flat
+    return dense
+
+
+def _exact_ranks(ranking: Mapping[str, float], docs: list[str]) -> list[int]:
+    """Return the ranks of ``docs`` in ``ranking`` sorted by score, then doc id, descending."""
+    ordered = sorted(ranking.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    positions = {doc: rank for rank, (doc, _) in enumerate(ordered, start=1)}
+    return [positions.get(doc, NOT_RETRIEVED) for doc in docs]

@@ -1,0 +1,125 @@
+"""Read saved runs: TREC run files and JSON.
+
+A TREC run line is ``qid Q0 docno rank score tag`` (whitespace separated, six fields). As in
+trec_eval the rank column is ignored: a query's documents are ranked by score descending,
+ties broken by doc id descending (byte order). JSON runs are ``{qid: [doc ids best first]}``
+(the order given is the ranking) or ``{qid: {doc id: score}}`` (ranked like a TREC run).
+
+A repeated doc id in one query is kept here in ranking order; the metric engine counts it
+once, at its best position, and reports how many copies it dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from monitor.errors import InputError
+from monitor.metrics.ranks import Ranking
+
+_TREC_COLUMNS = ("qid", "q0", "doc", "rank", "score", "tag")
+
+
+def load_run(path: str | Path) -> dict[str, Ranking]:
+    """Load a TREC run file or a JSON run from ``path``; raise InputError if malformed."""
+    path = Path(path)
+    try:
+        head = path.read_bytes()[:4096].lstrip()
+    except OSError as exc:
+        raise InputError(path, "a readable run file", found=exc.strerror) from None
+    if not head:
+        raise InputError(path, "a run (TREC lines or JSON), not an empty file", line=1)
+    if head[:1] in (b"{", b"["):
+        return _load_json_run(path)
+    return load_trec_run(path)
+
+
+def load_trec_run(path: str | Path) -> dict[str, Ranking]:
+    """Load a TREC run file as ``{qid: [doc ids, best first]}`` (trec_eval's order)."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(
+            path,
+            sep=r"\s+",
+            header=None,
+            names=list(_TREC_COLUMNS),
+            dtype={name: str for name in _TREC_COLUMNS if name != "score"} | {"score": "float64"},
+            na_filter=False,
+            float_precision="round_trip",
+            encoding="utf-8",
+            engine="c",
+        )
+        bad = frame.empty or bool(frame["tag"].isna().any() or frame["score"].isna().any())
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        bad = True
+    if bad:
+        _raise_first_bad_trec_line(path)
+    frame = frame.sort_values(["qid", "score", "doc"], ascending=[True, False, False])
+    qids = frame["qid"].to_numpy()
+    docs = frame["doc"].tolist()
+    starts = np.flatnonzero(np.concatenate(([True], qids[1:] != qids[:-1])))
+    ends = np.append(starts[1:], len(qids))
+    return {
+        str(qids[lo]): docs[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)
+    }
+
+
+def _raise_first_bad_trec_line(path: Path) -> None:
+    """Find the first malformed line of a TREC run and raise an InputError naming it."""
+    expected = "a TREC run line 'qid Q0 docno rank score tag'"
+    with path.open("rb") as handle:
+        number = 0
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(path, "UTF-8 text", line=number, found=raw[:40]) from None
+            fields = line.split()
+            if len(fields) != len(_TREC_COLUMNS):
+                raise InputError(path, expected, line=number, found=line.rstrip("\n"))
+            try:
+                score = float(fields[4])
+            except ValueError:
+                score = math.nan
+            if math.isnan(score):
+                raise InputError(path, "a numeric score in field 5", line=number, found=fields[4])
+    if number == 0:
+        raise InputError(path, "at least one TREC run line, not an empty file", line=1)
+    raise InputError(path, expected)  # pragma: no cover - the fast reader found a fault
+
+
+def _load_json_run(path: Path) -> dict[str, Ranking]:
+    """Load ``{qid: [ids]}`` or ``{qid: {id: score}}`` from a JSON file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "UTF-8 text", found=f"byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"valid JSON ({exc.msg})", line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(path, "a JSON object {query id: ranking}", found=type(data).__name__)
+    run: dict[str, Ranking] = {}
+    for qid, ranking in data.items():
+        if isinstance(ranking, list):
+            if not all(isinstance(doc, str) for doc in ranking):
+                raise InputError(path, f"string doc ids for query {qid!r}", found=ranking[:5])
+            run[qid] = ranking
+        elif isinstance(ranking, dict):
+            if not all(_is_number(score) for score in ranking.values()):
+                raise InputError(path, f"numeric scores for query {qid!r}", found=ranking)
+            run[qid] = {doc: float(score) for doc, score in ranking.items()}
+        else:
+            raise InputError(
+                path,
+                f"a list of doc ids or a {{doc: score}} object for query {qid!r}",
+                found=ranking,
+            )
+    return run
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
