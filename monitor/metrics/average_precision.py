@@ -23,4 +23,4 @@ def average_precision(ranks: RelevantRanks, k: int | None) -> FloatArray:
     # Entries are in rank order within a query: position + 1 relevant docs sit at ranks <= r.
     precision_at_r = (ranks.position[hits] + 1.0) / ranks.rank[hits]
     totals = np.bincount(ranks.query[hits], weights=precision_at_r, minlength=ranks.n)
-    return ranks.per_relevant(totals)
+    return ranks.per_relevant(totals.astype(np.float64))

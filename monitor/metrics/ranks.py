@@ -244,8 +244,9 @@ def _ranks_from_scores(
 
     A doc's rank is 1 + the number of docs scoring higher + the number of docs with the same
     score and a greater id; ``rel_docs[firsts[j]:firsts[j] + counts[j]]`` are run ``j``'s
-    relevant docs and ``values`` their scores. The first count is a broadcast comparison over blocks of queries
-    of similar run length; the rare queries with tied scores are ranked exactly in Python.
+    relevant docs and ``values`` their scores. The first count is a broadcast comparison over
+    blocks of queries of similar run length; the rare queries with tied scores are ranked
+    exactly in Python.
     """
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     offsets = np.concatenate(([0], np.cumsum(counts)))
@@ -299,9 +300,8 @@ def _rank_block(
     scores = _pad(flat, block_len, width, -np.inf)
 
     block_cnt = counts[block]
-    within = np.arange(int(block_cnt.sum())) - np.repeat(
-        np.cumsum(block_cnt) - block_cnt, block_cnt
-    )
+    block_starts = np.cumsum(block_cnt) - block_cnt
+    within = np.arange(int(block_cnt.sum())) - np.repeat(block_starts, block_cnt)
     entries = np.repeat(offsets[block], block_cnt) + within
     wanted = _pad(values[entries], block_cnt, max(int(block_cnt.max()), 1), np.nan)
 
@@ -318,7 +318,8 @@ def _rank_block(
     mask = np.arange(wanted.shape[1]) < block_cnt[:, None]
     out[entries] = rank[mask]
     has_tie = ((equal > 1) & found).any(axis=1)
-    return block[has_tie].tolist()
+    tied: list[int] = block[has_tie].tolist()
+    return tied
 
 
 def _pad(flat: FloatArray, lengths: IntArray, width: int, fill: float) -> FloatArray:
