@@ -1,1 +1,70 @@
-"""retrieval-monitor: know every day whether your retrieval still finds the right documents."""
+"""retrieval-monitor: know every day whether your retrieval still finds the right documents.
+
+The package re-exports its public names lazily, so ``import monitor`` stays cheap (the command
+line starts without loading numpy or pandas until a command needs them).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from monitor.errors import ConfigError, InputError, MonitorError, UsageError
+    from monitor.evalset import EvalSet
+    from monitor.evaluation import EvaluationResult, evaluate
+    from monitor.ksweep import KSweep, k_sweep
+    from monitor.metrics.spec import Metric, parse_metric
+    from monitor.records import Hit, Query, QueryOutcome
+    from monitor.runs import load_run
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ConfigError": "monitor.errors",
+    "EvalSet": "monitor.evalset",
+    "EvaluationResult": "monitor.evaluation",
+    "Hit": "monitor.records",
+    "InputError": "monitor.errors",
+    "KSweep": "monitor.ksweep",
+    "Metric": "monitor.metrics.spec",
+    "MonitorError": "monitor.errors",
+    "Query": "monitor.records",
+    "QueryOutcome": "monitor.records",
+    "UsageError": "monitor.errors",
+    "evaluate": "monitor.evaluation",
+    "k_sweep": "monitor.ksweep",
+    "load_run": "monitor.runs",
+    "parse_metric": "monitor.metrics.spec",
+}
+
+__all__ = [
+    "ConfigError",
+    "EvalSet",
+    "EvaluationResult",
+    "Hit",
+    "InputError",
+    "KSweep",
+    "Metric",
+    "MonitorError",
+    "Query",
+    "QueryOutcome",
+    "UsageError",
+    "evaluate",
+    "k_sweep",
+    "load_run",
+    "parse_metric",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'monitor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

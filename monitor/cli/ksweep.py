@@ -1,0 +1,83 @@
+"""``retrieval-monitor k-sweep``: every measure at several k, and the k to use."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import InputError, UsageError
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``k-sweep`` sub-command."""
+    parser = subparsers.add_parser(
+        "k-sweep",
+        help="tabulate every measure at several k and recommend k per use case",
+        description="Tabulate every measure at several cutoffs k and recommend k per use case.",
+    )
+    parser.add_argument(
+        "--qrels",
+        required=True,
+        metavar="FILE",
+        help="TREC qrels or an eval set (.jsonl, .json, .csv, .yaml)",
+    )
+    parser.add_argument(
+        "--run",
+        required=True,
+        metavar="FILE",
+        help="TREC run file or JSON {qid: [doc ids best first]}",
+    )
+    parser.add_argument(
+        "--ks",
+        default="1,3,5,10,20",
+        metavar="K1,K2,...",
+        help="cutoffs to sweep (default: 1,3,5,10,20)",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--output", metavar="FILE", type=Path, help="also write the sweep as JSON to FILE"
+    )
+    parser.add_argument(
+        "--include-no-relevant",
+        action="store_true",
+        help="count queries with no relevant judgment as zeros",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Sweep and print; return the exit code."""
+    from monitor.io import write_text_atomic
+    from monitor.ksweep import k_sweep
+
+    sweep = k_sweep(
+        args.qrels, args.run, _parse_ks(args.ks), include_no_relevant=args.include_no_relevant
+    )
+    if not sweep.counts.evaluated:
+        raise InputError(args.qrels, "at least one judged query with a relevant document")
+    payload = json.dumps(sweep.to_dict(), indent=2) + "\n"
+    if args.output is not None:
+        write_text_atomic(args.output, payload)
+    if args.format == "json":
+        sys.stdout.write(payload)
+    else:
+        ascii_only = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+        print(sweep)
+        print()
+        print(sweep.bars(ascii_only=ascii_only))
+    return 0
+
+
+def _parse_ks(text: str) -> list[int]:
+    ks: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.lstrip("+-").isdigit() or int(part) <= 0:
+            raise UsageError(
+                f"--ks: expected positive integers separated by commas, found {part!r}"
+            )
+        ks.append(int(part))
+    return ks
