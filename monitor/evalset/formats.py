@@ -1,0 +1,153 @@
+"""Choose an eval set format by name or suffix, and load or save it.
+
+=========  =====================  =============================================
+format     suffixes               shape
+=========  =====================  =============================================
+``jsonl``  .jsonl, .ndjson        one query object per line
+``json``   .json                  a list of query objects, or name + queries
+``csv``    .csv                   columns id, query, relevant, then metadata
+``yaml``   .yaml, .yml            as JSON
+``trec``   .qrels, .trec          ``qid iter docno rel``, plus a queries TSV
+=========  =====================  =============================================
+
+Every reader raises :class:`~monitor.errors.InputError` naming the file and the line for
+an empty file, bytes that are not UTF-8, a line of the wrong shape, a non-integer grade or
+a repeated query id; errors from json, yaml and csv are wrapped, never passed through.
+Every writer replaces the file atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from os import PathLike
+from pathlib import Path
+
+from monitor.errors import InputError, UsageError
+from monitor.evalset import _documents, _table, trec
+from monitor.evalset._documents import Entry
+from monitor.evalset._files import read_text, write_atomic
+from monitor.evalset.model import EvalSet
+
+#: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
+FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
+#: The suffixes that choose a format when none is given.
+SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".qrels": "trec",
+    ".trec": "trec",
+}
+
+
+def format_of(path: str | PathLike[str], format: str | None = None) -> str:
+    """Return ``format`` checked, or the format that the suffix of ``path`` names."""
+    if format is not None:
+        if format not in FORMATS:
+            raise UsageError(
+                f"unknown eval set format {format!r}; known formats: {', '.join(FORMATS)}"
+            )
+        return format
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        known = ", ".join(f"{s} ({f})" for s, f in SUFFIXES.items())
+        raise UsageError(
+            f"cannot tell the eval set format of {str(path)!r} from its suffix; "
+            f"pass format= ({', '.join(FORMATS)}) or use one of: {known}"
+        )
+    return SUFFIXES[suffix]
+
+
+def load_evalset(
+    path: str | PathLike[str],
+    format: str | None = None,
+    *,
+    queries: str | PathLike[str] | None = None,
+    name: str | None = None,
+) -> EvalSet:
+    """Read the eval set at ``path`` (see :meth:`EvalSet.load`)."""
+    chosen = format_of(path, format)
+    default_name = Path(path).stem if name is None else name
+    if chosen == "trec":
+        return trec.load_trec(path, queries, default_name)
+    if queries is not None:
+        raise UsageError("queries= names the queries file of TREC qrels only")
+    return parse_evalset(read_text(path), chosen, str(path), name=name, default_name=default_name)
+
+
+def parse_evalset(
+    text: str, format: str, source: str, *, name: str | None = None, default_name: str = ""
+) -> EvalSet:
+    """Return the eval set in ``text`` (any format but ``trec``); ``source`` names it in errors.
+
+    The set is called ``name`` if given, else by the name the file holds, else
+    ``default_name``.
+    """
+    if not text.strip():
+        raise InputError(source, "at least one query (the file is empty)", line=1)
+    held: str | None = None
+    entries: Iterable[Entry]
+    if format == "jsonl":
+        entries = _documents.read_jsonl(text, source)
+    elif format == "json":
+        held, entries = _documents.read_json(text, source)
+    elif format == "yaml":
+        held, entries = _documents.read_yaml(text, source)
+    elif format == "csv":
+        entries = _table.read_csv(text, source)
+    else:
+        raise UsageError(f"cannot parse format {format!r} from text")
+    chosen = name if name is not None else held if held is not None else default_name
+    return _assemble(entries, source, chosen)
+
+
+def save_evalset(
+    evalset: EvalSet,
+    path: str | PathLike[str],
+    format: str | None = None,
+    *,
+    queries: str | PathLike[str] | None = None,
+) -> None:
+    """Write ``evalset`` to ``path`` (see :meth:`EvalSet.save`)."""
+    chosen = format_of(path, format)
+    if queries is not None and chosen != "trec":
+        raise UsageError("queries= names the queries file of TREC qrels only")
+    items = evalset.queries
+    if not items:
+        raise UsageError(f"eval set {evalset.name!r} has no query to save")
+    if chosen == "trec":
+        qrels_text = trec.format_qrels(items)
+        queries_text = None if queries is None else trec.format_queries(items)
+        write_atomic(path, qrels_text)
+        if queries is not None and queries_text is not None:
+            write_atomic(queries, queries_text)
+        return
+    if chosen == "jsonl":
+        text = _documents.write_jsonl(items)
+    elif chosen == "json":
+        text = _documents.write_json(evalset.name, items)
+    elif chosen == "yaml":
+        text = _documents.write_yaml(evalset.name, items)
+    else:
+        text = _table.write_csv(items)
+    write_atomic(path, text)
+
+
+def _assemble(entries: Iterable[Entry], source: str, name: str) -> EvalSet:
+    """Return the eval set of ``entries``; raise InputError on a repeated id or none at all."""
+    evalset = EvalSet(name=name)
+    first: dict[str, int | None] = {}
+    for entry in entries:
+        query_id = entry.query.id
+        if query_id in first:
+            seen = first[query_id]
+            where = "" if seen is None else f" (first on line {seen})"
+            raise InputError(source, f"a unique query id{where}", line=entry.line, found=query_id)
+        first[query_id] = entry.line
+        evalset.add(entry.query)
+    if not first:
+        raise InputError(source, "at least one query", line=1)
+    return evalset

@@ -1,0 +1,231 @@
+"""The eval set: an ordered collection of queries with unique ids, and its fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from os import PathLike
+
+from monitor.errors import UsageError
+from monitor.evalset._checks import (
+    Invalid,
+    check_id,
+    check_text,
+    judgments_from,
+    metadata_from,
+)
+from monitor.records import MetaValue, Query
+
+#: What :meth:`EvalSet.add` takes as ``relevant``: doc ids (grade 1 each) or id -> grade.
+Relevant = Iterable[str] | Mapping[str, int]
+
+
+class EvalSet:
+    """An ordered collection of :class:`~monitor.records.Query` records with unique ids.
+
+    Build one in code with :meth:`add`, or read one with :meth:`load` (JSONL, JSON, CSV,
+    YAML or TREC qrels). Index it by position (``es[0]``) or by id (``es["q1"]``).
+
+    Every query is checked when it is added: ids are non-empty strings, grades are integers
+    (1 or more is relevant; 0 and below are judged not relevant), metadata values are
+    scalars. A bad value raises :class:`~monitor.errors.UsageError`; the loaders raise
+    :class:`~monitor.errors.InputError` with the file and line instead.
+    """
+
+    __slots__ = ("_by_id", "_fingerprint", "_queries", "name")
+
+    def __init__(self, name: str = "", queries: Iterable[Query] = ()) -> None:
+        self.name = name
+        self._queries: list[Query] = []
+        self._by_id: dict[str, Query] = {}
+        self._fingerprint: str | None = None
+        for query in queries:
+            self.add(query)
+
+    def add(
+        self,
+        query: Query | str,
+        text: str | None = None,
+        *,
+        relevant: Relevant | None = None,
+        metadata: Mapping[str, MetaValue] | None = None,
+    ) -> Query:
+        """Append a query and return it; raise UsageError on a duplicate id or a bad value.
+
+        Pass either a ready :class:`~monitor.records.Query`, or its parts:
+        ``es.add("q1", "text", relevant=["d1", "d2"])`` (grade 1 each) or
+        ``relevant={"d1": 2, "d2": 0}``.
+        """
+        if isinstance(query, Query):
+            if text is not None or relevant is not None or metadata is not None:
+                raise UsageError("give either a Query or its id, text, relevant and metadata")
+            query = self._checked(query.id, query.text, query.judgments, query.metadata)
+        else:
+            query = self._checked(query, "" if text is None else text, relevant, metadata)
+        if query.id in self._by_id:
+            raise UsageError(f"eval set {self.name!r} already has a query with id {query.id!r}")
+        self._queries.append(query)
+        self._by_id[query.id] = query
+        self._fingerprint = None
+        return query
+
+    @staticmethod
+    def _checked(query_id: object, text: object, relevant: object, metadata: object) -> Query:
+        """Return a Query built from checked parts, or raise UsageError naming the bad part."""
+        label = repr(query_id) if isinstance(query_id, str) else "?"
+        try:
+            checked_id = check_id(query_id)
+            checked_text = check_text(text)
+            try:
+                judgments = judgments_from(relevant)
+            except Invalid as error:
+                raise error.under("relevant") from None
+            try:
+                meta = metadata_from(metadata)
+            except Invalid as error:
+                raise error.under("metadata") from None
+        except Invalid as error:
+            message = f"query {label}: expected {error.describe()}"
+            if error.found is not None:
+                message += f", found {error.found!r}"
+            raise UsageError(message) from None
+        return Query(checked_id, checked_text, judgments, meta)
+
+    @classmethod
+    def from_qrels(
+        cls,
+        qrels: Mapping[str, Mapping[str, int]],
+        texts: Mapping[str, str] | None = None,
+        *,
+        name: str = "",
+    ) -> EvalSet:
+        """Build an eval set from query id -> doc id -> grade, and optionally id -> text.
+
+        Queries come in ``qrels`` order, then the queries found only in ``texts`` (kept,
+        with no judgment). Without ``texts`` every text is ``""``; with it, a judged query
+        that has no text raises UsageError.
+        """
+        evalset = cls(name=name)
+        for query_id, judgments in qrels.items():
+            if texts is None:
+                text = ""
+            elif query_id in texts:
+                text = texts[query_id]
+            else:
+                raise UsageError(f"query {query_id!r} has judgments but no text in texts")
+            evalset.add(query_id, text, relevant=judgments)
+        for query_id, text in (texts or {}).items():
+            if query_id not in evalset:
+                evalset.add(query_id, text)
+        return evalset
+
+    @classmethod
+    def load(
+        cls,
+        path: str | PathLike[str],
+        format: str | None = None,
+        *,
+        queries: str | PathLike[str] | None = None,
+        name: str | None = None,
+    ) -> EvalSet:
+        """Read an eval set from ``path``; raise InputError naming the file and line if bad.
+
+        ``format`` is one of ``jsonl``, ``json``, ``csv``, ``yaml`` or ``trec``; without it
+        the suffix decides. For ``trec``, ``queries`` names a ``qid<TAB>text`` file. The
+        set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
+        """
+        from monitor.evalset.formats import load_evalset
+
+        return load_evalset(path, format, queries=queries, name=name)
+
+    def save(
+        self,
+        path: str | PathLike[str],
+        format: str | None = None,
+        *,
+        queries: str | PathLike[str] | None = None,
+    ) -> None:
+        """Write the eval set to ``path`` atomically, in ``format`` or the suffix's format.
+
+        For ``trec`` the file holds the qrels only; ``queries`` names where to write the
+        ``qid<TAB>text`` file (without it, texts and unjudged queries are not written).
+        """
+        from monitor.evalset.formats import save_evalset
+
+        save_evalset(self, path, format, queries=queries)
+
+    def qrels(self) -> dict[str, dict[str, int]]:
+        """Return query id -> doc id -> grade for every query (``{}`` when unjudged)."""
+        return {query.id: dict(query.judgments) for query in self._queries}
+
+    @property
+    def queries(self) -> tuple[Query, ...]:
+        """Return the queries in order."""
+        return tuple(self._queries)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Return the query ids in order."""
+        return tuple(self._by_id)
+
+    @property
+    def fingerprint(self) -> str:
+        """Return ``"sha256:<hex>"`` of the content that metrics depend on.
+
+        The canonical form is the UTF-8 encoding of
+        ``json.dumps(rows, ensure_ascii=False, separators=(",", ":"))`` where ``rows`` is
+        ``[[id, text, [[doc, grade], ...]], ...]``: queries sorted by id, judgments sorted
+        by doc id (both in code point order), texts exactly as stored.
+
+        The set's name and the queries' metadata are deliberately left out: relabelling a
+        category must not invalidate a baseline, while changing a query text, adding or
+        removing a query, or changing, adding or removing a judgment (grade 0 included)
+        must. The same content read from any format, in any order, has the same
+        fingerprint.
+        """
+        if self._fingerprint is None:
+            rows = [
+                [query.id, query.text, sorted(query.judgments.items())]
+                for query in sorted(self._queries, key=lambda query: query.id)
+            ]
+            canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+            digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            self._fingerprint = f"sha256:{digest}"
+        return self._fingerprint
+
+    def get(self, query_id: str, default: Query | None = None) -> Query | None:
+        """Return the query with ``query_id``, or ``default`` when there is none."""
+        return self._by_id.get(query_id, default)
+
+    def __len__(self) -> int:
+        return len(self._queries)
+
+    def __iter__(self) -> Iterator[Query]:
+        return iter(tuple(self._queries))
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Query):
+            return self._by_id.get(item.id) == item
+        return isinstance(item, str) and item in self._by_id
+
+    def __getitem__(self, key: int | str) -> Query:
+        """Return the query at position ``key`` (an int) or with id ``key`` (a string)."""
+        if isinstance(key, str):
+            try:
+                return self._by_id[key]
+            except KeyError:
+                raise KeyError(key) from None
+        if isinstance(key, bool) or not isinstance(key, int):
+            raise TypeError(f"eval set index must be an int or a query id, not {key!r}")
+        return self._queries[key]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EvalSet):
+            return NotImplemented
+        return self.name == other.name and self._queries == other._queries
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: add() changes it
+
+    def __repr__(self) -> str:
+        return f"<EvalSet {self.name!r}: {len(self._queries)} queries>"

@@ -1,0 +1,158 @@
+"""TREC qrels (``qid iter docno rel``) and the ``qid<TAB>text`` queries file.
+
+A qrels line has exactly four whitespace-separated fields; ``iter`` is ignored and ``rel``
+is an integer grade (1 or more is relevant, 0 and below judged not relevant). Blank lines
+are skipped. A query and document pair judged twice is an error, as is an empty file.
+
+:func:`read_trec_qrels` is a plain loop over the lines: on a file of a million lines it is
+as fast as ``pandas.read_csv`` followed by the grouping into dicts, and it keeps the exact
+line of every error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+
+from monitor.errors import InputError, UsageError
+from monitor.evalset._files import read_text
+from monitor.evalset.model import EvalSet
+from monitor.records import Query
+
+_QRELS_SHAPE = "4 whitespace-separated fields: qid iter docno rel"
+
+
+def read_trec_qrels(path: str | PathLike[str]) -> dict[str, dict[str, int]]:
+    """Return query id -> doc id -> grade from a TREC qrels file, in file order.
+
+    Raise :class:`~monitor.errors.InputError` naming the file and line on a malformed line,
+    a non-integer grade, a repeated (qid, docno) pair, undecodable bytes or an empty file.
+    """
+    return parse_qrels(read_text(path), str(path))
+
+
+def parse_qrels(text: str, source: str) -> dict[str, dict[str, int]]:
+    """Return query id -> doc id -> grade from the text of a qrels file."""
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if len(fields) != 4:
+            if not fields:
+                continue
+            raise InputError(source, _QRELS_SHAPE, line=number, found=line.strip())
+        query_id, _, doc, rel = fields
+        try:
+            grade = int(rel)
+        except ValueError:
+            grade = None
+        # int() also takes "1_000" and non-ASCII digits; a grade is plain ASCII digits.
+        if grade is None or "_" in rel or not rel.isascii():
+            raise InputError(source, "an integer grade in field 4 (rel)", line=number, found=rel)
+        judgments = qrels.get(query_id)
+        if judgments is None:
+            judgments = qrels[query_id] = {}
+        elif doc in judgments:
+            first = _first_line(text, query_id, doc)
+            raise InputError(
+                source,
+                f"one judgment per query and document (first on line {first})",
+                line=number,
+                found=f"{query_id} {doc}",
+            )
+        judgments[doc] = grade
+    if not qrels:
+        raise InputError(source, f"at least one qrels line ({_QRELS_SHAPE})", line=1)
+    return qrels
+
+
+def parse_queries(text: str, source: str) -> dict[str, str]:
+    """Return query id -> text from the text of a ``qid<TAB>text`` file, in file order.
+
+    The text is everything after the first tab, kept as written; blank lines are skipped.
+    """
+    texts: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        query_id, tab, query = line.partition("\t")
+        query_id = query_id.strip()
+        if not tab or not query_id:
+            raise InputError(source, "a line 'qid<TAB>text'", line=number, found=line)
+        if query_id in texts:
+            raise InputError(
+                source,
+                f"each query id once (first on line {lines[query_id]})",
+                line=number,
+                found=query_id,
+            )
+        texts[query_id] = query
+        lines[query_id] = number
+    if not texts:
+        raise InputError(source, "at least one line 'qid<TAB>text'", line=1)
+    return texts
+
+
+def load_trec(
+    qrels_path: str | PathLike[str], queries_path: str | PathLike[str] | None, name: str
+) -> EvalSet:
+    """Return the eval set of a qrels file and, if given, its queries file.
+
+    With a queries file, queries come in its order (those without judgments are kept) and
+    every judged query must be listed there. Without one, texts are ``""``.
+    """
+    qrels_text = read_text(qrels_path)
+    qrels = parse_qrels(qrels_text, str(qrels_path))
+    if queries_path is None:
+        return EvalSet.from_qrels(qrels, name=name)
+    texts = parse_queries(read_text(queries_path), str(queries_path))
+    for query_id in qrels:
+        if query_id not in texts:
+            raise InputError(
+                str(qrels_path),
+                f"a query id listed in {queries_path}",
+                line=_first_line(qrels_text, query_id),
+                found=query_id,
+            )
+    evalset = EvalSet(name=name)
+    for query_id, query in texts.items():
+        evalset.add(query_id, query, relevant=qrels.get(query_id, {}))
+    return evalset
+
+
+def format_qrels(queries: Sequence[Query]) -> str:
+    """Return the qrels text of ``queries`` (``iter`` is 0); raise UsageError if impossible."""
+    lines = []
+    for query in queries:
+        _check_token(query.id, "query id")
+        for doc, grade in query.judgments.items():
+            _check_token(doc, "document id")
+            lines.append(f"{query.id} 0 {doc} {grade}\n")
+    if not lines:
+        raise UsageError("cannot write TREC qrels: no query has a judgment")
+    return "".join(lines)
+
+
+def format_queries(queries: Sequence[Query]) -> str:
+    """Return the ``qid<TAB>text`` text of ``queries``; raise UsageError if impossible."""
+    for query in queries:
+        _check_token(query.id, "query id")
+        if "\n" in query.text or "\r" in query.text:
+            raise UsageError(f"query {query.id!r}: a text with a line break cannot go to a TSV")
+    return "".join(f"{query.id}\t{query.text}\n" for query in queries)
+
+
+def _check_token(value: str, what: str) -> None:
+    """Refuse an id that whitespace-separated files cannot hold."""
+    if value.split() != [value]:
+        raise UsageError(f"{what} {value!r} holds whitespace and cannot be written to TREC files")
+
+
+def _first_line(text: str, query_id: str, doc: str | None = None) -> int | None:
+    """Return the first line that judges ``query_id`` (and ``doc``, if given)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if len(fields) == 4 and fields[0] == query_id and doc in (None, fields[2]):
+            return number
+    return None
