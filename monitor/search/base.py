@@ -1,0 +1,153 @@
+"""What a search plug-in is, and how its answers become :class:`~monitor.records.Hit` records.
+
+A search function is any callable ``(query: str, k: int) -> sequence of hits``. A hit is a
+doc id string, a mapping with ``"id"`` (and optional ``"score"`` and ``"text"``), or a
+:class:`~monitor.records.Hit`. The function may be ``async def``.
+
+A plug-in that needs the whole :class:`~monitor.records.Query` (its id, to replay a saved
+run, or its metadata) declares it with :func:`takes_query` or a true ``takes_query`` class
+attribute; it is then called as ``(query: Query, k: int)``.
+
+Optional extras, found by name: ``stats()`` returns scalars recorded with the run (index
+size, model version, ...) and ``close()`` releases connections (:func:`close_search`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar
+
+from monitor.errors import SearchOutputError
+from monitor.records import Hit, MetaValue, Query
+
+#: One hit as a search function may give it.
+HitLike: TypeAlias = "str | Hit | Mapping[str, Any]"
+#: A ranking as a search function may give it, best first.
+Hits: TypeAlias = "Sequence[HitLike]"
+
+#: The plug-in point: ``(query text, k) -> hits``.
+SearchFunction: TypeAlias = Callable[[str, int], Hits]
+#: A plug-in declared with :func:`takes_query`: ``(query, k) -> hits``.
+QuerySearchFunction: TypeAlias = Callable[[Query, int], Hits]
+#: The async forms of both.
+AsyncSearchFunction: TypeAlias = Callable[[str, int], Awaitable[Hits]]
+AsyncQuerySearchFunction: TypeAlias = Callable[[Query, int], Awaitable[Hits]]
+#: Anything the runner accepts as a search.
+Search: TypeAlias = (
+    "SearchFunction | QuerySearchFunction | AsyncSearchFunction | AsyncQuerySearchFunction"
+)
+#: What a plug-in's ``stats()`` reports.
+SearchStats: TypeAlias = Mapping[str, MetaValue]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def takes_query(function: _F) -> _F:
+    """Mark ``function`` as taking the :class:`~monitor.records.Query` rather than its text."""
+    function.takes_query = True  # type: ignore[attr-defined]
+    return function
+
+
+def wants_query(search: object) -> bool:
+    """Return whether ``search`` declared that it takes the whole Query."""
+    return getattr(search, "takes_query", False) is True
+
+
+def is_async(search: object) -> bool:
+    """Return whether calling ``search`` gives an awaitable (an ``async def`` or ``__call__``)."""
+    if inspect.iscoroutinefunction(search):
+        return True
+    call = getattr(type(search), "__call__", None)  # noqa: B004 - the method, not callability
+    return inspect.iscoroutinefunction(call)
+
+
+def normalise_hits(raw: object) -> tuple[Hit, ...]:
+    """Return ``raw`` as Hit records; raise SearchOutputError for any other shape.
+
+    Accepted: a list, tuple or other non-string sequence whose items are doc id strings,
+    :class:`Hit` records or mappings with a string ``"id"`` and optional numeric ``"score"``
+    and string ``"text"``. The order is kept as given: it is the plug-in's ranking.
+    """
+    if type(raw) is not list and type(raw) is not tuple:
+        _check_sequence(raw)
+    items: Sequence[object] = raw  # type: ignore[assignment]  # checked just above
+    hits: list[Hit] = []
+    append = hits.append
+    for position, item in enumerate(items):
+        kind = type(item)
+        if kind is str:
+            if not item:
+                raise SearchOutputError(f"a non-empty doc id at position {position}", found=item)
+            append(Hit(item))  # type: ignore[arg-type]  # kind is str
+        elif isinstance(item, Hit):
+            append(item)
+        elif isinstance(item, Mapping):
+            append(_hit_from_mapping(item, position))
+        elif isinstance(item, str) and item:  # a str subclass such as numpy.str_
+            append(Hit(str(item)))
+        else:
+            raise SearchOutputError(
+                f"a doc id string, a Hit or a mapping with 'id' at position {position}",
+                found=item,
+            )
+    return tuple(hits)
+
+
+def _check_sequence(raw: object) -> None:
+    """Raise SearchOutputError unless ``raw`` is a sequence other than a string."""
+    if raw is None:
+        raise SearchOutputError("a sequence of hits", found="None")
+    if inspect.isawaitable(raw):
+        if inspect.iscoroutine(raw):
+            raw.close()  # never awaited: close it so Python does not warn
+        raise SearchOutputError("a sequence of hits, not an awaitable (declare it async def)")
+    if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Sequence):
+        raise SearchOutputError("a sequence of hits", found=f"{type(raw).__name__} {raw!r}")
+
+
+def _hit_from_mapping(item: Mapping[Any, Any], position: int) -> Hit:
+    """Build a Hit from ``{"id": ..., "score": ..., "text": ...}``."""
+    doc = item.get("id")
+    if not isinstance(doc, str) or not doc:
+        raise SearchOutputError(
+            f"a non-empty string 'id' in the hit at position {position}", found=item
+        )
+    raw_score = item.get("score")
+    score: float | None = None
+    if raw_score is not None:
+        if isinstance(raw_score, bool) or not isinstance(raw_score, int | float):
+            raise SearchOutputError(
+                f"a numeric 'score' in the hit at position {position}", found=item
+            )
+        # NaN is how some engines say "no score": record it as missing, not as a failure.
+        score = None if math.isnan(raw_score) else float(raw_score)
+    text = item.get("text")
+    if text is not None and not isinstance(text, str):
+        raise SearchOutputError(f"a string 'text' in the hit at position {position}", found=item)
+    return Hit(doc, score, text)
+
+
+def search_stats(search: object) -> dict[str, MetaValue]:
+    """Return what ``search.stats()`` reports, or ``{}`` when the plug-in has no ``stats``.
+
+    Values that are not scalars are recorded as their ``str``.
+    """
+    stats = getattr(search, "stats", None)
+    if not callable(stats):
+        return {}
+    reported = stats()
+    if not isinstance(reported, Mapping):
+        raise SearchOutputError("stats() to return a mapping", found=reported)
+    return {
+        str(key): value if value is None or isinstance(value, str | int | float) else str(value)
+        for key, value in reported.items()
+    }
+
+
+def close_search(search: object) -> None:
+    """Call ``search.close()`` when the plug-in has one."""
+    close = getattr(search, "close", None)
+    if callable(close):
+        close()

@@ -1,0 +1,137 @@
+"""The ``replay`` search kind: answer every query from a saved run.
+
+Options: ``path`` (required) and ``format`` (``trec``, ``json`` or ``auto``, the default:
+JSON when the file starts with ``{``).
+
+A TREC run line is ``qid Q0 docno rank score tag``. As in trec_eval the rank column is
+ignored: each query's documents are ranked by score descending, ties broken by doc id in
+descending byte order. A JSON run is ``{qid: [hits best first]}`` (doc id strings or
+``{"id", "score", "text"}`` objects) or ``{qid: {doc id: score}}`` (ranked like a TREC run).
+
+The replay needs the query id, so it declares ``takes_query``. A query the run does not
+hold is answered with no hits, as trec_eval counts it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from monitor.errors import InputError, SearchOutputError, SearchSetupError
+from monitor.records import Hit, MetaValue, Query
+from monitor.search.base import HitLike, normalise_hits
+from monitor.search.options import Options
+
+_FORMATS = ("auto", "trec", "json")
+
+
+class ReplaySearch:
+    """A search that answers each query with its ranking in a saved run."""
+
+    takes_query = True
+
+    def __init__(self, run: Mapping[str, Sequence[HitLike]], *, source: str = "<run>") -> None:
+        self.source = source
+        rankings: dict[str, tuple[Hit, ...]] = {}
+        for qid, ranking in run.items():
+            try:
+                rankings[str(qid)] = normalise_hits(ranking)
+            except SearchOutputError as exc:
+                raise InputError(source, f"a ranking for query {qid!r}: {exc.message}") from None
+        self._run = rankings
+
+    @classmethod
+    def from_file(cls, path: str | Path, format: str = "auto") -> ReplaySearch:
+        """Load a TREC or JSON run file; raise InputError where it is malformed."""
+        return cls(load_run(path, format), source=str(path))
+
+    def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
+        """Return the saved ranking of ``query.id``, cut to ``k``."""
+        return self._run.get(query.id, ())[:k]
+
+    def stats(self) -> dict[str, MetaValue]:
+        """Return where the run came from and how many queries it holds."""
+        return {"replay_source": self.source, "replay_queries": len(self._run)}
+
+
+def build(options: Mapping[str, object]) -> ReplaySearch:
+    """Build a :class:`ReplaySearch` from the ``replay`` kind's options."""
+    opts = Options("replay", options)
+    path = opts.required_string("path")
+    opts.spec = f"replay:{path}"
+    file_format = opts.string("format", "auto")
+    opts.done()
+    if file_format not in _FORMATS:
+        raise opts.fail("format", " or ".join(_FORMATS), file_format)
+    try:
+        return ReplaySearch.from_file(path, file_format or "auto")
+    except InputError as exc:
+        raise SearchSetupError(opts.spec, str(exc)) from exc
+
+
+def load_run(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
+    """Read a TREC or JSON run as ``{qid: [Hit, ...] best first}``; raise InputError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "UTF-8 text", found=f"byte {exc.start}") from None
+    except OSError as exc:
+        raise InputError(path, "a readable run file", found=exc.strerror) from None
+    if format == "json" or (format == "auto" and text.lstrip().startswith("{")):
+        return _json_run(path, text)
+    return _trec_run(path, text)
+
+
+def _trec_run(path: Path, text: str) -> dict[str, list[Hit]]:
+    scored: dict[str, list[tuple[float, str]]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise InputError(
+                path, "a TREC run line 'qid Q0 docno rank score tag'", line=number, found=line
+            )
+        try:
+            score = float(fields[4])
+        except ValueError:
+            score = math.nan
+        if math.isnan(score):
+            raise InputError(path, "a numeric score in field 5", line=number, found=fields[4])
+        scored.setdefault(fields[0], []).append((score, fields[2]))
+    if not scored:
+        raise InputError(path, "at least one TREC run line, not an empty file", line=1)
+    # trec_eval's order: score descending, then doc id descending (strcmp on UTF-8 bytes,
+    # which orders like Python's code point comparison).
+    return {
+        qid: [Hit(doc, score) for score, doc in sorted(pairs, reverse=True)]
+        for qid, pairs in scored.items()
+    }
+
+
+def _json_run(path: Path, text: str) -> dict[str, list[Hit]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"valid JSON ({exc.msg})", line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(path, "a JSON object {query id: ranking}", found=type(data).__name__)
+    run: dict[str, list[Hit]] = {}
+    for qid, ranking in data.items():
+        if isinstance(ranking, dict):
+            if not all(
+                isinstance(score, int | float) and not isinstance(score, bool)
+                for score in ranking.values()
+            ):
+                raise InputError(path, f"numeric scores for query {qid!r}", found=ranking)
+            pairs = sorted(((float(score), doc) for doc, score in ranking.items()), reverse=True)
+            run[qid] = [Hit(doc, score) for score, doc in pairs]
+            continue
+        try:
+            run[qid] = list(normalise_hits(ranking))
+        except SearchOutputError as exc:
+            raise InputError(path, f"a ranking for query {qid!r}: {exc.message}") from None
+    return run
