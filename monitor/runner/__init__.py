@@ -1,0 +1,16 @@
+"""The runner: queries through a search function, into a :class:`RunResult`."""
+
+from __future__ import annotations
+
+from monitor.runner.calls import RetryPolicy, is_retryable
+from monitor.runner.result import LatencySummary, RunResult
+from monitor.runner.run import run_pipelines, run_queries
+
+__all__ = [
+    "LatencySummary",
+    "RetryPolicy",
+    "RunResult",
+    "is_retryable",
+    "run_pipelines",
+    "run_queries",
+]

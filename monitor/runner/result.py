@@ -1,0 +1,142 @@
+"""The record of one run: every query's outcome and the run's vital signs."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from monitor.records import MetaValue, QueryOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """Latency of the answered queries, in seconds (None when no query was answered).
+
+    Percentiles interpolate linearly between the two nearest latencies (numpy's default).
+    """
+
+    count: int = 0
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def of(cls, latencies: Iterable[float]) -> LatencySummary:
+        """Summarise ``latencies``."""
+        ordered = sorted(latencies)
+        if not ordered:
+            return cls()
+        return cls(
+            count=len(ordered),
+            mean=math.fsum(ordered) / len(ordered),
+            p50=_percentile(ordered, 50),
+            p95=_percentile(ordered, 95),
+            p99=_percentile(ordered, 99),
+            max=ordered[-1],
+        )
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """Return the q-th percentile of sorted values by linear interpolation."""
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One run of a set of queries through one search function.
+
+    ``outcomes`` follow the order of the queries given; the first ``warmup`` of them were the
+    warm-up, run first and one at a time, and are left out of ``latency`` and
+    ``queries_per_second``. ``latency`` covers answered queries only (a failure is counted by
+    ``error_rate``, its latency is not a latency of the search). ``duration_seconds`` is the
+    wall time of the whole run. ``retries`` counts the attempts made after a retryable error.
+    ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
+    """
+
+    outcomes: tuple[QueryOutcome, ...]
+    k: int
+    started_at: datetime
+    finished_at: datetime
+    duration_seconds: float
+    latency: LatencySummary = LatencySummary()
+    queries_per_second: float | None = None
+    warmup: int = 0
+    retries: int = 0
+    search_stats: Mapping[str, MetaValue] = field(default_factory=dict)
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "search_stats", MappingProxyType(dict(self.search_stats)))
+
+    @property
+    def total(self) -> int:
+        """Return the number of queries in the run."""
+        return len(self.outcomes)
+
+    @property
+    def failed(self) -> int:
+        """Return the number of queries that raised, timed out or were not run."""
+        return sum(1 for outcome in self.outcomes if outcome.error_type is not None)
+
+    @property
+    def answered(self) -> int:
+        """Return the number of queries the search answered (with or without hits)."""
+        return self.total - self.failed
+
+    @property
+    def empty(self) -> int:
+        """Return the number of answered queries with no hits."""
+        return sum(1 for outcome in self.outcomes if outcome.empty)
+
+    @property
+    def duplicates(self) -> int:
+        """Return how many repeated ids were dropped over all queries."""
+        return sum(outcome.duplicates for outcome in self.outcomes)
+
+    @property
+    def error_rate(self) -> float:
+        """Return the share of queries that failed (0.0 for an empty run)."""
+        return self.failed / self.total if self.outcomes else 0.0
+
+    @property
+    def zero_result_rate(self) -> float:
+        """Return the share of answered queries that came back with no hits."""
+        answered = self.answered
+        return self.empty / answered if answered else 0.0
+
+    @property
+    def mean_top1_score(self) -> float | None:
+        """Return the mean score of the first hit, over the answers whose first hit has one."""
+        scores = [
+            outcome.hits[0].score
+            for outcome in self.outcomes
+            if outcome.hits and outcome.hits[0].score is not None
+        ]
+        return math.fsum(s for s in scores if s is not None) / len(scores) if scores else None
+
+    @property
+    def error_counts(self) -> dict[str, int]:
+        """Return the number of failed queries by error type, most frequent first."""
+        counts = Counter(o.error_type for o in self.outcomes if o.error_type is not None)
+        return dict(counts.most_common())
+
+    @property
+    def failures(self) -> tuple[QueryOutcome, ...]:
+        """Return the failed queries' outcomes, in query order."""
+        return tuple(outcome for outcome in self.outcomes if outcome.failed)
+
+    def as_run(self) -> dict[str, list[str]]:
+        """Return ``{query id: [doc ids best first]}`` for the metric engine.
+
+        A failed query maps to an empty ranking, so it counts as a miss, never as skipped.
+        """
+        return {outcome.query_id: list(outcome.retrieved_ids) for outcome in self.outcomes}

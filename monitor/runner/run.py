@@ -1,0 +1,295 @@
+"""Run a set of queries through a search function and record what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from monitor.errors import ErrorBudgetExceeded, UsageError
+from monitor.records import MetaValue, Query, QueryOutcome
+from monitor.runner.calls import Caller, RetryPolicy, is_retryable
+from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
+from monitor.runner.progress import choose, logger
+from monitor.runner.result import LatencySummary, RunResult
+from monitor.search.base import Search, is_async, search_stats, wants_query
+
+
+def run_queries(
+    queries: Iterable[Query],
+    search: Search,
+    *,
+    k: int = 10,
+    concurrency: int = 1,
+    timeout: float | None = None,
+    retries: int = 0,
+    backoff: float = 0.1,
+    deadline: float | None = None,
+    error_budget: float | None = None,
+    warmup: int = 0,
+    retry_on: RetryPolicy = is_retryable,
+    progress: bool | None = None,
+    label: str | None = None,
+) -> RunResult:
+    """Run every query through ``search`` and return the run's record.
+
+    ``queries`` is an eval set or any iterable of :class:`~monitor.records.Query` with unique
+    ids. ``search`` is a search function (:mod:`monitor.search`), sync or async, called with
+    the query text, or with the Query when it declares ``takes_query``; with
+    ``concurrency`` > 1 a sync search is called from several threads at once.
+
+    - ``timeout``: seconds one query may take, retries and backoff included; a call still
+      running then is abandoned and the query recorded with error type ``timeout``.
+    - ``retries``: further attempts after an error that ``retry_on`` deems transient, waiting
+      ``backoff``, then twice that, and so on.
+    - ``deadline``: seconds for the whole run; queries not started by then are recorded with
+      error type ``deadline`` (calls in flight may finish, within ``timeout``).
+    - ``error_budget``: the largest share of failed queries (0.05 for 5%) the run accepts; above
+      it the run stops and raises ErrorBudgetExceeded, an infrastructure failure and never a
+      quality result. None accepts any share.
+    - ``warmup``: the first ``warmup`` queries run first, one at a time; their outcomes count,
+      their latencies do not.
+    - ``progress``: a bar on stderr (True), nothing (False), or None: a bar when stderr is a
+      terminal, ``key=value`` log lines otherwise.
+
+    Raise UsageError for invalid arguments.
+    """
+    items = _queries(queries)
+    _check(k, concurrency, timeout, retries, backoff, deadline, error_budget, warmup)
+    warmup = min(warmup, len(items))
+    started_at = datetime.now(timezone.utc)
+    start = time.perf_counter()
+    max_failures = None if error_budget is None else math.floor(error_budget * len(items) + 1e-9)
+    tally = Tally(len(items), max_failures)
+    reporter = choose(progress, len(items), label)
+    caller = Caller(
+        search,
+        wants_query(search),
+        k,
+        retries=retries,
+        backoff=backoff,
+        retry_on=retry_on,
+        deadline_at=None if deadline is None else start + deadline,
+    )
+    plan = Plan(
+        items,
+        caller,
+        tally,
+        reporter,
+        timeout=timeout,
+        deadline=deadline,
+        deadline_at=caller.deadline_at,
+    )
+    logger.info(
+        "run started label=%s queries=%d k=%d concurrency=%d timeout_s=%s retries=%d",
+        label or "-",
+        len(items),
+        k,
+        concurrency,
+        timeout,
+        retries,
+    )
+    try:
+        if is_async(search):
+            timed_start = _run_async(plan, warmup, concurrency)
+        else:
+            timed_start = _run_sync(plan, warmup, concurrency)
+    finally:
+        reporter.close()
+    end = time.perf_counter()
+    if tally.stopped or (max_failures is not None and tally.failed > max_failures):
+        counts: dict[str, int] = {}
+        for outcome in tally.outcomes:
+            if outcome is not None and outcome.error_type is not None:
+                counts[outcome.error_type] = counts.get(outcome.error_type, 0) + 1
+        logger.error(
+            "run stopped label=%s reason=error_budget failed=%d queries=%d budget=%s",
+            label or "-",
+            tally.failed,
+            len(items),
+            error_budget,
+        )
+        raise ErrorBudgetExceeded(tally.failed, len(items), error_budget or 0.0, counts)
+    outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
+    result = RunResult(
+        outcomes=outcomes,
+        k=k,
+        started_at=started_at,
+        finished_at=datetime.now(timezone.utc),
+        duration_seconds=end - start,
+        latency=LatencySummary.of(
+            outcome.latency_seconds
+            for outcome in outcomes[warmup:]
+            if outcome.error_type is None and outcome.latency_seconds is not None
+        ),
+        queries_per_second=_rate(outcomes[warmup:], end - timed_start),
+        warmup=warmup,
+        retries=tally.retries,
+        search_stats=_stats(search),
+        label=label,
+    )
+    _log_summary(result)
+    return result
+
+
+def run_pipelines(
+    queries: Iterable[Query], searches: Mapping[str, Search], **settings: Any
+) -> dict[str, RunResult]:
+    """Run the same queries through each named search in turn; return results by name.
+
+    ``settings`` are :func:`run_queries`' keyword arguments, the same for every pipeline.
+    """
+    items = _queries(queries)
+    return {
+        name: run_queries(items, search, label=name, **settings)
+        for name, search in searches.items()
+    }
+
+
+def _run_sync(plan: Plan, warmup: int, concurrency: int) -> float:
+    """Run warm-up then the timed queries; return when the timed part started."""
+    drive_warmup = run_loop if plan.timeout is None else _threads(1)
+    drive_warmup(plan, range(warmup))
+    timed_start = time.perf_counter()
+    if not plan.tally.stopped:
+        indices = range(warmup, len(plan.queries))
+        if concurrency == 1 and plan.timeout is None:
+            run_loop(plan, indices)
+        else:
+            run_threads(plan, indices, concurrency)
+    return timed_start
+
+
+def _threads(concurrency: int) -> Any:
+    def drive(plan: Plan, indices: range) -> None:
+        run_threads(plan, indices, concurrency)
+
+    return drive
+
+
+def _run_async(plan: Plan, warmup: int, concurrency: int) -> float:
+    """Run an async search on an event loop of its own; return when the timed part started."""
+
+    async def main() -> float:
+        await run_async(plan, range(warmup), 1)
+        timed_start = time.perf_counter()
+        if not plan.tally.stopped:
+            await run_async(plan, range(warmup, len(plan.queries)), concurrency)
+        return timed_start
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    # Called from inside a running loop: give the run a loop on a thread of its own.
+    box: list[float] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(asyncio.run(main()))
+        except BaseException as error:  # handed back to the calling thread
+            failure.append(error)
+
+    thread = threading.Thread(target=target, name="monitor-runner-async")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return box[0]
+
+
+def _queries(queries: Iterable[Query]) -> tuple[Query, ...]:
+    """Return the queries as a tuple; raise UsageError for a non-Query or a repeated id."""
+    items = tuple(queries)
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, Query):
+            raise UsageError(f"queries: expected Query records, found {type(item).__name__}")
+        if item.id in seen:
+            raise UsageError(f"queries: query id {item.id!r} appears more than once")
+        seen.add(item.id)
+    return items
+
+
+def _check(
+    k: int,
+    concurrency: int,
+    timeout: float | None,
+    retries: int,
+    backoff: float,
+    deadline: float | None,
+    error_budget: float | None,
+    warmup: int,
+) -> None:
+    """Raise UsageError for an argument out of range."""
+    problems = []
+    if not _is_int(k) or k < 1:
+        problems.append(f"k must be an integer >= 1, not {k!r}")
+    if not _is_int(concurrency) or concurrency < 1:
+        problems.append(f"concurrency must be an integer >= 1, not {concurrency!r}")
+    if not _is_int(retries) or retries < 0:
+        problems.append(f"retries must be an integer >= 0, not {retries!r}")
+    if not _is_int(warmup) or warmup < 0:
+        problems.append(f"warmup must be an integer >= 0, not {warmup!r}")
+    for name, value in (("timeout", timeout), ("deadline", deadline)):
+        if value is not None and not (_is_number(value) and value > 0):
+            problems.append(f"{name} must be a positive number of seconds or None, not {value!r}")
+    if not (_is_number(backoff) and backoff >= 0):
+        problems.append(f"backoff must be a number of seconds >= 0, not {backoff!r}")
+    if error_budget is not None and not (_is_number(error_budget) and 0 <= error_budget <= 1):
+        problems.append(
+            f"error_budget must be a share between 0 and 1 or None, not {error_budget!r}"
+        )
+    if problems:
+        raise UsageError("run_queries: " + "; ".join(problems))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _rate(outcomes: tuple[QueryOutcome, ...], seconds: float) -> float | None:
+    """Return queries run per second (queries cut by the deadline were not run)."""
+    ran = sum(1 for outcome in outcomes if outcome.error_type != "deadline")
+    return ran / seconds if ran and seconds > 0 else None
+
+
+def _stats(search: Search) -> dict[str, MetaValue]:
+    """Return the plug-in's stats; a failing ``stats()`` is logged, never fatal."""
+    try:
+        return search_stats(search)
+    except Exception as error:
+        logger.warning("search stats failed error=%s message=%s", type(error).__name__, error)
+        return {"stats_error": f"{type(error).__name__}: {error}"}
+
+
+def _log_summary(result: RunResult) -> None:
+    latency = result.latency
+    logging.getLogger("monitor.runner").info(
+        "run finished label=%s queries=%d failed=%d empty=%d error_rate=%.4f "
+        "p50_s=%s p95_s=%s qps=%s duration_s=%.3f retries=%d",
+        result.label or "-",
+        result.total,
+        result.failed,
+        result.empty,
+        result.error_rate,
+        _fmt(latency.p50),
+        _fmt(latency.p95),
+        _fmt(result.queries_per_second),
+        result.duration_seconds,
+        result.retries,
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
