@@ -1,0 +1,65 @@
+"""The monitor's configuration: one YAML file read once into frozen records.
+
+``load_config(path)`` returns a :class:`MonitorConfig`; stages receive its records, never
+raw dicts. See ``config/monitor.example.yaml`` for every key.
+"""
+
+from monitor.config.hashing import config_hash
+from monitor.config.load import (
+    check_config,
+    default_config,
+    default_store_path,
+    load_config,
+    load_config_text,
+)
+from monitor.config.model import (
+    BaselineConfig,
+    Check,
+    EvalSetConfig,
+    ExporterConfig,
+    HttpExporterConfig,
+    LinksConfig,
+    MonitorConfig,
+    NotifierConfig,
+    PersistenceConfig,
+    PushgatewayExporterConfig,
+    RuleConfig,
+    RunnerConfig,
+    ScheduleConfig,
+    SearchConfig,
+    Secret,
+    SignificanceConfig,
+    StoreConfig,
+    SuiteConfig,
+    TextfileExporterConfig,
+)
+from monitor.config.schema import config_schema
+
+__all__ = [
+    "BaselineConfig",
+    "Check",
+    "EvalSetConfig",
+    "ExporterConfig",
+    "HttpExporterConfig",
+    "LinksConfig",
+    "MonitorConfig",
+    "NotifierConfig",
+    "PersistenceConfig",
+    "PushgatewayExporterConfig",
+    "RuleConfig",
+    "RunnerConfig",
+    "ScheduleConfig",
+    "SearchConfig",
+    "Secret",
+    "SignificanceConfig",
+    "StoreConfig",
+    "SuiteConfig",
+    "TextfileExporterConfig",
+    "check_config",
+    "config_hash",
+    "config_schema",
+    "default_config",
+    "default_store_path",
+    "load_config",
+    "load_config_text",
+]

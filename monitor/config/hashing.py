@@ -1,0 +1,59 @@
+"""A stable fingerprint of a suite's effective configuration, recorded with every run."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from enum import Enum
+from pathlib import Path
+
+from monitor.config.model import Secret, SuiteConfig
+from monitor.metrics.spec import Metric
+
+#: Bumped when the canonical form changes, so old and new fingerprints never collide.
+HASH_FORMAT = 1
+
+
+def config_hash(suite: SuiteConfig) -> str:
+    """Return the hex SHA-256 of ``suite``'s canonical effective config.
+
+    The canonical form is sorted-key JSON of every field, defaults filled in. Secrets enter
+    only as their own SHA-256, and paths under the config file's folder as relative paths,
+    so moving a checkout keeps the fingerprint.
+    """
+    text = json.dumps(
+        canonical(suite), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical(suite: SuiteConfig) -> object:
+    """Return the JSON-ready canonical form that :func:`config_hash` digests."""
+    return {"format": HASH_FORMAT, "suite": _plain(suite, suite.search.base_dir)}
+
+
+def _plain(value: object, base: Path) -> object:
+    if isinstance(value, Secret):
+        return {"secret_sha256": value.sha256()}
+    if isinstance(value, Metric):
+        return str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        try:
+            return "./" + value.relative_to(base).as_posix()
+        except ValueError:
+            return value.as_posix()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: _plain(getattr(value, field.name), base)
+            for field in dataclasses.fields(value)
+            if field.name != "base_dir"
+        }
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item, base) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(item, base) for item in value]
+    return value

@@ -1,0 +1,221 @@
+"""Load a config file once into a :class:`~monitor.config.model.MonitorConfig`.
+
+The file is composed with line marks (:mod:`monitor.config.nodes`), ``${VAR}`` references are
+expanded, ``defaults`` is merged under each suite, and every value is checked and frozen
+(:mod:`monitor.config.sections`). Any problem raises one ConfigError naming the file, the key
+path, the line and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from monitor.config import sections, vocab
+from monitor.config.fields import Fields, mask_url
+from monitor.config.model import MonitorConfig, Secret, StoreConfig, SuiteConfig
+from monitor.config.nodes import Node, compose
+from monitor.errors import ConfigError
+
+#: Where the embedded default configuration lives inside the package.
+DEFAULT_CONFIG_RESOURCE = "data/default_config.yaml"
+
+
+def load_config(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> MonitorConfig:
+    """Read, check and freeze the config file at ``path``; raise ConfigError if it is invalid.
+
+    ``${VAR}`` references read ``env`` (default: the process environment). Relative paths in
+    the file resolve against the file's folder.
+    """
+    return _load_file(Path(path), env, check_files=False)
+
+
+def check_config(path: str | os.PathLike[str]) -> MonitorConfig:
+    """Load the config file at ``path`` as :func:`load_config` does, and check that the eval
+    set files it names exist; raise ConfigError for the first problem."""
+    return _load_file(Path(path), None, check_files=True)
+
+
+def load_config_text(
+    text: str,
+    source: str = "<string>",
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> MonitorConfig:
+    """Check and freeze a config given as YAML text; ``source`` names it in errors.
+
+    Relative paths resolve against ``base_dir`` (default: the current folder).
+    """
+    folder = Path(base_dir) if base_dir is not None else Path.cwd()
+    return _parse(text, source, folder.absolute(), env, check_files=False)
+
+
+def default_config(*, env: Mapping[str, str] | None = None) -> MonitorConfig:
+    """Return the embedded default: the bundled Larkfield suite, replayed hourly.
+
+    It stores results in :func:`default_store_path`, exports nothing and prints alerts.
+    """
+    data = resources.files("monitor").joinpath(DEFAULT_CONFIG_RESOURCE)
+    text = data.read_text(encoding="utf-8")
+    return _parse(text, "<default config>", Path(str(data)).parent, env, check_files=False)
+
+
+def default_store_path(env: Mapping[str, str] | None = None) -> Path:
+    """Return the per-user database file: ``$XDG_DATA_HOME/retrieval-monitor/monitor.db``.
+
+    Without an absolute ``XDG_DATA_HOME`` the folder is ``~/.local/share``, as the XDG base
+    directory specification says.
+    """
+    environ = os.environ if env is None else env
+    base = environ.get("XDG_DATA_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / "retrieval-monitor" / "monitor.db"
+
+
+def _load_file(path: Path, env: Mapping[str, str] | None, *, check_files: bool) -> MonitorConfig:
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(source, "(file)", "an existing config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, "(file)", f"UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise ConfigError(source, "(file)", "a readable config file", found=exc.strerror) from None
+    return _parse(text, source, path.absolute().parent, env, check_files=check_files)
+
+
+def _parse(
+    text: str,
+    source: str,
+    base_dir: Path,
+    env: Mapping[str, str] | None,
+    *,
+    check_files: bool,
+) -> MonitorConfig:
+    environ = os.environ if env is None else env
+    root = compose(text, source, environ)
+    f = Fields(source, base_dir, check_files=check_files)
+    if root.value is None:
+        raise f.error(root, "a mapping with the key 'suites' (the file is empty)")
+    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, defaults, suites")
+    if "version" in entries:
+        f.integer(entries["version"], minimum=1, maximum=1)
+    store = _store(f, entries.get("store"), environ)
+    defaults = _defaults(f, entries.get("defaults"))
+    suites_node = f.require(root, entries, "suites")
+    if not isinstance(suites_node.value, Mapping):
+        raise f.error(suites_node, "a mapping of suite names to suites", show=True)
+    if not suites_node.value:
+        raise f.error(suites_node, "at least one suite")
+    suites: dict[str, SuiteConfig] = {}
+    for name, node in suites_node.value.items():
+        if not vocab.SUITE_NAME.fullmatch(name):
+            raise f.error(
+                node,
+                "a suite name of lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)",
+                found=name,
+            )
+        suites[name] = _suite(f, name, node, defaults)
+    return MonitorConfig(source=source, store=store, suites=suites)
+
+
+def _store(f: Fields, node: Node | None, env: Mapping[str, str]) -> StoreConfig:
+    if node is None or node.value is None:
+        return _sqlite(default_store_path(env))
+    entries = f.mapping(node, vocab.STORE_KEYS, "url or path")
+    if ("url" in entries) == ("path" in entries):
+        where = entries.get("path", node)
+        raise f.error(where, "exactly one of 'url' or 'path'")
+    if "path" in entries:
+        return _sqlite(f.path(entries["path"], "a SQLite database file path"))
+    url_node = entries["url"]
+    expected = "a store URL: sqlite:///path/monitor.db or postgresql://user@host/db"
+    text = f.string(url_node, expected, secret=True)
+    try:
+        scheme = urlsplit(text).scheme.split("+", 1)[0]
+    except ValueError:
+        scheme = ""
+    if scheme == "sqlite" and text.startswith("sqlite:///"):
+        rest = text[len("sqlite:///") :]
+        if rest in ("", ":memory:"):
+            return StoreConfig(
+                kind="sqlite", url=Secret("sqlite:///:memory:", "sqlite:///:memory:")
+            )
+        return _sqlite(f.path(Node(rest, url_node.path, url_node.line), expected))
+    if scheme in ("postgresql", "postgres"):
+        return StoreConfig(kind="postgresql", url=Secret(text, mask_url(text, hide_path=False)))
+    raise f.error(url_node, expected, found=mask_url(text, hide_path=False))
+
+
+def _sqlite(path: Path) -> StoreConfig:
+    url = f"sqlite:///{path}"
+    return StoreConfig(kind="sqlite", url=Secret(url, url), path=path)
+
+
+def _defaults(f: Fields, node: Node | None) -> Mapping[str, Node]:
+    if node is None or node.value is None:
+        return {}
+    entries = f.mapping(node, vocab.SUITE_KEYS, "suite keys shared by every suite")
+    for key in vocab.MERGED_KEYS:
+        child = entries.get(key)
+        if child is not None and child.value is not None and not isinstance(child.value, Mapping):
+            raise f.error(child, "a mapping", show=True)
+    return entries
+
+
+def _merge(defaults: Mapping[str, Node], own: Mapping[str, Node]) -> dict[str, Node]:
+    """Lay a suite's keys over ``defaults``: some mappings merge by key, the rest replace.
+
+    Merged values keep the path and line where they were written, so an error in a default
+    names ``defaults.runner.retries``.
+    """
+    merged = dict(defaults)
+    for key, node in own.items():
+        base = defaults.get(key)
+        if (
+            key in vocab.MERGED_KEYS
+            and base is not None
+            and isinstance(base.value, Mapping)
+            and isinstance(node.value, Mapping)
+        ):
+            merged[key] = Node({**base.value, **node.value}, node.path, node.line)
+        else:
+            merged[key] = node
+    return merged
+
+
+def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> SuiteConfig:
+    own: Mapping[str, Node] = {}
+    if node.value is not None:
+        own = f.mapping(node, vocab.SUITE_KEYS, "a suite: evalset, search, metrics, rules, ...")
+    # A key set to null (`runner:` with nothing under it) counts as not given.
+    e = {key: value for key, value in _merge(defaults, own).items() if value.value is not None}
+    for key in ("evalset", "search"):
+        if key not in e:
+            raise f.error(node, f"the key {key!r} (in the suite or in defaults)")
+    chosen = sections.metrics(f, e.get("metrics"))
+    return SuiteConfig(
+        name=name,
+        evalset=sections.evalset(f, e["evalset"]),
+        search=sections.search(f, e["search"]),
+        metrics=chosen,
+        k=sections.depth(f, e.get("k"), chosen),
+        pipeline=sections.pipeline(f, e.get("pipeline"), name),
+        runner=sections.runner(f, e.get("runner")),
+        schedule=sections.schedule(f, e.get("schedule")),
+        rules=sections.rules(f, e.get("rules"), chosen),
+        significance=sections.significance(f, e.get("significance")),
+        segments=sections.segments(f, e.get("segments")),
+        exporters=sections.exporters(f, e.get("exporters")),
+        notifiers=sections.notifiers(f, e.get("notifiers")),
+        labels=sections.labels(f, e.get("labels")),
+        links=sections.links(f, e.get("links")),
+        baseline=sections.baseline(f, e.get("baseline")),
+    )

@@ -1,0 +1,328 @@
+"""The parsed configuration: small frozen records, built once by :func:`monitor.config.load_config`.
+
+Nothing here reads YAML or checks values; :mod:`monitor.config.load` does both and only ever
+builds valid records. Secrets (notifier URLs, tokens, headers, passwords in store and
+exporter URLs) are held in :class:`Secret`, whose ``repr`` and ``str`` show a masked form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from monitor.errors import UsageError
+from monitor.metrics.spec import Metric
+
+#: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
+OptionValue = object
+
+
+def _freeze_map(value: Mapping[str, object]) -> Mapping[str, object]:
+    """Return a read-only copy of ``value``."""
+    return MappingProxyType(dict(value))
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Secret:
+    """A secret string: ``repr`` and ``str`` show ``masked``, :meth:`reveal` gives the value.
+
+    ``masked`` keeps what is safe to show (``https://hooks.slack.com/***``,
+    ``postgresql://monitor:***@db/monitor``) so that logs and errors still say which endpoint
+    is meant.
+    """
+
+    value: str = field(repr=False)
+    masked: str = "***"
+
+    def reveal(self) -> str:
+        """Return the secret value, for the one call that sends it."""
+        return self.value
+
+    def sha256(self) -> str:
+        """Return the hex SHA-256 of the value, to compare secrets without showing them."""
+        return hashlib.sha256(self.value.encode("utf-8")).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"Secret({self.masked!r})"
+
+    def __str__(self) -> str:
+        return self.masked
+
+
+def reveal(value: OptionValue) -> OptionValue:
+    """Return an option value with every :class:`Secret` in it replaced by its value."""
+    if isinstance(value, Secret):
+        return value.reveal()
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: reveal(item) for key, item in value.items()})
+    if isinstance(value, tuple):
+        return tuple(reveal(item) for item in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Where runs and baselines are kept: a SQLite file or a PostgreSQL database.
+
+    ``url`` is the full URL (``sqlite:////abs/monitor.db``, ``postgresql://u:p@host/db``);
+    ``path`` is the SQLite file (``None`` for ``sqlite:///:memory:`` and for PostgreSQL).
+    """
+
+    kind: Literal["sqlite", "postgresql"]
+    url: Secret
+    path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalSetConfig:
+    """The frozen eval set: a file (``path``, optional ``format`` and TREC ``queries``) or a
+    bundled set (``bundled: larkfield``), read lazily by whoever runs the suite."""
+
+    path: Path | None = None
+    format: str | None = None
+    queries: Path | None = None
+    bundled: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """The search plug-in: a ``kind`` alias (or ``entrypoint:<name>``) and its options.
+
+    ``options`` holds every other key, read-only and unchecked here: the search plug-in
+    validates them. Values under secret-like keys (``headers``, ``token``, ``api_key``, ...)
+    are :class:`Secret`; :meth:`plugin_options` reveals them for the plug-in's builder.
+    ``bundled`` names a saved run shipped with the package (``larkfield/keyword``) for
+    ``kind: replay``. The path options of the built-in kinds (``replay`` and ``python``
+    ``path``) are already absolute; a third-party plug-in resolves its own relative paths
+    against ``base_dir``, the config file's folder.
+    """
+
+    kind: str
+    options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
+    bundled: str | None = None
+    base_dir: Path = Path()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _freeze_map(self.options))
+
+    def plugin_options(self) -> Mapping[str, OptionValue]:
+        """Return ``options`` with secrets revealed, to hand to the plug-in's builder."""
+        return MappingProxyType({key: reveal(value) for key, value in self.options.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerConfig:
+    """How the runner sends the queries.
+
+    ``error_budget`` is the share of queries (0..1) that may fail before the run itself
+    counts as failed; ``warmup`` is how many queries are sent once, untimed and discarded,
+    before the measured run; ``deadline_seconds`` bounds the whole run (``None``: no bound).
+    """
+
+    concurrency: int = 4
+    timeout_seconds: float = 10.0
+    retries: int = 2
+    deadline_seconds: float | None = None
+    error_budget: float = 0.05
+    warmup: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleConfig:
+    """When the daemon runs a suite: exactly one of ``cron`` (5 fields) or ``interval_seconds``.
+
+    ``timezone`` (an IANA name) applies to ``cron``; ``None`` means the host's local time.
+    """
+
+    cron: str | None = None
+    interval_seconds: float | None = 3600.0
+    timezone: str | None = None
+
+
+class Check(str, Enum):
+    """What a rule checks; the value is the YAML key that sets its threshold."""
+
+    MAX_DROP = "max_drop"
+    MAX_RELATIVE_DROP = "max_relative_drop"
+    MIN = "min"
+    LATENCY_P95_SECONDS_MAX = "latency_p95_seconds_max"
+    LATENCY_P95_MAX_RELATIVE_RISE = "latency_p95_max_relative_rise"
+    ERROR_RATE_MAX = "error_rate_max"
+    ZERO_RESULT_RATE_MAX = "zero_result_rate_max"
+    TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
+    INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
+
+    @property
+    def needs_metric(self) -> bool:
+        """Return whether the check compares one quality metric (and so names it)."""
+        return self in METRIC_CHECKS
+
+
+#: The checks that apply to one quality metric.
+METRIC_CHECKS: frozenset[Check] = frozenset({Check.MAX_DROP, Check.MAX_RELATIVE_DROP, Check.MIN})
+
+Severity = Literal["info", "warning", "critical"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleConfig:
+    """One alert rule: a check, its threshold, and the metric for the metric checks.
+
+    ``max_drop`` is an absolute drop from the baseline (0.05 = five points), the
+    ``*_relative_*`` checks a fraction of the baseline value (0.1 = 10 %), ``min`` and the
+    ``*_max`` checks absolute bounds on the current run.
+    """
+
+    check: Check
+    threshold: float
+    metric: Metric | None = None
+    severity: Severity = "warning"
+
+    @property
+    def name(self) -> str:
+        """Return a stable name such as ``recall@5 max_drop`` or ``error_rate_max``."""
+        return self.check.value if self.metric is None else f"{self.metric} {self.check.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceConfig:
+    """Alert only when at least ``breaches`` of the last ``runs`` runs broke the rule."""
+
+    breaches: int
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class SignificanceConfig:
+    """The paired bootstrap test that tells a real drop from noise."""
+
+    alpha: float = 0.05
+    iterations: int = 10000
+    seed: int = 0
+    persistence: PersistenceConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PushgatewayExporterConfig:
+    """Push the gauges to a Prometheus Pushgateway at ``url`` under ``job``."""
+
+    url: Secret
+    job: str = "retrieval-monitor"
+    kind: Literal["pushgateway"] = field(default="pushgateway", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TextfileExporterConfig:
+    """Write the gauges atomically to ``path`` (a ``.prom`` file for node_exporter)."""
+
+    path: Path
+    kind: Literal["textfile"] = field(default="textfile", init=False)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpExporterConfig:
+    """Serve the gauges on ``http://address:port/metrics`` while the daemon runs."""
+
+    port: int = 9108
+    address: str = "127.0.0.1"
+    kind: Literal["http"] = field(default="http", init=False)
+
+
+ExporterConfig = PushgatewayExporterConfig | TextfileExporterConfig | HttpExporterConfig
+
+
+@dataclass(frozen=True, slots=True)
+class NotifierConfig:
+    """One alert destination: a ``kind`` alias (or ``entrypoint:<name>``) and its options.
+
+    ``url`` is a :class:`Secret` (webhook URLs carry their credentials). ``secret_env`` names
+    the environment variable that holds a signing secret, read when sending. ``options``
+    holds every other key, read-only and checked by the notifier itself; values under
+    secret-like keys are :class:`Secret`, revealed by :meth:`plugin_options`.
+    """
+
+    kind: str
+    url: Secret | None = None
+    secret_env: str | None = None
+    options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _freeze_map(self.options))
+
+    def plugin_options(self) -> Mapping[str, OptionValue]:
+        """Return ``options`` with secrets revealed, to hand to the notifier."""
+        return MappingProxyType({key: reveal(value) for key, value in self.options.items()})
+
+
+@dataclass(frozen=True, slots=True)
+class LinksConfig:
+    """URLs put into alerts: the report, the dashboard and the runbook."""
+
+    report: str | None = None
+    dashboard: str | None = None
+    runbook: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineConfig:
+    """A seed baseline the job may pin when the suite has none stored yet.
+
+    ``bundled_run`` names a saved run shipped with the package (``larkfield/rerank``); its
+    metrics become the first baseline, so the demo compares against something from run one.
+    """
+
+    bundled_run: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteConfig:
+    """One suite: an eval set run through one search, measured, compared and reported.
+
+    This is the effective configuration, with ``defaults`` merged in and every default
+    filled. ``rules`` of ``None`` in YAML means the default rules; ``()`` means none.
+    """
+
+    name: str
+    evalset: EvalSetConfig
+    search: SearchConfig
+    metrics: tuple[Metric, ...]
+    k: int
+    pipeline: str
+    runner: RunnerConfig = RunnerConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    rules: tuple[RuleConfig, ...] = ()
+    significance: SignificanceConfig = SignificanceConfig()
+    segments: tuple[str, ...] = ()
+    exporters: tuple[ExporterConfig, ...] = ()
+    notifiers: tuple[NotifierConfig, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    links: LinksConfig = LinksConfig()
+    baseline: BaselineConfig | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", _freeze_map(self.labels))
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorConfig:
+    """A whole configuration file: where to store results and the suites, in file order."""
+
+    source: str
+    store: StoreConfig
+    suites: Mapping[str, SuiteConfig] = field(hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "suites", _freeze_map(self.suites))
+
+    def suite(self, name: str) -> SuiteConfig:
+        """Return the suite called ``name``; raise UsageError naming the known suites."""
+        try:
+            return self.suites[name]
+        except KeyError:
+            known = ", ".join(self.suites)
+            raise UsageError(f"no suite {name!r} in {self.source}; suites: {known}") from None

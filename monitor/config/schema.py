@@ -1,0 +1,317 @@
+"""A JSON Schema (draft 2020-12) of the config file, for editors and CI linters.
+
+Built from the same vocabulary as the loader (:mod:`monitor.config.vocab`). The loader stays
+the authority: it also checks what a schema cannot say (a rule's metric is one the suite
+measures, a cron expression parses, ``evalset`` and ``search`` are given in each suite or in
+``defaults``). Wherever a value may be a ``${VAR}`` reference, a string holding one is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor.config import vocab
+from monitor.config.model import METRIC_CHECKS, Check
+from monitor.metrics.spec import MEASURES, Cutoff
+
+Schema = dict[str, Any]
+
+_ENV: Schema = {"type": "string", "pattern": r"\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}"}
+
+
+def config_schema() -> Schema:
+    """Return the JSON Schema of a config file (a new dict on every call)."""
+    suite = _suite()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:retrieval-monitor:config",
+        "title": "retrieval-monitor configuration",
+        "description": "Suites of frozen retrieval evaluations, their rules and alert routes.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["suites"],
+        "properties": {
+            "version": {"const": 1, "description": "The config format version."},
+            "store": _store(),
+            "defaults": {
+                "$ref": "#/$defs/suite",
+                "description": "Suite keys merged under every suite.",
+            },
+            "suites": {
+                "type": "object",
+                "minProperties": 1,
+                "propertyNames": {"pattern": _anchor(vocab.SUITE_NAME.pattern)},
+                "additionalProperties": {"anyOf": [{"$ref": "#/$defs/suite"}, {"type": "null"}]},
+            },
+        },
+        "$defs": {"suite": suite},
+    }
+
+
+def _anchor(pattern: str) -> str:
+    return f"^(?:{pattern})$"
+
+
+def _env_or(schema: Schema) -> Schema:
+    """Return ``schema``, or a string holding a ``${VAR}`` reference."""
+    return {"anyOf": [schema, _ENV]}
+
+
+def _text(pattern: str | None = None, description: str | None = None) -> Schema:
+    schema: Schema = {"type": "string", "minLength": 1}
+    if pattern is not None:
+        schema["pattern"] = _anchor(pattern)
+    out = _env_or(schema) if pattern is not None else schema
+    if description:
+        out["description"] = description
+    return out
+
+
+def _number(
+    minimum: float | None = None, maximum: float | None = None, positive: bool = False
+) -> Schema:
+    schema: Schema = {"type": "number"}
+    if positive:
+        schema["exclusiveMinimum"] = 0
+    elif minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return _env_or(schema)
+
+
+def _integer(minimum: int | None = None, maximum: int | None = None) -> Schema:
+    schema: Schema = {"type": "integer"}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return _env_or(schema)
+
+
+def _url(description: str) -> Schema:
+    return _text(r"https?://[^\s/]+\S*", description)
+
+
+def _object(properties: Schema, **extra: Any) -> Schema:
+    return {"type": "object", "additionalProperties": False, "properties": properties, **extra}
+
+
+def _kinds(known: tuple[str, ...]) -> Schema:
+    plugin = {"type": "string", "pattern": _anchor(vocab.ENTRYPOINT.pattern)}
+    return {"anyOf": [{"enum": list(known)}, plugin]}
+
+
+def _metric_name() -> Schema:
+    needs = [m for m, c in MEASURES.items() if c is Cutoff.REQUIRED]
+    may = [m for m, c in MEASURES.items() if c is Cutoff.OPTIONAL]
+    never = [m for m, c in MEASURES.items() if c is Cutoff.NONE]
+    k = "@[1-9][0-9]*"
+    pattern = f"(?:{'|'.join(needs)}){k}|(?:{'|'.join(may)})(?:{k})?|(?:{'|'.join(never)})"
+    return {"type": "string", "pattern": _anchor(pattern), "examples": ["recall@5", "ndcg@10"]}
+
+
+def _store() -> Schema:
+    return _object(
+        {
+            "url": _text(
+                r"(?:sqlite|postgresql|postgres)(?:\+[a-z0-9]+)?://.*",
+                "sqlite:///path/monitor.db or postgresql://user@host/db",
+            ),
+            "path": _text(description="A SQLite file, relative to the config file's folder."),
+        },
+        oneOf=[{"required": ["url"]}, {"required": ["path"]}],
+    )
+
+
+def _suite() -> Schema:
+    return _object(
+        {
+            "evalset": _evalset(),
+            "search": _search(),
+            "metrics": _metrics(),
+            "k": {
+                **_integer(1, 100_000),
+                "description": "Search depth; default the largest cutoff, 10 at least.",
+            },
+            "runner": _object(
+                {
+                    "concurrency": _integer(1, 1024),
+                    "timeout_seconds": _number(positive=True),
+                    "retries": _integer(0, 100),
+                    "deadline_seconds": {"anyOf": [_number(positive=True), {"type": "null"}]},
+                    "error_budget": _number(0, 1),
+                    "warmup": _integer(0),
+                }
+            ),
+            "schedule": _schedule(),
+            "rules": {"type": ["array", "null"], "items": _rule()},
+            "significance": _object(
+                {
+                    "alpha": _number(positive=True, maximum=0.5),
+                    "iterations": _integer(100, 10_000_000),
+                    "seed": _integer(0),
+                    "persistence": _object(
+                        {"breaches": _integer(1), "runs": _integer(1, 1000)},
+                        required=["breaches", "runs"],
+                    ),
+                }
+            ),
+            "segments": {
+                "type": "array",
+                "uniqueItems": True,
+                "items": _text(vocab.SEGMENT.pattern),
+            },
+            "exporters": {"type": "array", "items": _exporter()},
+            "notifiers": {"type": "array", "items": _notifier()},
+            "labels": {
+                "type": "object",
+                "propertyNames": {"pattern": _anchor(vocab.LABEL_NAME.pattern)},
+                "additionalProperties": {"type": ["string", "integer"]},
+            },
+            "links": _object({key: _url(f"The {key} URL.") for key in vocab.LINK_KEYS}),
+            "pipeline": _text(vocab.TEXT.pattern, "The pipeline measured; default the suite name."),
+            "baseline": _object(
+                {"bundled_run": _text(vocab.BUNDLED_RUN.pattern, "e.g. larkfield/rerank")},
+                required=["bundled_run"],
+                description="A seed baseline pinned when the suite has none stored yet.",
+            ),
+        }
+    )
+
+
+def _evalset() -> Schema:
+    return _object(
+        {
+            "path": _text(description="The eval set file, relative to the config file's folder."),
+            "format": _text(vocab.FORMAT.pattern),
+            "queries": _text(description="Queries TSV for a TREC qrels file."),
+            "bundled": _text(vocab.BUNDLED_SET.pattern, "A bundled eval set, e.g. larkfield."),
+        },
+        oneOf=[
+            {"required": ["path"], "not": {"required": ["bundled"]}},
+            {
+                "required": ["bundled"],
+                "allOf": [{"not": {"required": [key]}} for key in ("path", "format", "queries")],
+            },
+        ],
+    )
+
+
+def _search() -> Schema:
+    return {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": _kinds(vocab.SEARCH_KINDS),
+            "bundled": _text(vocab.BUNDLED_RUN.pattern, "A bundled run, e.g. larkfield/keyword."),
+        },
+        "additionalProperties": True,
+        "if": {"required": ["bundled"]},
+        "then": {"properties": {"kind": {"const": "replay"}}},
+        "description": "A search plug-in: kind plus the options the plug-in validates.",
+    }
+
+
+def _metrics() -> Schema:
+    return {
+        "anyOf": [
+            {"type": "array", "minItems": 1, "uniqueItems": True, "items": _metric_name()},
+            _object(
+                {
+                    "measures": {
+                        "type": "array",
+                        "minItems": 1,
+                        "uniqueItems": True,
+                        "items": {"enum": sorted(MEASURES)},
+                    },
+                    "k": {"type": "array", "uniqueItems": True, "items": _integer(1)},
+                },
+                required=["measures"],
+            ),
+        ]
+    }
+
+
+def _schedule() -> Schema:
+    interval = {
+        "anyOf": [
+            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
+            _ENV,
+        ],
+        "description": "90s, 30m, 1h, 1d, 1h30m or seconds.",
+    }
+    return _object(
+        {
+            "cron": _text(r"\S+(?:\s+\S+){4}", '5-field crontab, e.g. "*/15 * * * *".'),
+            "interval": interval,
+            "timezone": _text(description="IANA time zone for cron, e.g. Europe/Berlin."),
+        },
+        oneOf=[
+            {"required": ["cron"]},
+            {"required": ["interval"], "not": {"required": ["timezone"]}},
+        ],
+    )
+
+
+def _rule() -> Schema:
+    checks: Schema = {}
+    for check in Check:
+        lo, hi, positive = vocab.THRESHOLDS[check]
+        checks[check.value] = _number(lo, hi, positive)
+    conditions: list[Schema] = []
+    for check in Check:
+        wanted: Schema = {"required": ["metric"]}
+        conditions.append(
+            {
+                "if": {"required": [check.value]},
+                "then": wanted if check in METRIC_CHECKS else {"not": wanted},
+            }
+        )
+    return _object(
+        {"metric": _metric_name(), "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
+        oneOf=[{"required": [check.value]} for check in Check],
+        allOf=conditions,
+    )
+
+
+def _exporter() -> Schema:
+    kinds: dict[str, Schema] = {
+        "pushgateway": {
+            "url": _url("The Pushgateway, e.g. http://pushgateway:9091."),
+            "job": _text(vocab.TEXT.pattern),
+        },
+        "textfile": {"path": _text(r".*\.prom", "A .prom file for node_exporter.")},
+        "http": {"port": _integer(1, 65535), "address": _text(vocab.ADDRESS.pattern)},
+    }
+    required = {"pushgateway": ["kind", "url"], "textfile": ["kind", "path"], "http": ["kind"]}
+    return {
+        "oneOf": [
+            _object({"kind": {"const": kind}, **props}, required=required[kind])
+            for kind, props in kinds.items()
+        ]
+    }
+
+
+def _notifier() -> Schema:
+    return {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": _kinds(vocab.NOTIFIER_KINDS),
+            "url": _url("Where alerts go; a secret, best given as ${VAR}."),
+            "secret_env": _text(vocab.ENV_NAME.pattern, "The variable holding a signing secret."),
+        },
+        "additionalProperties": True,
+        "allOf": [
+            {
+                "if": {"properties": {"kind": {"enum": list(vocab.NOTIFIERS_NEEDING_URL)}}},
+                "then": {"required": ["url"]},
+            },
+            {
+                "if": {"properties": {"kind": {"const": "stdout"}}},
+                "then": {"not": {"required": ["url"]}},
+            },
+        ],
+    }

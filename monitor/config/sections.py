@@ -1,0 +1,534 @@
+"""Read each section of a suite (``evalset``, ``search``, ``rules``, ...) into its record."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from monitor.config import vocab
+from monitor.config.fields import Fields, mask_url
+from monitor.config.model import (
+    BaselineConfig,
+    Check,
+    EvalSetConfig,
+    ExporterConfig,
+    HttpExporterConfig,
+    LinksConfig,
+    NotifierConfig,
+    OptionValue,
+    PersistenceConfig,
+    PushgatewayExporterConfig,
+    RuleConfig,
+    RunnerConfig,
+    ScheduleConfig,
+    SearchConfig,
+    Secret,
+    Severity,
+    SignificanceConfig,
+    TextfileExporterConfig,
+)
+from monitor.config.nodes import Node
+from monitor.errors import MetricError
+from monitor.metrics.spec import (
+    DEFAULT_CUTOFFS,
+    MEASURES,
+    Cutoff,
+    Metric,
+    default_metrics,
+    grid,
+    parse_metric,
+)
+
+
+def _metric(f: Fields, node: Node, example: str) -> Metric:
+    """Parse a metric name; a MetricError becomes a ConfigError at ``node``."""
+    name = f.string(node, f"a metric name such as {example}")
+    try:
+        return parse_metric(name)
+    except MetricError as exc:
+        measure = name.partition("@")[0].strip()
+        close = difflib.get_close_matches(measure, sorted(MEASURES), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close and measure not in MEASURES else ""
+        expected = f"a metric name such as {example} ({exc.reason}{hint})"
+        raise f.error(node, expected, show=True) from None
+
+
+def _kind(f: Fields, node: Node, known: tuple[str, ...], what: str) -> str:
+    """Return a plug-in kind: a known alias or ``entrypoint:<name>``."""
+    expected = f"a {what} kind: one of {', '.join(known)}, or entrypoint:<name> for a plug-in"
+    kind = f.string(node, expected)
+    if kind not in known and not vocab.ENTRYPOINT.fullmatch(kind):
+        raise f.error(node, expected, show=True)
+    return kind
+
+
+def evalset(f: Fields, node: Node) -> EvalSetConfig:
+    """Read ``evalset``: ``{path, format?, queries?}`` or ``{bundled: larkfield}``."""
+    entries = f.mapping(node, vocab.EVALSET_KEYS, "the eval set: path or bundled")
+    if "bundled" in entries:
+        for key in ("path", "format", "queries"):
+            if key in entries:
+                raise f.error(
+                    entries[key], f"no {key!r} beside 'bundled' (a bundled set is complete)"
+                )
+        name = f.string(
+            entries["bundled"],
+            "a bundled eval set name such as larkfield",
+            pattern=vocab.BUNDLED_SET,
+        )
+        return EvalSetConfig(bundled=name)
+    path = f.path(
+        f.require(node, entries, "path", " (or 'bundled')"), "an eval set file", must_exist=True
+    )
+    fmt = None
+    if "format" in entries:
+        expected = f"an eval set format: one of {', '.join(vocab.EVALSET_FORMATS)}"
+        fmt = f.string(entries["format"], expected)
+        if fmt not in vocab.EVALSET_FORMATS:
+            raise f.error(entries["format"], expected, show=True)
+    queries = None
+    if "queries" in entries:
+        is_trec = fmt == "trec" or (fmt is None and path.suffix.lower() in vocab.TREC_SUFFIXES)
+        if not is_trec:
+            raise f.error(entries["queries"], "'queries' only with TREC qrels (format: trec)")
+        queries = f.path(entries["queries"], "a queries TSV file", must_exist=True)
+    return EvalSetConfig(path=path, format=fmt, queries=queries)
+
+
+def search(f: Fields, node: Node) -> SearchConfig:
+    """Read ``search``: a ``kind`` and options the plug-in validates itself."""
+    if not isinstance(node.value, Mapping):
+        raise f.error(node, "a mapping (the search plug-in: kind and its options)", show=True)
+    entries = node.value
+    kind = _kind(f, f.require(node, entries, "kind"), vocab.SEARCH_KINDS, "search")
+    bundled = None
+    if "bundled" in entries:
+        if kind != "replay":
+            raise f.error(entries["bundled"], "'bundled' only with kind: replay")
+        bundled = f.string(
+            entries["bundled"],
+            "a bundled run such as larkfield/keyword",
+            pattern=vocab.BUNDLED_RUN,
+        )
+    options: dict[str, OptionValue] = {}
+    for key, child in entries.items():
+        if key in ("kind", "bundled"):
+            continue
+        if key in vocab.PATH_OPTIONS.get(kind, ()):
+            options[key] = _path_option(f, child)
+        else:
+            options[key] = f.options(child)
+    return SearchConfig(kind=kind, options=options, bundled=bundled, base_dir=f.base_dir)
+
+
+def _path_option(f: Fields, node: Node) -> OptionValue:
+    """Resolve a path option (a string or a list of them) against the config's folder."""
+    if isinstance(node.value, str):
+        return str(f.path(node, "a path"))
+    if isinstance(node.value, tuple):
+        return tuple(str(f.path(item, "a path")) for item in node.value)
+    return f.options(node)
+
+
+def metrics(f: Fields, node: Node | None) -> tuple[Metric, ...]:
+    """Read ``metrics``: a list of names, or ``{measures, k}`` expanded to their grid."""
+    if node is None or node.value is None:
+        return default_metrics()
+    if isinstance(node.value, Mapping):
+        return _metric_grid(f, node)
+    items = f.sequence(node, "metric names such as recall@10, or a mapping of measures and k")
+    if not items:
+        raise f.error(node, "at least one metric name")
+    seen: dict[Metric, None] = {}
+    for item in items:
+        metric = _metric(f, item, "recall@10")
+        if metric in seen:
+            raise f.error(item, "each metric once", show=True)
+        seen[metric] = None
+    return tuple(seen)
+
+
+def _metric_grid(f: Fields, node: Node) -> tuple[Metric, ...]:
+    entries = f.mapping(node, vocab.METRICS_GRID_KEYS, "measures and their cutoffs k")
+    measures_node = f.require(node, entries, "measures")
+    measures: list[str] = []
+    for item in f.sequence(measures_node, "measure names such as ndcg, recall"):
+        known = ", ".join(sorted(MEASURES))
+        name = f.string(item, f"a measure: one of {known}")
+        if name not in MEASURES:
+            raise f.error(item, f"a measure: one of {known}", show=True)
+        if name in measures:
+            raise f.error(item, "each measure once", show=True)
+        measures.append(name)
+    if not measures:
+        raise f.error(measures_node, "at least one measure")
+    cutoffs: list[int] = list(DEFAULT_CUTOFFS)
+    if "k" in entries:
+        cutoffs = []
+        for item in f.sequence(entries["k"], "cutoffs such as [1, 5, 10]"):
+            k = f.integer(item, minimum=1)
+            if k in cutoffs:
+                raise f.error(item, "each cutoff once", show=True)
+            cutoffs.append(k)
+        needs_k = [m for m in measures if MEASURES[m] is Cutoff.REQUIRED]
+        if not cutoffs and needs_k:
+            raise f.error(entries["k"], f"at least one cutoff ({needs_k[0]} needs one)")
+    return grid(measures, cutoffs)
+
+
+def depth(f: Fields, node: Node | None, chosen: tuple[Metric, ...]) -> int:
+    """Read ``k``, the search depth: at least the largest cutoff; default that, and at least 10."""
+    largest = max((m.k for m in chosen if m.k is not None), default=0)
+    if node is None:
+        return max(largest, 10)
+    k = f.integer(node, minimum=max(largest, 1), maximum=100_000)
+    return k
+
+
+def runner(f: Fields, node: Node | None) -> RunnerConfig:
+    """Read ``runner``: concurrency, timeouts, retries, deadline, error budget, warm-up."""
+    if node is None:
+        return RunnerConfig()
+    entries = f.mapping(node, vocab.RUNNER_KEYS, "runner options")
+    base = RunnerConfig()
+    deadline = base.deadline_seconds
+    if "deadline_seconds" in entries and entries["deadline_seconds"].value is not None:
+        deadline = f.number(entries["deadline_seconds"], positive=True, unit=" (seconds)")
+    return RunnerConfig(
+        concurrency=_int(f, entries, "concurrency", base.concurrency, 1, 1024),
+        timeout_seconds=_positive(f, entries, "timeout_seconds", base.timeout_seconds),
+        retries=_int(f, entries, "retries", base.retries, 0, 100),
+        deadline_seconds=deadline,
+        error_budget=_fraction(f, entries, "error_budget", base.error_budget),
+        warmup=_int(f, entries, "warmup", base.warmup, 0, None),
+    )
+
+
+def _int(
+    f: Fields, entries: Mapping[str, Node], key: str, default: int, lo: int, hi: int | None
+) -> int:
+    return default if key not in entries else f.integer(entries[key], minimum=lo, maximum=hi)
+
+
+def _positive(f: Fields, entries: Mapping[str, Node], key: str, default: float) -> float:
+    if key not in entries:
+        return default
+    return f.number(entries[key], positive=True, unit=" (seconds)")
+
+
+def _fraction(f: Fields, entries: Mapping[str, Node], key: str, default: float) -> float:
+    if key not in entries:
+        return default
+    return f.number(entries[key], minimum=0.0, maximum=1.0)
+
+
+def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
+    """Read ``schedule``: exactly one of ``cron`` (5 fields) or ``interval``; default 1h."""
+    if node is None:
+        return ScheduleConfig()
+    entries = f.mapping(node, vocab.SCHEDULE_KEYS, "cron or interval")
+    given = [key for key in ("cron", "interval") if key in entries]
+    if len(given) != 1:
+        where = entries["interval"] if len(given) == 2 else node
+        raise f.error(where, "exactly one of 'cron' or 'interval'")
+    timezone = None
+    if "timezone" in entries:
+        if "cron" not in entries:
+            raise f.error(entries["timezone"], "'timezone' only with 'cron'")
+        timezone = _timezone(f, entries["timezone"])
+    if "cron" in entries:
+        return ScheduleConfig(
+            cron=_cron(f, entries["cron"]), interval_seconds=None, timezone=timezone
+        )
+    return ScheduleConfig(interval_seconds=interval_seconds(f, entries["interval"]))
+
+
+def interval_seconds(f: Fields, node: Node) -> float:
+    """Return an interval in seconds from ``90``, ``90s``, ``30m``, ``1h``, ``1d`` or ``1h30m``."""
+    expected = "an interval such as 90s, 30m, 1h, 1d, 1h30m or a number of seconds above 0"
+    value = node.value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and vocab.INTERVAL.fullmatch(value.strip()):
+        text = value.strip()
+        parts = vocab.INTERVAL_PART.findall(text)
+        seconds = (
+            sum(float(n) * vocab.UNIT_SECONDS[unit] for n, unit in parts) if parts else float(text)
+        )
+    else:
+        raise f.error(node, expected, show=True)
+    if not seconds > 0 or seconds == float("inf"):
+        raise f.error(node, expected, show=True)
+    return seconds
+
+
+def _cron(f: Fields, node: Node) -> str:
+    expected = 'a 5-field crontab expression (minute hour day month weekday) such as "*/15 * * * *"'
+    text = f.string(node, expected)
+    if len(text.split()) != 5:
+        raise f.error(node, expected, show=True)
+    # apscheduler is imported here only: a config without cron never pays for it.
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        CronTrigger.from_crontab(text, timezone="UTC")
+    except (ValueError, TypeError) as exc:
+        raise f.error(node, f"{expected} ({exc})", show=True) from None
+    return " ".join(text.split())
+
+
+def _timezone(f: Fields, node: Node) -> str:
+    import zoneinfo
+
+    expected = "an IANA time zone such as UTC or Europe/Berlin"
+    name = f.string(node, expected)
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise f.error(node, expected, show=True) from None
+    return name
+
+
+def rules(f: Fields, node: Node | None, chosen: tuple[Metric, ...]) -> tuple[RuleConfig, ...]:
+    """Read ``rules``; absent means :func:`~monitor.config.vocab.default_rules`, ``[]`` none."""
+    if node is None or node.value is None:
+        return vocab.default_rules(chosen)
+    out: list[RuleConfig] = []
+    for item in f.sequence(node, "alert rules such as {metric: recall@5, max_drop: 0.05}"):
+        rule = _rule(f, item, chosen)
+        if rule in out:
+            raise f.error(item, "each rule once (same check, metric and severity given before)")
+        out.append(rule)
+    return tuple(out)
+
+
+def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
+    entries = f.mapping(node, vocab.RULE_KEYS, "one check with its threshold")
+    checks = [Check(key) for key in entries if key not in ("metric", "severity")]
+    if not checks:
+        names = ", ".join(check.value for check in Check)
+        raise f.error(node, f"one check: {names}")
+    if len(checks) > 1:
+        first = entries[checks[0].value]
+        raise f.error(
+            entries[checks[1].value],
+            f"one check per rule ({checks[0].value} on line {first.line}); write another rule",
+        )
+    check = checks[0]
+    metric = None
+    if check.needs_metric:
+        metric_node = f.require(
+            node, entries, "metric", f" (the metric that {check.value} watches)"
+        )
+        metric = _rule_metric(f, metric_node, chosen)
+    elif "metric" in entries:
+        raise f.error(entries["metric"], f"no 'metric' with {check.value} (it watches the run)")
+    lo, hi, positive = vocab.THRESHOLDS[check]
+    threshold = f.number(
+        entries[check.value], minimum=None if positive else lo, maximum=hi, positive=positive
+    )
+    severity: Severity = "warning"
+    if "severity" in entries:
+        text = f.string(entries["severity"], f"a severity: one of {', '.join(vocab.SEVERITIES)}")
+        if text == "info":
+            severity = "info"
+        elif text == "critical":
+            severity = "critical"
+        elif text != "warning":
+            raise f.error(
+                entries["severity"], f"a severity: one of {', '.join(vocab.SEVERITIES)}", show=True
+            )
+    return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
+
+
+def _rule_metric(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> Metric:
+    metric = _metric(f, node, "recall@5")
+    if metric not in chosen:
+        listed = ", ".join(str(m) for m in chosen)
+        raise f.error(node, f"one of the suite's metrics ({listed})", show=True)
+    return metric
+
+
+def significance(f: Fields, node: Node | None) -> SignificanceConfig:
+    """Read ``significance``: alpha, bootstrap iterations, seed, optional persistence."""
+    if node is None:
+        return SignificanceConfig()
+    entries = f.mapping(node, vocab.SIGNIFICANCE_KEYS, "alpha, iterations, seed, persistence")
+    base = SignificanceConfig()
+    alpha = base.alpha
+    if "alpha" in entries:
+        alpha = f.number(entries["alpha"], positive=True, maximum=0.5)
+    persistence = None
+    if "persistence" in entries and entries["persistence"].value is not None:
+        persistence = _persistence(f, entries["persistence"])
+    return SignificanceConfig(
+        alpha=alpha,
+        iterations=_int(f, entries, "iterations", base.iterations, 100, 10_000_000),
+        seed=_int(f, entries, "seed", base.seed, 0, None),
+        persistence=persistence,
+    )
+
+
+def _persistence(f: Fields, node: Node) -> PersistenceConfig:
+    entries = f.mapping(node, vocab.PERSISTENCE_KEYS, "breaches within runs")
+    breaches = f.integer(f.require(node, entries, "breaches"), minimum=1)
+    runs = f.integer(f.require(node, entries, "runs"), minimum=1, maximum=1000)
+    if breaches > runs:
+        raise f.error(entries["breaches"], f"at most runs ({runs}) breaches", show=True)
+    return PersistenceConfig(breaches=breaches, runs=runs)
+
+
+def segments(f: Fields, node: Node | None) -> tuple[str, ...]:
+    """Read ``segments``: the query metadata keys results are broken down by."""
+    if node is None or node.value is None:
+        return ()
+    out: list[str] = []
+    for item in f.sequence(node, "query metadata keys such as [kind, language]"):
+        key = f.string(item, "a metadata key such as language", pattern=vocab.SEGMENT)
+        if key in out:
+            raise f.error(item, "each segment key once", show=True)
+        out.append(key)
+    return tuple(out)
+
+
+def exporters(f: Fields, node: Node | None) -> tuple[ExporterConfig, ...]:
+    """Read ``exporters``: pushgateway, textfile and http (scrape endpoint)."""
+    if node is None or node.value is None:
+        return ()
+    out: list[ExporterConfig] = []
+    for item in f.sequence(node, "exporters such as {kind: textfile, path: monitor.prom}"):
+        exporter = _exporter(f, item)
+        if exporter in out:
+            raise f.error(item, "each exporter once")
+        out.append(exporter)
+    return tuple(out)
+
+
+def _exporter(f: Fields, node: Node) -> ExporterConfig:
+    if not isinstance(node.value, Mapping):
+        raise f.error(node, "a mapping (an exporter: kind and its options)", show=True)
+    kinds = tuple(vocab.EXPORTER_KEYS)
+    expected = f"an exporter kind: one of {', '.join(kinds)}"
+    kind = f.string(f.require(node, node.value, "kind"), expected)
+    if kind not in vocab.EXPORTER_KEYS:
+        raise f.error(node.value["kind"], expected, show=True)
+    entries = f.mapping(node, ("kind", *vocab.EXPORTER_KEYS[kind]), f"a {kind} exporter")
+    if kind == "pushgateway":
+        url_node = f.require(node, entries, "url")
+        url = f.url(url_node, "a Pushgateway URL such as http://pushgateway:9091", secret=True)
+        job = "retrieval-monitor"
+        if "job" in entries:
+            job = f.string(entries["job"], "a job name", pattern=vocab.TEXT)
+        return PushgatewayExporterConfig(url=Secret(url, mask_url(url, hide_path=False)), job=job)
+    if kind == "textfile":
+        path = f.path(f.require(node, entries, "path"), "a .prom file path")
+        if path.suffix != ".prom":
+            raise f.error(
+                entries["path"],
+                "a file name ending in .prom (node_exporter reads only those)",
+                show=True,
+            )
+        return TextfileExporterConfig(path=path)
+    port = 9108
+    if "port" in entries:
+        port = f.integer(entries["port"], minimum=1, maximum=65535)
+    address = "127.0.0.1"
+    if "address" in entries:
+        address = f.string(
+            entries["address"],
+            "a listen address such as 127.0.0.1, 0.0.0.0 or ::",
+            pattern=vocab.ADDRESS,
+        )
+    return HttpExporterConfig(port=port, address=address)
+
+
+def notifiers(f: Fields, node: Node | None) -> tuple[NotifierConfig, ...]:
+    """Read ``notifiers``: a kind, an optional secret ``url``, ``secret_env`` and options."""
+    if node is None or node.value is None:
+        return ()
+    return tuple(
+        _notifier(f, item)
+        for item in f.sequence(node, "notifiers such as {kind: slack, url: ${SLACK_URL}}")
+    )
+
+
+def _notifier(f: Fields, node: Node) -> NotifierConfig:
+    if not isinstance(node.value, Mapping):
+        raise f.error(node, "a mapping (a notifier: kind and its options)", show=True)
+    entries = node.value
+    kind = _kind(f, f.require(node, entries, "kind"), vocab.NOTIFIER_KINDS, "notifier")
+    url = None
+    if "url" in entries:
+        if kind == "stdout":
+            raise f.error(entries["url"], "no 'url' for kind: stdout")
+        text = f.url(entries["url"], "an http(s) URL", secret=True)
+        url = Secret(text, mask_url(text, hide_path=True))
+    elif kind in vocab.NOTIFIERS_NEEDING_URL:
+        raise f.error(node, f"the key 'url' (where the {kind} notifier sends alerts)")
+    secret_env = None
+    if "secret_env" in entries:
+        secret_env = f.string(
+            entries["secret_env"],
+            "the name of an environment variable such as WEBHOOK_SECRET",
+            pattern=vocab.ENV_NAME,
+        )
+    options = {
+        key: f.options(child)
+        for key, child in entries.items()
+        if key not in ("kind", "url", "secret_env")
+    }
+    return NotifierConfig(kind=kind, url=url, secret_env=secret_env, options=options)
+
+
+def labels(f: Fields, node: Node | None) -> dict[str, str]:
+    """Read ``labels``: static Prometheus labels, names ``[a-zA-Z_][a-zA-Z0-9_]*``, no ``__``."""
+    if node is None or node.value is None:
+        return {}
+    if not isinstance(node.value, Mapping):
+        raise f.error(node, "a mapping of label names to values", show=True)
+    out: dict[str, str] = {}
+    for name, child in node.value.items():
+        if not vocab.LABEL_NAME.fullmatch(name):
+            raise f.error(
+                child,
+                "a Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*, not starting with __",
+                found=name,
+            )
+        value = child.value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise f.error(child, "a label value (a string or an integer)", show=True)
+        out[name] = value
+    return out
+
+
+def links(f: Fields, node: Node | None) -> LinksConfig:
+    """Read ``links``: report, dashboard and runbook URLs put into alerts."""
+    if node is None or node.value is None:
+        return LinksConfig()
+    entries = f.mapping(node, vocab.LINK_KEYS, "report, dashboard and runbook URLs")
+    found = {key: f.url(child, "an http(s) URL") for key, child in entries.items()}
+    return LinksConfig(
+        report=found.get("report"), dashboard=found.get("dashboard"), runbook=found.get("runbook")
+    )
+
+
+def pipeline(f: Fields, node: Node | None, suite: str) -> str:
+    """Read ``pipeline``, the name of the retrieval pipeline measured; default the suite name."""
+    if node is None:
+        return suite
+    return f.string(node, "a pipeline name (one line, at most 200 characters)", pattern=vocab.TEXT)
+
+
+def baseline(f: Fields, node: Node | None) -> BaselineConfig | None:
+    """Read ``baseline``: an optional seed baseline, ``{bundled_run: larkfield/rerank}``."""
+    if node is None or node.value is None:
+        return None
+    entries = f.mapping(node, vocab.BASELINE_KEYS, "a seed baseline: bundled_run")
+    run = f.string(
+        f.require(node, entries, "bundled_run"),
+        "a bundled run such as larkfield/rerank",
+        pattern=vocab.BUNDLED_RUN,
+    )
+    return BaselineConfig(bundled_run=run)

@@ -1,0 +1,122 @@
+"""The words a config file may use: keys, kinds, name patterns and default rules.
+
+Shared by the loader and the JSON Schema, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+
+from monitor.config.model import Check, RuleConfig
+from monitor.metrics.spec import Metric
+
+#: Keys of the top level of a config file.
+TOP_KEYS = ("version", "store", "defaults", "suites")
+#: Keys of a suite (and of ``defaults``).
+SUITE_KEYS = (
+    "evalset",
+    "search",
+    "metrics",
+    "k",
+    "runner",
+    "schedule",
+    "rules",
+    "significance",
+    "segments",
+    "exporters",
+    "notifiers",
+    "labels",
+    "links",
+    "pipeline",
+    "baseline",
+)
+#: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
+MERGED_KEYS = ("runner", "significance", "labels", "links")
+
+STORE_KEYS = ("url", "path")
+EVALSET_KEYS = ("path", "format", "queries", "bundled")
+RUNNER_KEYS = (
+    "concurrency",
+    "timeout_seconds",
+    "retries",
+    "deadline_seconds",
+    "error_budget",
+    "warmup",
+)
+SCHEDULE_KEYS = ("cron", "interval", "timezone")
+SIGNIFICANCE_KEYS = ("alpha", "iterations", "seed", "persistence")
+PERSISTENCE_KEYS = ("breaches", "runs")
+METRICS_GRID_KEYS = ("measures", "k")
+LINK_KEYS = ("report", "dashboard", "runbook")
+BASELINE_KEYS = ("bundled_run",)
+RULE_KEYS = ("metric", "severity", *(check.value for check in Check))
+SEVERITIES = ("info", "warning", "critical")
+
+#: Built-in search plug-ins; third-party ones are ``entrypoint:<name>``.
+SEARCH_KINDS = ("http", "python", "replay")
+#: Built-in notifiers; third-party ones are ``entrypoint:<name>``.
+NOTIFIER_KINDS = ("alertmanager", "pagerduty", "slack", "stdout", "webhook")
+#: Notifiers that cannot send anywhere without a ``url``.
+NOTIFIERS_NEEDING_URL = ("alertmanager", "slack", "webhook")
+#: Exporters and the keys each one takes (besides ``kind``).
+EXPORTER_KEYS: dict[str, tuple[str, ...]] = {
+    "http": ("port", "address"),
+    "pushgateway": ("url", "job"),
+    "textfile": ("path",),
+}
+STORE_SCHEMES = ("sqlite", "postgresql", "postgres")
+#: Eval set formats and the suffixes of the TREC one (mirrors monitor.evalset.formats,
+#: which a test keeps in step; copied so that reading a config imports no eval set code).
+EVALSET_FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
+TREC_SUFFIXES = (".qrels", ".trec")
+#: Options of the built-in search kinds that hold file paths, resolved against the config
+#: file's folder (the plug-ins themselves would take them from the current folder).
+PATH_OPTIONS: dict[str, tuple[str, ...]] = {"replay": ("path",), "python": ("path",)}
+
+SUITE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENTRYPOINT = re.compile(r"entrypoint:[A-Za-z0-9_][A-Za-z0-9_.-]*")
+BUNDLED_SET = re.compile(r"[a-z0-9][a-z0-9_-]*")
+BUNDLED_RUN = re.compile(r"[a-z0-9][a-z0-9_-]*/[a-z0-9][a-z0-9_.-]*")
+FORMAT = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+ADDRESS = re.compile(r"[A-Za-z0-9_.:\[\]-]+")
+TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+#: ``90s``, ``30m``, ``1h``, ``1d``, ``1h30m``, ``2.5h`` or plain seconds ``90``.
+INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?")
+INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+#: The bounds of each check's threshold: (minimum, maximum or None, above zero).
+THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
+    Check.MAX_DROP: (0.0, 1.0, False),
+    Check.MAX_RELATIVE_DROP: (0.0, 1.0, False),
+    Check.MIN: (0.0, 1.0, False),
+    Check.LATENCY_P95_SECONDS_MAX: (0.0, None, True),
+    Check.LATENCY_P95_MAX_RELATIVE_RISE: (0.0, None, False),
+    Check.ERROR_RATE_MAX: (0.0, 1.0, False),
+    Check.ZERO_RESULT_RATE_MAX: (0.0, 1.0, False),
+    Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
+    Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
+}
+
+#: The metric the default quality rule watches (kept only when the suite measures it).
+DEFAULT_RULE_METRIC = Metric("recall", 5)
+
+
+def default_rules(metrics: tuple[Metric, ...]) -> tuple[RuleConfig, ...]:
+    """Return the rules a suite gets when it names none.
+
+    recall@5 may drop by at most 0.05 (when the suite measures recall@5), latency p95 stays
+    under 0.2 s, at most 5 % of queries return nothing, and the mean top-1 score drops by at
+    most 10 %.
+    """
+    rules = [
+        RuleConfig(Check.LATENCY_P95_SECONDS_MAX, 0.2),
+        RuleConfig(Check.ZERO_RESULT_RATE_MAX, 0.05),
+        RuleConfig(Check.TOP1_SCORE_MAX_RELATIVE_DROP, 0.10),
+    ]
+    if DEFAULT_RULE_METRIC in metrics:
+        rules.insert(0, RuleConfig(Check.MAX_DROP, 0.05, DEFAULT_RULE_METRIC))
+    return tuple(rules)
