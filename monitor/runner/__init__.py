@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from monitor.runner.calls import RetryPolicy, is_retryable
+from monitor.runner.failed import failed_queries, write_failed_queries
+from monitor.runner.reference import reference_qrels
 from monitor.runner.result import LatencySummary, RunResult
 from monitor.runner.run import run_pipelines, run_queries
 
@@ -10,7 +12,10 @@ __all__ = [
     "LatencySummary",
     "RetryPolicy",
     "RunResult",
+    "failed_queries",
     "is_retryable",
+    "reference_qrels",
     "run_pipelines",
     "run_queries",
+    "write_failed_queries",
 ]
