@@ -54,12 +54,12 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 class RunResult:
     """One run of a set of queries through one search function.
 
-    ``outcomes`` follow the order of the queries given; the first ``warmup`` of them were the
-    warm-up, run first and one at a time, and are left out of ``latency`` and
-    ``queries_per_second``. ``latency`` covers answered queries only (a failure is counted by
-    ``error_rate``, its latency is not a latency of the search). ``duration_seconds`` is the
-    wall time of the whole run. ``retries`` counts the attempts made after a retryable error.
-    ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
+    ``outcomes`` follow the order of the queries given. ``warmup`` is how many queries were
+    sent once before the measured run, their answers discarded. ``latency`` covers answered
+    queries only (a failure is counted by ``error_rate``; its latency is not a latency of the
+    search). ``queries_per_second`` is over the measured run; ``duration_seconds`` is the
+    wall time of the whole run, warm-up included. ``retries`` counts the attempts made after a
+    retryable error. ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
     """
 
     outcomes: tuple[QueryOutcome, ...]

@@ -15,7 +15,7 @@ from monitor.errors import ErrorBudgetExceeded, UsageError
 from monitor.records import MetaValue, Query, QueryOutcome
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
-from monitor.runner.progress import choose, logger
+from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import LatencySummary, RunResult
 from monitor.search.base import Search, is_async, search_stats, wants_query
 
@@ -52,8 +52,9 @@ def run_queries(
     - ``error_budget``: the largest share of failed queries (0.05 for 5%) the run accepts; above
       it the run stops and raises ErrorBudgetExceeded, an infrastructure failure and never a
       quality result. None accepts any share.
-    - ``warmup``: the first ``warmup`` queries run first, one at a time; their outcomes count,
-      their latencies do not.
+    - ``warmup``: the first ``warmup`` queries are sent once, one at a time, before the
+      measured run (to open connections, load models, fill caches); what they return is
+      discarded, so they count neither in latency nor in quality nor against the budget.
     - ``progress``: a bar on stderr (True), nothing (False), or None: a bar when stderr is a
       terminal, ``key=value`` log lines otherwise.
 
@@ -85,22 +86,36 @@ def run_queries(
         deadline=deadline,
         deadline_at=caller.deadline_at,
     )
+    warm = Plan(
+        items[:warmup],
+        caller,
+        Tally(warmup, None),
+        NoProgress(),
+        timeout=timeout,
+        deadline=deadline,
+        deadline_at=caller.deadline_at,
+    )
     logger.info(
-        "run started label=%s queries=%d k=%d concurrency=%d timeout_s=%s retries=%d",
+        "run started label=%s queries=%d k=%d concurrency=%d timeout_s=%s retries=%d warmup=%d",
         label or "-",
         len(items),
         k,
         concurrency,
         timeout,
         retries,
+        warmup,
     )
     try:
         if is_async(search):
-            timed_start = _run_async(plan, warmup, concurrency)
+            measured_start = _run_async(warm, plan, concurrency)
         else:
-            timed_start = _run_sync(plan, warmup, concurrency)
+            measured_start = _run_sync(warm, plan, concurrency)
     finally:
         reporter.close()
+    if warm.tally.failed:
+        logger.warning(
+            "warm-up failures label=%s failed=%d warmup=%d", label or "-", warm.tally.failed, warmup
+        )
     end = time.perf_counter()
     if tally.stopped or (max_failures is not None and tally.failed > max_failures):
         counts: dict[str, int] = {}
@@ -124,10 +139,10 @@ def run_queries(
         duration_seconds=end - start,
         latency=LatencySummary.of(
             outcome.latency_seconds
-            for outcome in outcomes[warmup:]
+            for outcome in outcomes
             if outcome.error_type is None and outcome.latency_seconds is not None
         ),
-        queries_per_second=_rate(outcomes[warmup:], end - timed_start),
+        queries_per_second=_rate(outcomes, end - measured_start),
         warmup=warmup,
         retries=tally.retries,
         search_stats=_stats(search),
@@ -151,36 +166,36 @@ def run_pipelines(
     }
 
 
-def _run_sync(plan: Plan, warmup: int, concurrency: int) -> float:
-    """Run warm-up then the timed queries; return when the timed part started."""
-    drive_warmup = run_loop if plan.timeout is None else _threads(1)
-    drive_warmup(plan, range(warmup))
-    timed_start = time.perf_counter()
-    if not plan.tally.stopped:
-        indices = range(warmup, len(plan.queries))
-        if concurrency == 1 and plan.timeout is None:
-            run_loop(plan, indices)
-        else:
-            run_threads(plan, indices, concurrency)
-    return timed_start
+def _run_sync(warm: Plan, plan: Plan, concurrency: int) -> float:
+    """Send the warm-up, then run the measured queries; return when the measured part began."""
+    _drive(warm, 1)
+    measured_start = time.perf_counter()
+    _drive(plan, concurrency)
+    return measured_start
 
 
-def _threads(concurrency: int) -> Any:
-    def drive(plan: Plan, indices: range) -> None:
+def _drive(plan: Plan, concurrency: int) -> None:
+    """Run every query of ``plan``: a plain loop when nothing needs a second thread."""
+    indices = range(len(plan.queries))
+    if not indices:
+        return
+    if concurrency == 1 and plan.timeout is None:
+        run_loop(plan, indices)
+    else:
         run_threads(plan, indices, concurrency)
 
-    return drive
 
+def _run_async(warm: Plan, plan: Plan, concurrency: int) -> float:
+    """Run an async search on an event loop of its own; return when the measured part began.
 
-def _run_async(plan: Plan, warmup: int, concurrency: int) -> float:
-    """Run an async search on an event loop of its own; return when the timed part started."""
+    Warm-up and measured run share the loop, so that a client bound to it serves both.
+    """
 
     async def main() -> float:
-        await run_async(plan, range(warmup), 1)
-        timed_start = time.perf_counter()
-        if not plan.tally.stopped:
-            await run_async(plan, range(warmup, len(plan.queries)), concurrency)
-        return timed_start
+        await run_async(warm, range(len(warm.queries)), 1)
+        measured_start = time.perf_counter()
+        await run_async(plan, range(len(plan.queries)), concurrency)
+        return measured_start
 
     try:
         asyncio.get_running_loop()

@@ -8,8 +8,10 @@ A plug-in that needs the whole :class:`~monitor.records.Query` (its id, to repla
 run, or its metadata) declares it with :func:`takes_query` or a true ``takes_query`` class
 attribute; it is then called as ``(query: Query, k: int)``.
 
-Optional extras, found by name: ``stats()`` returns scalars recorded with the run (index
-size, model version, ...) and ``close()`` releases connections (:func:`close_search`).
+Optional extras, found by name: ``stats()`` returns scalars recorded with the run, and
+``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
+``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
+reads it), ``index_version`` and ``model_version``; others are recorded as they come.
 """
 
 from __future__ import annotations

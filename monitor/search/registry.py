@@ -7,7 +7,9 @@ through the entry-point group ``retrieval_monitor.search``, each entry point nam
     [project.entry-points."retrieval_monitor.search"]
     qdrant = "my_package.monitor_plugin:build"
 
-A built-in kind wins over an entry point of the same name.
+A kind may also be written ``entrypoint:<name>`` (as the config file spells third-party
+kinds): that form looks only at entry points. Otherwise a built-in kind wins over an entry
+point of the same name.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ SearchBuilder: TypeAlias = Callable[[Mapping[str, object]], Search]
 
 #: The entry-point group third-party search kinds register under.
 ENTRY_POINT_GROUP = "retrieval_monitor.search"
+
+_ENTRYPOINT_PREFIX = "entrypoint:"
 
 # Modules are imported only when their kind is asked for: httpx stays out of a run that
 # replays a file.
@@ -46,12 +50,14 @@ def build_search(kind: str, options: Mapping[str, object]) -> Search:
 
 def builder(kind: str) -> SearchBuilder:
     """Return the builder registered for ``kind``."""
-    if kind in _BUILTINS:
+    name = kind.removeprefix(_ENTRYPOINT_PREFIX)
+    if name == kind and kind in _BUILTINS:
         module = importlib.import_module(_BUILTINS[kind])
         return cast(SearchBuilder, module.build)
     plugins = _entry_points()
-    if kind not in plugins:
+    if name not in plugins:
         raise UnknownSearchKindError(kind, known_kinds())
+    kind = name
     try:
         loaded = plugins[kind].load()
     except Exception as exc:

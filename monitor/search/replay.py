@@ -1,7 +1,8 @@
 """The ``replay`` search kind: answer every query from a saved run.
 
-Options: ``path`` (required) and ``format`` (``trec``, ``json`` or ``auto``, the default:
-JSON when the file starts with ``{``).
+Options: ``path`` and ``format`` (``trec``, ``json`` or ``auto``, the default: JSON when the
+file starts with ``{``), or instead ``bundled``: a run shipped with the package, named
+``<set>/<method>`` (``larkfield/keyword``; see :mod:`monitor.bundled`).
 
 A TREC run line is ``qid Q0 docno rank score tag``. As in trec_eval the rank column is
 ignored: each query's documents are ranked by score descending, ties broken by doc id in
@@ -59,16 +60,43 @@ class ReplaySearch:
 def build(options: Mapping[str, object]) -> ReplaySearch:
     """Build a :class:`ReplaySearch` from the ``replay`` kind's options."""
     opts = Options("replay", options)
-    path = opts.required_string("path")
-    opts.spec = f"replay:{path}"
+    bundled = opts.string("bundled")
+    path = opts.string("path")
     file_format = opts.string("format", "auto")
     opts.done()
+    if bundled is not None:
+        opts.spec = f"replay:{bundled}"
+        if path is not None:
+            raise opts.fail("path", "no path together with 'bundled'", path)
+        return _bundled(opts, bundled)
+    if path is None:
+        raise opts.fail("path", "a run file (or 'bundled': a run shipped with the package)")
+    opts.spec = f"replay:{path}"
     if file_format not in _FORMATS:
         raise opts.fail("format", " or ".join(_FORMATS), file_format)
     try:
         return ReplaySearch.from_file(path, file_format or "auto")
     except InputError as exc:
         raise SearchSetupError(opts.spec, str(exc)) from exc
+
+
+def _bundled(opts: Options, name: str) -> ReplaySearch:
+    """Return a replay of the bundled run ``<set>/<method>``."""
+    from monitor import bundled
+    from monitor.errors import UsageError
+
+    evalset, _, method = name.partition("/")
+    if evalset != "larkfield" or not method:
+        raise opts.fail(
+            "bundled",
+            "larkfield/<method> with a method of " + ", ".join(bundled.LARKFIELD_METHODS),
+            name,
+        )
+    try:
+        run = bundled.larkfield_run(method)
+    except UsageError as exc:
+        raise SearchSetupError(opts.spec, exc.message) from exc
+    return ReplaySearch(run, source=f"bundled:{name}")
 
 
 def load_run(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
