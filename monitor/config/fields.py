@@ -43,6 +43,7 @@ _SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key")
 
 # YAML 1.1 (and so PyYAML) reads `1e-3` as text; accept it where a number is expected.
 _EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+_DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)")
 
 
 def is_secret_key(key: str) -> bool:
@@ -177,8 +178,13 @@ class Fields:
         return value
 
     def integer(self, node: Node, *, minimum: int | None = None, maximum: int | None = None) -> int:
-        """Return an integer within ``[minimum, maximum]`` (booleans are not integers)."""
+        """Return an integer within ``[minimum, maximum]`` (booleans are not integers).
+
+        A string that came from a ``${VAR}`` reference is read as the number it spells.
+        """
         value = node.value
+        if node.interpolated and isinstance(value, str) and re.fullmatch(r"[-+]?\d+", value):
+            value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.error(node, f"an integer{_bounds(minimum, maximum)}", show=True)
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
@@ -194,9 +200,15 @@ class Fields:
         positive: bool = False,
         unit: str = "",
     ) -> float:
-        """Return a finite number within ``[minimum, maximum]`` (above 0 if ``positive``)."""
+        """Return a finite number within ``[minimum, maximum]`` (above 0 if ``positive``).
+
+        A string that came from a ``${VAR}`` reference is read as the number it spells.
+        """
         value = node.value
-        if isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(value.strip()):
+        if isinstance(value, str) and (
+            _EXPONENT_FLOAT.fullmatch(value.strip())
+            or (node.interpolated and _DECIMAL.fullmatch(value.strip()))
+        ):
             value = float(value)
         wanted = "a number above 0" if positive else "a number"
         wanted += _bounds(minimum, maximum) + unit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
@@ -46,6 +47,9 @@ def _plain(value: object, base: Path) -> object:
             return "./" + value.relative_to(base).as_posix()
         except ValueError:
             return value.as_posix()
+    if isinstance(value, str) and value.startswith(f"{base}{os.sep}"):
+        # An absolute path option (replay `path`) written relative to the config's folder.
+        return "./" + Path(value).relative_to(base).as_posix()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             field.name: _plain(getattr(value, field.name), base)

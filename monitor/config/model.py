@@ -97,9 +97,9 @@ class SearchConfig:
     validates them. Values under secret-like keys (``headers``, ``token``, ``api_key``, ...)
     are :class:`Secret`; :meth:`plugin_options` reveals them for the plug-in's builder.
     ``bundled`` names a saved run shipped with the package (``larkfield/keyword``) for
-    ``kind: replay``. The path options of the built-in kinds (``replay`` and ``python``
-    ``path``) are already absolute; a third-party plug-in resolves its own relative paths
-    against ``base_dir``, the config file's folder.
+    ``kind: replay``. The path options of the built-in kinds (``path`` of ``replay`` and
+    ``python``, a ``verify`` CA bundle of ``http``) are already absolute; a third-party
+    plug-in resolves its own relative paths against ``base_dir``, the config file's folder.
     """
 
     kind: str

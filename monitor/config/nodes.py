@@ -161,7 +161,8 @@ class _Walker:
     def retype(self, text: str) -> Scalar:
         # types-PyYAML leaves Resolver.resolve unannotated.
         tag = self.loader.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
-        if tag not in _TYPED:
+        # An empty or `null` expansion stays text: a variable set to "" is not "no value".
+        if tag not in _TYPED or tag == "tag:yaml.org,2002:null":
             return text
         value: Scalar = self.loader.construct_object(yaml.ScalarNode(tag, text), deep=True)
         return value

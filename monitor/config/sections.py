@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Mapping
 
 from monitor.config import vocab
-from monitor.config.fields import Fields, mask_url
+from monitor.config.fields import Fields, is_secret_key, mask_url
 from monitor.config.model import (
     BaselineConfig,
     Check,
@@ -117,7 +117,7 @@ def search(f: Fields, node: Node) -> SearchConfig:
         if key in vocab.PATH_OPTIONS.get(kind, ()):
             options[key] = _path_option(f, child)
         else:
-            options[key] = f.options(child)
+            options[key] = f.options(child, is_secret_key(key))
     return SearchConfig(kind=kind, options=options, bundled=bundled, base_dir=f.base_dir)
 
 
@@ -473,7 +473,7 @@ def _notifier(f: Fields, node: Node) -> NotifierConfig:
             pattern=vocab.ENV_NAME,
         )
     options = {
-        key: f.options(child)
+        key: f.options(child, is_secret_key(key))
         for key, child in entries.items()
         if key not in ("kind", "url", "secret_env")
     }

@@ -71,7 +71,11 @@ EVALSET_FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
 TREC_SUFFIXES = (".qrels", ".trec")
 #: Options of the built-in search kinds that hold file paths, resolved against the config
 #: file's folder (the plug-ins themselves would take them from the current folder).
-PATH_OPTIONS: dict[str, tuple[str, ...]] = {"replay": ("path",), "python": ("path",)}
+PATH_OPTIONS: dict[str, tuple[str, ...]] = {
+    "http": ("verify",),  # a CA bundle file when it is a string
+    "python": ("path",),
+    "replay": ("path",),
+}
 
 SUITE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
