@@ -1,7 +1,7 @@
 """The ``replay`` search kind: answer every query from a saved run.
 
 Options: ``path`` and ``format`` (``trec``, ``json`` or ``auto``, the default: JSON when the
-file starts with ``{``), or instead ``bundled``: a run shipped with the package, named
+file starts with ``{`` or ``[``), or instead ``bundled``: a run shipped with the package, named
 ``<set>/<method>`` (``larkfield/keyword``; see :mod:`monitor.bundled`).
 
 A TREC run line is ``qid Q0 docno rank score tag``. As in trec_eval the rank column is
@@ -108,7 +108,7 @@ def load_run(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
         raise InputError(path, "UTF-8 text", found=f"byte {exc.start}") from None
     except OSError as exc:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
-    if format == "json" or (format == "auto" and text.lstrip().startswith("{")):
+    if format == "json" or (format == "auto" and text.lstrip().startswith(("{", "["))):
         return _json_run(path, text)
     return _trec_run(path, text)
 
