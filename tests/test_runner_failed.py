@@ -1,0 +1,126 @@
+"""The failed-query log and ground truth taken from a reference search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from monitor import evaluate
+from monitor.bundled import larkfield_evalset
+from monitor.errors import SearchBackendError, UsageError
+from monitor.records import Query
+from monitor.runner import (
+    RunResult,
+    failed_queries,
+    reference_qrels,
+    run_queries,
+    write_failed_queries,
+)
+from monitor.search import build_search
+from monitor.testing import FakeSearch
+
+QUERIES = [
+    Query("q1", "hit", {"a": 1, "b": 1}),
+    Query("q2", "miss", {"a": 1}),
+    Query("q3", "half", {"a": 1, "b": 1}),
+    Query("q4", "error", {"a": 1}),
+    Query("q5", "unanswerable"),
+]
+QRELS = {q.id: dict(q.judgments) for q in QUERIES}
+
+
+def result_with_misses() -> RunResult:
+    """Run QUERIES: q1 finds both, q2 none, q3 one of two, q4 fails, q5 has no relevant."""
+    search = FakeSearch(
+        {"q1": ["a", "b"], "q2": ["x", "y", "z", "w", "v", "u"], "q3": ["b", "x"], "q5": []},
+        failures={"q4": TimeoutError("slow")},
+    )
+    return run_queries(QUERIES, search, k=10, progress=False)
+
+
+def test_misses_and_errors_are_listed_in_query_order() -> None:
+    """Queries with no hit and failed queries are listed; answered hits are not."""
+    records = failed_queries(result_with_misses(), QRELS)
+    assert [("q2", "miss"), ("q4", "error")] == [(r["query_id"], r["reason"]) for r in records]
+
+
+def test_recall_floor_adds_low_recall_queries() -> None:
+    """With a recall floor, queries below it are listed too."""
+    records = failed_queries(result_with_misses(), QRELS, recall_floor=0.75)
+    assert ["q2", "q3", "q4"] == [r["query_id"] for r in records]
+    assert ("low_recall", 0.5) == (records[1]["reason"], records[1]["recall@10"])
+
+
+def test_a_record_holds_the_top_five_ids_and_the_relevant_ones() -> None:
+    """Each record has the query, its top-5 ids, the relevant ids and the metric values."""
+    miss = failed_queries(result_with_misses(), QRELS)[0]
+    assert {
+        "query_id": "q2",
+        "query": "miss",
+        "reason": "miss",
+        "hit_rate@10": 0.0,
+        "recall@10": 0.0,
+        "top_ids": ["x", "y", "z", "w", "v"],
+        "relevant_ids": ["a"],
+        "error_type": None,
+        "error_message": None,
+    } == miss
+
+
+def test_write_failed_queries_writes_json_lines(tmp_path: Path) -> None:
+    """The log is one JSON object per line, and the count is returned."""
+    path = tmp_path / "logs" / "failed.jsonl"
+    count = write_failed_queries(result_with_misses(), QRELS, path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert (2, ["q2", "q4"]) == (count, [json.loads(line)["query_id"] for line in lines])
+
+
+def test_write_failed_queries_replaces_an_old_log(tmp_path: Path) -> None:
+    """A run without misses leaves an empty log, never the previous run's."""
+    path = tmp_path / "failed.jsonl"
+    path.write_text('{"query_id": "old"}\n', encoding="utf-8")
+    result = run_queries(QUERIES[:1], FakeSearch({"q1": ["a"]}), progress=False)
+    write_failed_queries(result, QRELS, path)
+    assert ("", []) == (path.read_text(encoding="utf-8"), list(tmp_path.glob(".*tmp")))
+
+
+def test_write_failed_queries_takes_an_eval_set(tmp_path: Path) -> None:
+    """An EvalSet gives the judgments; the Larkfield keyword run misses a few questions."""
+    evalset = larkfield_evalset()
+    result = run_queries(
+        evalset, build_search("replay", {"bundled": "larkfield/keyword"}), k=10, progress=False
+    )
+    count = write_failed_queries(result, evalset, tmp_path / "failed.jsonl")
+    hits = evaluate(evalset, result, metrics=["hit_rate@10"]).per_query["hit_rate@10"]
+    assert int((hits == 0).sum()) == count
+
+
+def test_recall_floor_must_be_a_share() -> None:
+    """A recall floor outside [0, 1] is a usage error."""
+    with pytest.raises(UsageError, match="recall_floor"):
+        failed_queries(result_with_misses(), QRELS, recall_floor=5)
+
+
+def test_reference_qrels_take_the_reference_top_k() -> None:
+    """Ground truth is each query's top k under the reference search, grade 1."""
+    reference = FakeSearch({"q1": ["a", "b", "c"], "q2": ["c"]})
+    qrels = reference_qrels(QUERIES[:2], reference, k=2)
+    assert {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}} == qrels
+
+
+def test_reference_qrels_measure_an_approximate_search() -> None:
+    """Recall@k of an approximate search against exact search's top k."""
+    exact = FakeSearch({"q1": ["a", "b"], "q2": ["c", "d"]})
+    approximate = FakeSearch({"q1": ["a", "x"], "q2": ["d", "c"]})
+    truth = reference_qrels(QUERIES[:2], exact, k=2)
+    result = run_queries(QUERIES[:2], approximate, k=2, progress=False)
+    assert {"recall@2": 0.75} == evaluate(truth, result, metrics=["recall@2"]).means
+
+
+def test_reference_qrels_refuse_incomplete_ground_truth() -> None:
+    """A reference search that fails for a query raises SearchBackendError."""
+    reference = FakeSearch(failures={"q2": RuntimeError("index offline")})
+    with pytest.raises(SearchBackendError, match="q2: RuntimeError: index offline"):
+        reference_qrels(QUERIES[:2], reference, k=2)
