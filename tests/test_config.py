@@ -1,8 +1,5 @@
 """Loading a config file: defaults, merging, environment references, schedules, rules, secrets."""
 
-# The house style puts the expected value first in an assertion.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import dataclasses
@@ -556,10 +553,30 @@ def test_secret_urls_keep_a_safe_outline() -> None:
 def test_secret_options_are_wrapped_and_revealed_for_the_plugin() -> None:
     """Secret-like options are Secrets in the config and plain values for the plug-in."""
     search = load(SECRET_FILE, env=SECRETS).suite("nightly").search
-    assert (Secret, "Bearer s3cr3t-token", "s3cr3t-token") == (
+    assert (Secret, {"Authorization": "Bearer s3cr3t-token"}, "s3cr3t-token") == (
         type(search.options["api_key"]),
-        search.plugin_options()["headers"]["Authorization"],  # type: ignore[index]
+        search.plugin_options()["headers"],
         search.plugin_options()["api_key"],
+    )
+
+
+def test_bundled_run_goes_back_among_the_plugin_options() -> None:
+    """A bundled replay hands ``bundled`` to the replay plug-in with its other options."""
+    assert {"bundled": "larkfield/keyword"} == dict(nightly().search.plugin_options())
+
+
+def test_plugin_options_are_plain_copies() -> None:
+    """Plug-ins get plain lists and dicts, so changing them leaves the config as it was."""
+    text = SUITE.replace(
+        "{kind: replay, bundled: larkfield/keyword}",
+        "{kind: python, target: 'm:f', path: [/a, /b], kwargs: {x: [1]}}",
+    )
+    search = load(text).suite("nightly").search
+    options = search.plugin_options()
+    options["kwargs"]["x"].append(2)  # type: ignore[index]
+    assert (["/a", "/b"], {"x": [1]}) == (
+        search.plugin_options()["path"],
+        search.plugin_options()["kwargs"],
     )
 
 

@@ -1,8 +1,5 @@
 """Every malformed value gets its own precise error: file, key path, line and what was expected."""
 
-# The house style puts the expected value first in an assertion.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 import textwrap
@@ -53,6 +50,7 @@ SUITE_CASES = [
     ("search: {url: 'http://x'}", "search", 3, "the key 'kind'"),
     ("search: {kind: replay, bundled: keyword}", "search.bundled", 3, "larkfield/keyword"),
     ("search: {kind: 'entrypoint:'}", "search.kind", 3, "entrypoint:<name>"),
+    ("search: {kind: replay, bundled: a/b, path: r.json}", "search.path", 3, "beside 'bundled'"),
     # metrics and k
     ("metrics: [ndcg@10, recall]", "metrics[1]", 3, "needs a cutoff"),
     ("metrics: [ndcg@10, ndcg@10]", "metrics[1]", 3, "each metric once"),
@@ -126,6 +124,7 @@ SUITE_CASES = [
     ("exporters:\n  - kind: http\n  - kind: http", "exporters[1]", 5, "each exporter once"),
     # notifiers
     ("notifiers: [{kind: email}]", "notifiers[0].kind", 3, "or entrypoint:<name>"),
+    ("notifiers: [{kind: slak, url: 'http://x'}]", "notifiers[0].kind", 3, "mean 'slack'?"),
     ("notifiers: [{kind: slack}]", "notifiers[0]", 3, "the key 'url'"),
     ("notifiers: [{kind: webhook, url: not-a-url}]", "notifiers[0].url", 3, "an http(s) URL"),
     ("notifiers: [{kind: stdout, url: 'http://x'}]", "notifiers[0].url", 3, "no 'url'"),

@@ -1,8 +1,5 @@
 """The JSON Schema of the config file agrees with the loader on good and bad files."""
 
-# The house style puts the expected value first in an assertion.
-# ruff: noqa: SIM300
-
 from __future__ import annotations
 
 from importlib import resources

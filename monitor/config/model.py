@@ -54,14 +54,17 @@ class Secret:
         return self.masked
 
 
-def reveal(value: OptionValue) -> OptionValue:
-    """Return an option value with every :class:`Secret` in it replaced by its value."""
+def thaw(value: OptionValue) -> object:
+    """Return a plain copy of an option value: dicts, lists, and secrets revealed.
+
+    Plug-ins get plain JSON-like values they may keep or change without touching the config.
+    """
     if isinstance(value, Secret):
         return value.reveal()
     if isinstance(value, Mapping):
-        return MappingProxyType({key: reveal(item) for key, item in value.items()})
+        return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, tuple):
-        return tuple(reveal(item) for item in value)
+        return [thaw(item) for item in value]
     return value
 
 
@@ -95,7 +98,8 @@ class SearchConfig:
 
     ``options`` holds every other key, read-only and unchecked here: the search plug-in
     validates them. Values under secret-like keys (``headers``, ``token``, ``api_key``, ...)
-    are :class:`Secret`; :meth:`plugin_options` reveals them for the plug-in's builder.
+    are :class:`Secret`; :meth:`plugin_options` gives the builder a plain copy, secrets
+    revealed.
     ``bundled`` names a saved run shipped with the package (``larkfield/keyword``) for
     ``kind: replay``. The path options of the built-in kinds (``path`` of ``replay`` and
     ``python``, a ``verify`` CA bundle of ``http``) are already absolute; a third-party
@@ -110,9 +114,13 @@ class SearchConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _freeze_map(self.options))
 
-    def plugin_options(self) -> Mapping[str, OptionValue]:
-        """Return ``options`` with secrets revealed, to hand to the plug-in's builder."""
-        return MappingProxyType({key: reveal(value) for key, value in self.options.items()})
+    def plugin_options(self) -> dict[str, object]:
+        """Return the options to hand to the plug-in's builder, as :func:`thaw` gives them,
+        with ``bundled`` put back among them when it is set."""
+        options = {key: thaw(value) for key, value in self.options.items()}
+        if self.bundled is not None:
+            options["bundled"] = self.bundled
+        return options
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +262,9 @@ class NotifierConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _freeze_map(self.options))
 
-    def plugin_options(self) -> Mapping[str, OptionValue]:
-        """Return ``options`` with secrets revealed, to hand to the notifier."""
-        return MappingProxyType({key: reveal(value) for key, value in self.options.items()})
+    def plugin_options(self) -> dict[str, object]:
+        """Return the options to hand to the notifier, as :func:`thaw` gives them."""
+        return {key: thaw(value) for key, value in self.options.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,9 @@ def _kind(f: Fields, node: Node, known: tuple[str, ...], what: str) -> str:
     expected = f"a {what} kind: one of {', '.join(known)}, or entrypoint:<name> for a plug-in"
     kind = f.string(node, expected)
     if kind not in known and not vocab.ENTRYPOINT.fullmatch(kind):
-        raise f.error(node, expected, show=True)
+        close = difflib.get_close_matches(kind, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise f.error(node, expected + hint, show=True)
     return kind
 
 
@@ -110,6 +112,8 @@ def search(f: Fields, node: Node) -> SearchConfig:
             "a bundled run such as larkfield/keyword",
             pattern=vocab.BUNDLED_RUN,
         )
+        if "path" in entries:
+            raise f.error(entries["path"], "no 'path' beside 'bundled' (a bundled run is a file)")
     options: dict[str, OptionValue] = {}
     for key, child in entries.items():
         if key in ("kind", "bundled"):
