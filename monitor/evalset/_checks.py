@@ -24,19 +24,23 @@ KeyPath = tuple[str | int, ...]
 class Invalid(Exception):
     """One part of a query does not pass its check."""
 
-    def __init__(self, expected: str, found: object = None, path: KeyPath = ()) -> None:
+    def __init__(
+        self, expected: str, found: object = None, path: KeyPath = (), *, labelled: bool = True
+    ) -> None:
         super().__init__(expected)
         self.expected = expected
         self.found = found
         self.path = path
+        # False when the path only locates the line (an unknown key is already the found value).
+        self.labelled = labelled
 
     def under(self, *prefix: str | int) -> Invalid:
         """Return the same problem with ``prefix`` put in front of its key path."""
-        return Invalid(self.expected, self.found, (*prefix, *self.path))
+        return Invalid(self.expected, self.found, (*prefix, *self.path), labelled=self.labelled)
 
     def describe(self, *prefix: str | int) -> str:
         """Return what was expected, then where (``at relevant['d1']``) when known."""
-        where = path_label((*prefix, *self.path))
+        where = path_label((*prefix, *self.path) if self.labelled else prefix)
         return f"{self.expected} at {where}" if where else self.expected
 
 

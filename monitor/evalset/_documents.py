@@ -42,6 +42,7 @@ TOP_FIELDS = ("name", "queries")
 # it bounds the recursion on hostile input (deep nesting, recursive YAML aliases).
 _TRACKED_DEPTH = 5
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_TOO_DEEP = "values nested a few levels deep at most (the nesting is too deep to read)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +73,8 @@ def query_from_object(obj: object) -> Query:
         raise Invalid("a query object with keys " + ", ".join(FIELDS), obj)
     for key in obj:
         if key not in FIELDS:
-            expected = "only the keys " + ", ".join(FIELDS)
-            raise Invalid(expected, key, (key,) if isinstance(key, str) else ())
+            expected = "one of the keys " + ", ".join(FIELDS)
+            raise Invalid(expected, key, (key,) if isinstance(key, str) else (), labelled=False)
     for key in ("id", "query"):
         if key not in obj:
             raise Invalid(f"a {key!r} key", None)
@@ -119,10 +120,12 @@ def read_jsonl(text: str, source: str) -> Iterator[Entry]:
             obj = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as error:
             raise InputError(
-                source, f"one JSON object per line ({error.msg}, column {error.colno})", line=number
+                source, f"one JSON object per line ({error.msg}: column {error.colno})", line=number
             ) from None
         except Invalid as error:
             raise InputError(source, error.describe(), line=number, found=error.found) from None
+        except RecursionError:
+            raise InputError(source, _TOO_DEEP, line=number) from None
         try:
             yield Entry(number, query_from_object(obj))
         except Invalid as error:
@@ -145,6 +148,8 @@ def read_json(text: str, source: str) -> tuple[str | None, list[Entry]]:
         raise InputError(source, f"valid JSON ({error.msg})", line=error.lineno) from None
     except _DuplicateKey as error:
         raise InputError(source, "keys given once", line=error.line, found=error.key) from None
+    except RecursionError:
+        raise InputError(source, _TOO_DEEP) from None
     return _read_document(document, source)
 
 
@@ -159,14 +164,14 @@ def read_yaml(text: str, source: str) -> tuple[str | None, list[Entry]]:
     try:
         document = _read_yaml_located(text)
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        problem = error.problem or error.context or "a parse error"
-        line = None if mark is None else mark.line + 1
-        raise InputError(source, f"valid YAML ({problem})", line=line) from None
+        problem = _yaml_problem(error)
+        raise InputError(source, f"valid YAML ({problem})", line=_yaml_line(error)) from None
     except yaml.YAMLError as error:
         raise InputError(source, f"valid YAML ({error})") from None
     except _DuplicateKey as error:
         raise InputError(source, "keys given once", line=error.line, found=error.key) from None
+    except RecursionError:
+        raise InputError(source, _TOO_DEEP) from None
     if document is None:
         raise InputError(source, "at least one query (the file is empty)", line=1)
     return _read_document(document, source)
@@ -175,7 +180,23 @@ def read_yaml(text: str, source: str) -> tuple[str | None, list[Entry]]:
 def write_yaml(name: str, queries: Sequence[Query]) -> str:
     """Return the YAML text of an eval set, as ``{name: ..., queries: [...]}``."""
     document = {"name": name, "queries": [object_from_query(query) for query in queries]}
-    return yaml.safe_dump(document, allow_unicode=True, sort_keys=False, width=100)
+    return yaml.dump(document, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
+
+
+class _Dumper(yaml.SafeDumper):
+    """A safe dumper that double-quotes strings holding Unicode line breaks.
+
+    PyYAML writes NEL, LS and PS unquoted, and reading them back turns them into spaces or
+    folds; the double-quoted style escapes them (``\\N``, ``\\L``, ``\\P``).
+    """
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if any(c in value for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
 
 
 def _read_document(document: Located, source: str) -> tuple[str | None, list[Entry]]:
@@ -212,7 +233,7 @@ def _top_level(document: Located, source: str) -> tuple[str | None, list[object]
         if key not in TOP_FIELDS:
             raise InputError(
                 source,
-                "only the top-level keys " + ", ".join(TOP_FIELDS),
+                "one of the top-level keys " + ", ".join(TOP_FIELDS),
                 line=document.line_of((key,)),
                 found=key,
             )
@@ -357,16 +378,21 @@ def _construct(
     if len(path) >= _TRACKED_DEPTH:
         return loader.construct_object(node, deep=True)
     if isinstance(node, yaml.MappingNode) and node.tag == "tag:yaml.org,2002:map":
-        loader.flatten_mapping(node)  # resolve "<<" merge keys as the constructor would
+        written = sum(key.tag != "tag:yaml.org,2002:merge" for key, _ in node.value)
+        loader.flatten_mapping(node)  # put "<<" merged pairs first, as the constructor does
+        merged = len(node.value) - written
         obj: dict[object, object] = {}
-        for key_node, value_node in node.value:
+        seen: set[object] = set()
+        for index, (key_node, value_node) in enumerate(node.value):
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str | int | float | bool) and key is not None:
                 raise yaml.constructor.ConstructorError(
                     None, None, "a mapping key must be a scalar", key_node.start_mark
                 )
-            if key in obj:
-                raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            if index >= merged:  # a written key may override a merged one, not a written one
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
             obj[key] = _construct(loader, value_node, (*path, _part(key)), lines)
         return obj
     if isinstance(node, yaml.SequenceNode) and node.tag == "tag:yaml.org,2002:seq":
@@ -374,6 +400,20 @@ def _construct(
             _construct(loader, item, (*path, index), lines) for index, item in enumerate(node.value)
         ]
     return loader.construct_object(node, deep=True)
+
+
+def _yaml_problem(error: yaml.MarkedYAMLError) -> str:
+    """Return what the YAML parser found wrong, with its context and where that began."""
+    problem = error.problem or "a parse error"
+    if error.context and error.context_mark is not None:
+        return f"{error.context} on line {error.context_mark.line + 1}: {problem}"
+    return f"{error.context}: {problem}" if error.context else problem
+
+
+def _yaml_line(error: yaml.MarkedYAMLError) -> int | None:
+    """Return the 1-based line of a YAML error."""
+    mark = error.problem_mark or error.context_mark
+    return None if mark is None else mark.line + 1
 
 
 def _part(key: object) -> str | int:

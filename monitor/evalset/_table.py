@@ -61,7 +61,8 @@ def write_csv(queries: Sequence[Query]) -> str:
                 )
             extra[key] = None
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
+    # CRLF as RFC 4180 says: with "\n" the csv module leaves a lone "\r" unquoted.
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow([*COLUMNS, *extra])
     for query in queries:
         if query.id != query.id.strip():
@@ -99,9 +100,10 @@ def _query(cells: dict[str, str], source: str, line: int) -> Query:
         column = "relevant"
         judgments = _judgments(cells["relevant"])
     except Invalid as error:
-        raise InputError(
-            source, f"{error.expected} in column {column!r}", line=line, found=error.found
-        ) from None
+        expected = f"{error.expected} in column {column!r}"
+        if error.path:
+            expected += f" for document {error.path[0]!r}"
+        raise InputError(source, expected, line=line, found=error.found) from None
     metadata: dict[str, MetaValue] = {
         key: value for key, value in cells.items() if key not in COLUMNS and value != ""
     }
@@ -119,7 +121,10 @@ def _judgments(cell: str) -> dict[str, int]:
         if not colon:
             doc, grade = item, "1"
         doc = check_id(doc.strip(), "document id")
-        value = grade_from_text(grade.strip())
+        try:
+            value = grade_from_text(grade.strip())
+        except Invalid as error:
+            raise error.under(doc) from None
         if doc in judgments:
             raise Invalid("document ids listed once", doc)
         judgments[doc] = value

@@ -125,15 +125,21 @@ def save_evalset(
         if queries is not None and queries_text is not None:
             write_atomic(queries, queries_text)
         return
-    if chosen == "jsonl":
-        text = _documents.write_jsonl(items)
-    elif chosen == "json":
-        text = _documents.write_json(evalset.name, items)
-    elif chosen == "yaml":
-        text = _documents.write_yaml(evalset.name, items)
-    else:
-        text = _table.write_csv(items)
-    write_atomic(path, text)
+    write_atomic(path, format_evalset(evalset, chosen))
+
+
+def format_evalset(evalset: EvalSet, format: str) -> str:
+    """Return the text of ``evalset`` in ``format`` (any but ``trec``, which needs two files)."""
+    items = evalset.queries
+    if format == "jsonl":
+        return _documents.write_jsonl(items)
+    if format == "json":
+        return _documents.write_json(evalset.name, items)
+    if format == "yaml":
+        return _documents.write_yaml(evalset.name, items)
+    if format == "csv":
+        return _table.write_csv(items)
+    raise UsageError(f"cannot format {format!r} as a single text")
 
 
 def _assemble(entries: Iterable[Entry], source: str, name: str) -> EvalSet:
