@@ -1,0 +1,141 @@
+"""Property tests: random eval sets round-trip through every format and keep their fingerprint."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monitor.errors import InputError
+from monitor.evalset import FORMATS, EvalSet
+from monitor.evalset.formats import format_evalset, parse_evalset
+from monitor.records import MetaValue, Query
+
+SUFFIX = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "yaml": ".yaml", "trec": ".qrels"}
+# Surrogates cannot be written as UTF-8; everything else, controls included, must survive.
+ANY_TEXT = st.characters(exclude_categories=["Cs"])
+# Whitespace-separated TREC files hold ids without whitespace; CSV items split on ';'.
+TOKEN = st.text(st.characters(exclude_categories=["Cs", "Zs", "Zl", "Zp", "Cc"]), min_size=1)
+CSV_ID = st.text(st.characters(exclude_categories=["Cs", "Zs", "Zl", "Zp", "Cc"]), min_size=1)
+GRADES = st.integers(min_value=-3, max_value=10**12)
+METADATA_VALUES: st.SearchStrategy[MetaValue] = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(ANY_TEXT),
+)
+
+
+ANY_ID = st.text(ANY_TEXT, min_size=1)
+ANY_STRING = st.text(ANY_TEXT)
+ANY_METADATA = st.dictionaries(ANY_ID, METADATA_VALUES, max_size=3)
+
+
+@st.composite
+def evalsets(
+    draw: st.DrawFn,
+    ids: st.SearchStrategy[str] = ANY_ID,
+    texts: st.SearchStrategy[str] = ANY_STRING,
+    metadata: st.SearchStrategy[dict[str, MetaValue]] = ANY_METADATA,
+) -> EvalSet:
+    """Draw an eval set of 1 to 6 queries with unique ids and graded judgments."""
+    query_ids = draw(st.lists(ids, min_size=1, max_size=6, unique=True))
+    evalset = EvalSet(name=draw(st.text(ANY_TEXT, max_size=10)))
+    for query_id in query_ids:
+        judgments = draw(st.dictionaries(ids, GRADES, max_size=4))
+        evalset.add(query_id, draw(texts), relevant=judgments, metadata=draw(metadata))
+    return evalset
+
+
+def round_trip(evalset: EvalSet, fmt: str) -> EvalSet:
+    """Save ``evalset`` in ``fmt`` to a fresh folder and load it back."""
+    with TemporaryDirectory() as folder:
+        path = Path(folder) / f"set{SUFFIX[fmt]}"
+        queries = Path(folder) / "set.tsv" if fmt == "trec" else None
+        evalset.save(path, queries=queries)
+        return EvalSet.load(path, queries=queries, name=evalset.name)
+
+
+@given(evalsets())
+def test_jsonl_round_trip_keeps_everything(evalset: EvalSet) -> None:
+    """Any eval set comes back from JSONL equal, with the same fingerprint."""
+    loaded = round_trip(evalset, "jsonl")
+    assert (evalset.queries, evalset.fingerprint) == (loaded.queries, loaded.fingerprint)
+
+
+def in_memory(evalset: EvalSet, fmt: str) -> EvalSet:
+    """Format ``evalset`` as ``fmt`` text and parse it back, without touching the disk."""
+    return parse_evalset(format_evalset(evalset, fmt), fmt, "memory", name=evalset.name)
+
+
+@given(evalsets())
+def test_json_and_yaml_round_trips_keep_everything(evalset: EvalSet) -> None:
+    """Any eval set comes back from JSON and from YAML equal, name included."""
+    text = format_evalset(evalset, "yaml")
+    loaded = parse_evalset(text, "yaml", "memory")
+    assert (evalset, evalset) == (in_memory(evalset, "json"), loaded)
+
+
+@given(evalsets(ids=CSV_ID.filter(lambda s: ";" not in s), metadata=st.just({})))
+def test_csv_round_trip_keeps_queries(evalset: EvalSet) -> None:
+    """Eval sets without metadata come back from CSV equal (ids without ';' or spaces)."""
+    assert evalset.queries == in_memory(evalset, "csv").queries
+
+
+@settings(max_examples=50)  # two files written per example
+@given(
+    evalsets(
+        ids=TOKEN,
+        texts=st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\r\n")),
+        metadata=st.just({}),
+    ).filter(lambda evalset: any(query.judgments for query in evalset))
+)
+def test_trec_round_trip_keeps_queries(evalset: EvalSet) -> None:
+    """Judged eval sets come back from qrels plus queries TSV equal."""
+    assert evalset.queries == round_trip(evalset, "trec").queries
+
+
+@given(evalsets(), st.randoms(use_true_random=False))
+def test_fingerprint_ignores_query_and_judgment_order(evalset: EvalSet, rng: random.Random) -> None:
+    """Shuffling queries and their judgments leaves the fingerprint unchanged."""
+    shuffled = list(evalset.queries)
+    rng.shuffle(shuffled)
+    reordered = EvalSet(name="other")
+    for query in shuffled:
+        items = list(query.judgments.items())
+        rng.shuffle(items)
+        reordered.add(Query(query.id, query.text, dict(items), {}))
+    assert evalset.fingerprint == reordered.fingerprint
+
+
+@given(st.sampled_from([f for f in FORMATS if f != "trec"]), st.text(ANY_TEXT, max_size=200))
+def test_any_text_loads_or_raises_input_error(fmt: str, text: str) -> None:
+    """Arbitrary text either parses or raises InputError, never another exception."""
+    with contextlib.suppress(InputError):
+        parse_evalset(text, fmt, "fuzz")
+
+
+KEYS = st.sampled_from(["id", "query", "relevant", "metadata", "name", "queries", "d1", "q1"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(ANY_TEXT, max_size=4) | KEYS,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(KEYS | st.text(ANY_TEXT, max_size=3), children, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+@given(st.sampled_from(["jsonl", "json", "yaml"]), JSON_VALUES)
+def test_any_json_value_loads_or_raises_input_error(fmt: str, value: object) -> None:
+    """Any JSON or YAML value either is an eval set or raises InputError, never another error."""
+    text = yaml.safe_dump(value) if fmt == "yaml" else json.dumps(value)
+    with contextlib.suppress(InputError):
+        parse_evalset(text, fmt, "fuzz")
