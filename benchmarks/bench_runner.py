@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         " (target >= 90%)"
     )
     wall_t, efficiency_t = bench_throughput(count_b, concurrency, sleep, args.repeat, timeout=1.0)
-    print(
-        f"    with timeout=1 s: wall {wall_t:.3f} s, {efficiency_t:.1%} of ideal throughput"
-    )
+    print(f"    with timeout=1 s: wall {wall_t:.3f} s, {efficiency_t:.1%} of ideal throughput")
     missed = overhead > 20 or efficiency < 0.9
     print("targets: " + ("MISSED" if missed else "met"))
     return 1 if missed else 0
