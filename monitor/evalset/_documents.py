@@ -127,9 +127,10 @@ def read_jsonl(text: str, source: str) -> Iterator[Entry]:
         except RecursionError:
             raise InputError(source, _TOO_DEEP, line=number) from None
         try:
-            yield Entry(number, query_from_object(obj))
+            query = query_from_object(obj)
         except Invalid as error:
             raise InputError(source, error.describe(), line=number, found=error.found) from None
+        yield Entry(number, query)
 
 
 def write_jsonl(queries: Sequence[Query]) -> str:
@@ -192,6 +193,7 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    """Represent ``value`` plainly, or double-quoted when it holds a Unicode line break."""
     style = '"' if any(c in value for c in "\x85\u2028\u2029") else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
