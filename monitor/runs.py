@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,10 @@ from monitor.errors import InputError
 from monitor.metrics.ranks import Ranking
 
 _TREC_COLUMNS = ("qid", "q0", "doc", "rank", "score", "tag")
+# Scores must parse to the same doubles as trec_eval's strtod. pandas 3 parses round-trip
+# exactly by default (and deprecates the option); pandas 2 needs to be asked.
+_PANDAS_MAJOR = int(pd.__version__.split(".")[0])
+_EXACT_FLOATS: dict[str, Any] = {"float_precision": "round_trip"} if _PANDAS_MAJOR < 3 else {}
 
 
 def load_run(path: str | Path) -> dict[str, Ranking]:
@@ -49,7 +54,7 @@ def load_trec_run(path: str | Path) -> dict[str, Ranking]:
             names=list(_TREC_COLUMNS),
             dtype={name: str for name in _TREC_COLUMNS if name != "score"} | {"score": "float64"},
             na_filter=False,
-            float_precision="round_trip",
+            **_EXACT_FLOATS,
             encoding="utf-8",
             engine="c",
         )

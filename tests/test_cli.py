@@ -1,0 +1,187 @@
+"""The command line: exit codes, output shapes and error messages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+
+QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 c 1\nq3 0 x 0\n"
+RUN = "q1 Q0 b 1 3.0 t\nq1 Q0 z 2 2.0 t\nq1 Q0 a 3 1.0 t\nq2 Q0 z 1 1.0 t\nq9 Q0 a 1 1.0 t\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    qrels = tmp_path / "test.qrels"
+    run = tmp_path / "test.run"
+    qrels.write_text(QRELS)
+    run.write_text(RUN)
+    return qrels, run
+
+
+def test_evaluate_json_has_the_documented_shape(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--format json --per-query` prints one object with metrics, queries and per_query."""
+    qrels, run = files
+    code = main(
+        [
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+            "--metrics",
+            "recall@2,mrr",
+            "--format",
+            "json",
+            "--per-query",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert ["metrics", "queries", "per_query"] == list(out)
+    assert {"evaluated": 2, "skipped_no_relevant": 1, "missing_from_run": 0, "not_judged": 1} == (
+        out["queries"]
+    )
+    assert {"recall@2": 0.25, "mrr": 0.5} == out["metrics"]
+    assert {"q1": {"recall@2": 0.5, "mrr": 1.0}, "q2": {"recall@2": 0.0, "mrr": 0.0}} == (
+        out["per_query"]
+    )
+
+
+def test_evaluate_json_leaves_out_per_query_by_default(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --per-query the JSON object holds only metrics and queries."""
+    qrels, run = files
+    main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert ["metrics", "queries"] == list(out)
+    assert 24 == len(out["metrics"])  # 6 default measures x k in 1, 3, 5, 10
+
+
+def test_evaluate_csv_ends_with_the_means(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CSV output has a header, a row per query and a last row `all`."""
+    qrels, run = files
+    main(
+        [
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+            "--metrics",
+            "mrr",
+            "--format",
+            "csv",
+            "--per-query",
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert ["query_id,mrr", "q1,1.0", "q2,0.0", "all,0.5"] == lines
+
+
+def test_include_no_relevant_counts_them_as_zeros(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--include-no-relevant evaluates the query with no relevant judgment as zeros."""
+    qrels, run = files
+    main(
+        [
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+            "--metrics",
+            "mrr",
+            "--format",
+            "json",
+            "--include-no-relevant",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert 3 == out["queries"]["evaluated"]
+    assert pytest.approx(1 / 3) == out["metrics"]["mrr"]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        ("recal@5", "unknown measure"),
+        ("recall@0", "positive integer"),
+        ("recall@-3", "positive integer"),
+        ("precision", "needs a cutoff"),
+    ],
+)
+def test_bad_metric_exits_2_with_a_clear_message(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], metrics: str, message: str
+) -> None:
+    """An unknown metric name or a bad cutoff exits 2 and says why, without a traceback."""
+    qrels, run = files
+    code = main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", metrics])
+    err = capsys.readouterr().err
+    assert 2 == code
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_malformed_run_names_file_and_line(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad TREC run line exits 2 with the file and line in the message."""
+    qrels, run = files
+    run.write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 high t\n")
+    code = main(["evaluate", "--qrels", str(qrels), "--run", str(run)])
+    err = capsys.readouterr().err
+    assert 2 == code
+    assert f"{run}:2" in err
+
+
+def test_python_m_monitor_runs_the_cli(files: tuple[Path, Path]) -> None:
+    """`python -m monitor` is the same command line."""
+    qrels, run = files
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor",
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+            "--metrics",
+            "mrr",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert 0 == proc.returncode, proc.stderr
+    assert 0.5 == json.loads(proc.stdout)["metrics"]["mrr"]
+
+
+def test_k_sweep_recommends_the_smallest_best_k(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """k-sweep JSON holds every measure at every k and one recommendation per use case."""
+    qrels, run = files
+    code = main(
+        ["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3", "--format", "json"]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert 0 == code
+    assert 0.5 == out["metrics"]["recall@3"]  # q1 finds both, q2 none
+    assert {"measure": "recall", "k": 3, "value": 0.5} == out["recommendations"]["coverage"]
+    assert 1 == out["recommendations"]["first_answer"]["k"]
