@@ -60,9 +60,11 @@ class TerminalBar:
         self._shown_at = self._started + delay
         self._next = self._shown_at
         self._drawn = False
+        self._last = (0, 0)
 
     def update(self, done: int, failed: int) -> None:
         """Redraw the bar, at most every ``interval`` seconds."""
+        self._last = (done, failed)
         now = time.perf_counter()
         if now < self._next:
             return
@@ -84,8 +86,9 @@ class TerminalBar:
         self._drawn = True
 
     def close(self) -> None:
-        """End the bar's line, if one was drawn."""
+        """Draw the final count and end the bar's line, if a bar was shown."""
         if self._drawn:
+            self._draw(*self._last, time.perf_counter())
             self.stream.write("\n")
             self.stream.flush()
 

@@ -111,6 +111,7 @@ def run_queries(
         else:
             measured_start = _run_sync(warm, plan, concurrency)
     finally:
+        reporter.update(tally.done, tally.failed)
         reporter.close()
     if warm.tally.failed:
         logger.warning(
