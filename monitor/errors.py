@@ -9,6 +9,7 @@ strings by hand. The command line maps each class to an exit code in one table
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 
@@ -175,3 +176,61 @@ class ErrorBudgetExceeded(SearchBackendError):
             top = sorted(self.errors.items(), key=lambda item: (-item[1], item[0]))
             message += "; errors: " + ", ".join(f"{kind} x{count}" for kind, count in top)
         super().__init__(message)
+
+
+class StoreError(MonitorError):
+    """The run store cannot do what was asked: unreachable, corrupt, or a write that failed.
+
+    ``location`` names the store (a path or a URL without its password).
+    """
+
+    def __init__(self, location: str, message: str) -> None:
+        super().__init__(f"store {location}: {message}")
+        self.location = location
+        self.message = message
+
+
+class StoreSchemaError(StoreError):
+    """The database's schema is newer than this version of the monitor understands."""
+
+    def __init__(self, location: str, found: int, supported: int) -> None:
+        super().__init__(
+            location,
+            f"schema version {found} is newer than the {supported} this version of "
+            "retrieval-monitor understands; upgrade retrieval-monitor to use this database",
+        )
+        self.found = found
+        self.supported = supported
+
+
+class StoreLookupError(StoreError):
+    """A record named by its id or key is not in the store (``what`` is ``"run"``, ...)."""
+
+    def __init__(self, location: str, what: str, key: object) -> None:
+        super().__init__(location, f"no {what} {key!r}")
+        self.what = what
+        self.key = key
+
+
+class BaselineError(StoreError):
+    """A run cannot be pinned as a suite's baseline (missing, another suite's, or failed)."""
+
+    def __init__(self, location: str, suite: str, run_id: int, reason: str) -> None:
+        super().__init__(location, f"cannot pin run {run_id} as baseline of {suite!r}: {reason}")
+        self.suite = suite
+        self.run_id = run_id
+        self.reason = reason
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the run lock of a suite."""
+
+    def __init__(self, location: str, suite: str, host: str, pid: int, since: datetime) -> None:
+        super().__init__(
+            location,
+            f"suite {suite!r} is locked by pid {pid} on {host} since {since.isoformat()}",
+        )
+        self.suite = suite
+        self.host = host
+        self.pid = pid
+        self.since = since
