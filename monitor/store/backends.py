@@ -1,0 +1,118 @@
+"""Open a store by URL or path: SQLite embedded, PostgreSQL by URL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from monitor.errors import StoreError, UsageError
+from monitor.store.base import Store
+from monitor.store.dialect import POSTGRES, SQLITE
+from monitor.store.sql import Database
+from monitor.store.sqlstore import SqlStore
+
+#: How long a SQLite writer waits for another to finish before giving up.
+SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+
+#: How long connecting to PostgreSQL may take.
+POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
+
+SCHEMES = ("sqlite", "postgresql", "postgres")
+
+# RETURNING arrived in SQLite 3.35 (upserts in 3.24).
+_SQLITE_MINIMUM = (3, 35, 0)
+
+
+def open_store(url_or_path: str | os.PathLike[str]) -> Store:
+    """Open (creating and migrating as needed) the store at ``url_or_path``.
+
+    ``sqlite:///abs/path.db`` or a plain path opens a SQLite file, creating its folders;
+    ``postgresql://user@host:port/db`` opens a PostgreSQL database (needs the ``postgres``
+    extra). Raise StoreError when the store cannot be opened, StoreSchemaError when its schema
+    is newer than this code.
+    """
+    target = os.fspath(url_or_path)
+    if "://" not in target:
+        return open_sqlite(Path(target))
+    scheme = target.split("://", 1)[0].lower()
+    if scheme == "sqlite":
+        return open_sqlite(Path(target[len("sqlite://") :]))
+    if scheme in ("postgresql", "postgres"):
+        return open_postgres(target)
+    known = ", ".join(SCHEMES)
+    raise UsageError(f"store URL {target!r}: unknown scheme {scheme!r}; known schemes: {known}")
+
+
+def open_sqlite(path: Path) -> SqlStore:
+    """Open the SQLite store at ``path`` in WAL mode with foreign keys on."""
+    memory = str(path) == ":memory:"
+    if not memory:
+        path = path.expanduser().absolute()
+    location = f"sqlite:///{str(path).lstrip('/')}" if not memory else "sqlite://:memory:"
+    if sqlite3.sqlite_version_info < _SQLITE_MINIMUM:
+        needed = ".".join(map(str, _SQLITE_MINIMUM))
+        found = sqlite3.sqlite_version
+        raise StoreError(location, f"needs SQLite {needed} or newer, found {found}")
+    try:
+        if not memory:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: autocommit, the store issues BEGIN and COMMIT itself.
+        # check_same_thread=False: a scheduler may open the store in one thread and run jobs
+        # in another; the Store contract is one thread at a time, not one thread for ever.
+        connection = sqlite3.connect(
+            path,
+            timeout=SQLITE_BUSY_TIMEOUT_SECONDS,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(location, f"cannot open: {exc}") from exc
+    db = Database(connection, SQLITE, location, sqlite3.Error)
+    try:
+        with db.errors("setting up the connection"):
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            connection.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+            # In WAL mode NORMAL loses no committed transaction on a crash, only on power loss.
+            connection.execute("PRAGMA synchronous = NORMAL")
+        return SqlStore(db)
+    except BaseException:
+        connection.close()
+        raise
+
+
+def open_postgres(url: str) -> SqlStore:
+    """Open the PostgreSQL store at ``url`` (a libpq connection URI)."""
+    location = redact(url)
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise StoreError(
+            location, "PostgreSQL needs psycopg: pip install 'retrieval-monitor[postgres]'"
+        ) from exc
+    try:
+        connection = psycopg.connect(
+            url, autocommit=True, connect_timeout=POSTGRES_CONNECT_TIMEOUT_SECONDS
+        )
+    except psycopg.Error as exc:
+        raise StoreError(location, f"cannot connect: {exc}") from exc
+    try:
+        return SqlStore(Database(connection, POSTGRES, location, psycopg.Error))
+    except BaseException:
+        connection.close()
+        raise
+
+
+def redact(url: str) -> str:
+    """Return ``url`` without its password, fit for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
+    if "password=" in parts.query:
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        hidden = [(name, "***" if name == "password" else value) for name, value in query]
+        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    return urlunsplit(parts)

@@ -1,0 +1,124 @@
+"""The :class:`Store` protocol: what every run store offers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: How long a run lock lasts unless its holder says otherwise: longer than a run should take.
+DEFAULT_LOCK_TTL_SECONDS = 3600.0
+
+
+class Store(Protocol):
+    """Where runs, baselines, stage state and undelivered notifications are kept.
+
+    Every method is one transaction: it happens completely or not at all. A store is used by
+    one thread at a time; close it (or use it as a context manager) when done.
+    """
+
+    location: str
+
+    def save_run(self, run: RunRecord) -> int:
+        """Save ``run`` with its figures and per-query records; return the id it was given.
+
+        The record's own ``run_id`` is ignored. A failure leaves nothing of the run behind.
+        """
+        ...
+
+    def get_run(self, run_id: int) -> RunRecord:
+        """Return the run with this id; raise StoreLookupError when there is none."""
+        ...
+
+    def latest_run(self, suite: str, status: str | None = "ok") -> RunRecord | None:
+        """Return the suite's most recently started run of ``status`` (any status if None)."""
+        ...
+
+    def list_runs(self, suite: str | None = None, limit: int = 50) -> list[RunSummary]:
+        """Return up to ``limit`` runs (of ``suite``, or of every suite), newest first."""
+        ...
+
+    def set_baseline(self, suite: str, run_id: int) -> Baseline:
+        """Pin run ``run_id`` as the suite's baseline.
+
+        Raise BaselineError unless the run exists, belongs to the suite and is ok.
+        """
+        ...
+
+    def get_baseline(self, suite: str) -> RunRecord | None:
+        """Return the run pinned as the suite's baseline, or None."""
+        ...
+
+    def list_baselines(self) -> list[Baseline]:
+        """Return every suite's baseline, by suite name."""
+        ...
+
+    def history(self, suite: str, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+        """Return one row per run of the suite, oldest first.
+
+        Columns: ``run_id``, ``started_at``, ``finished_at`` (UTC), ``status``, one per metric
+        mean (those in ``metrics``, in that order, or all), ``latency_p50`` and the other
+        latency figures, then one per rate (``error_rate``, ...). Missing figures are NaN.
+        """
+        ...
+
+    def per_query_frame(self, run_id: int) -> pd.DataFrame:
+        """Return one row per query of the run (index ``query_id``): metric values, then
+        ``latency_seconds``, ``error_type``, ``error_message``, ``retrieved_ids`` and
+        ``relevant_ids``."""
+        ...
+
+    def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return the JSON document stored under ``namespace``/``key``, or None."""
+        ...
+
+    def put_state(self, namespace: str, key: str, value: Mapping[str, object]) -> None:
+        """Store a JSON document under ``namespace``/``key``, replacing any earlier one."""
+        ...
+
+    def delete_state(self, namespace: str, key: str) -> bool:
+        """Delete the document under ``namespace``/``key``; return whether there was one."""
+        ...
+
+    def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:
+        """Put a notification in the outbox; return its id.
+
+        An undelivered message of the same kind and key is replaced (its id is returned), so a
+        notification enqueued twice is delivered once.
+        """
+        ...
+
+    def pending(self, kind: str | None = None) -> list[OutboxMessage]:
+        """Return the undelivered messages (of ``kind``, or all), oldest first."""
+        ...
+
+    def mark_delivered(self, message_id: int) -> None:
+        """Record that the message was delivered; it leaves :meth:`pending`."""
+        ...
+
+    def attempt_failed(self, message_id: int, error: str) -> None:
+        """Record a failed delivery of the message: one more attempt, and its error."""
+        ...
+
+    def lock(
+        self, suite: str, ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS
+    ) -> AbstractContextManager[LockHolder]:
+        """Hold the suite's run lock for the ``with`` block.
+
+        Raise StoreLockedError, naming the holder, while another holds it; a lock whose holder
+        took it more than its ``ttl_seconds`` ago is stale and is taken over.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close the store's connection."""
+        ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...

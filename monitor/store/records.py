@@ -1,0 +1,174 @@
+"""The frozen records the store saves and returns.
+
+They are the store's own, independent of the runner's types: whoever composes a run turns
+its result into a :class:`RunRecord`, and readers (comparison, reports, the CLI) get the same
+records back. Timestamps are timezone-aware and returned in UTC.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Literal
+
+from monitor.errors import UsageError
+
+#: The status of a saved run: ``"ok"`` when it produced metrics, ``"failed"`` otherwise.
+RunStatus = Literal["ok", "failed"]
+
+RUN_STATUSES: tuple[RunStatus, ...] = ("ok", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRecord:
+    """One query of a saved run: its metric values, rankings, latency and error.
+
+    ``values`` maps canonical metric names (``ndcg@10``) to this query's value.
+    """
+
+    query_id: str
+    values: Mapping[str, float] = field(default_factory=dict)
+    retrieved_ids: tuple[str, ...] = ()
+    relevant_ids: tuple[str, ...] = ()
+    latency_seconds: float | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", _frozen_floats(self.values))
+        object.__setattr__(self, "retrieved_ids", tuple(self.retrieved_ids))
+        object.__setattr__(self, "relevant_ids", tuple(self.relevant_ids))
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a suite as the store keeps it.
+
+    ``run_id`` is assigned by the store (``None`` until saved). ``means`` maps canonical metric
+    names to their means, ``latency`` holds ``p50``, ``p95``, ``p99``, ``max`` and ``mean`` in
+    seconds, ``rates`` figures such as ``error_rate``, ``zero_result_rate`` and
+    ``mean_top1_score``; a figure that could not be computed is NaN. ``stats`` is what the
+    search plug-in reported (index size, versions); it must be JSON-serialisable and reads
+    back as JSON types (a tuple as a list).
+    ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
+    """
+
+    suite: str
+    pipeline: str
+    started_at: datetime
+    finished_at: datetime
+    status: RunStatus = "ok"
+    evalset_fingerprint: str = ""
+    config_hash: str = ""
+    means: Mapping[str, float] = field(default_factory=dict)
+    latency: Mapping[str, float] = field(default_factory=dict)
+    rates: Mapping[str, float] = field(default_factory=dict)
+    stats: Mapping[str, object] = field(default_factory=dict)
+    error: str | None = None
+    queries: tuple[QueryRecord, ...] = ()
+    run_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in RUN_STATUSES:
+            raise UsageError(f"run status must be 'ok' or 'failed', not {self.status!r}")
+        if not self.suite:
+            raise UsageError("a run needs a suite name")
+        object.__setattr__(self, "started_at", utc(self.started_at, "started_at"))
+        object.__setattr__(self, "finished_at", utc(self.finished_at, "finished_at"))
+        object.__setattr__(self, "means", _frozen_floats(self.means))
+        object.__setattr__(self, "latency", _frozen_floats(self.latency))
+        object.__setattr__(self, "rates", _frozen_floats(self.rates))
+        object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
+        object.__setattr__(self, "queries", tuple(self.queries))
+
+    @property
+    def ok(self) -> bool:
+        """Return whether the run finished with metrics."""
+        return self.status == "ok"
+
+    @property
+    def duration_seconds(self) -> float:
+        """Return the wall time of the run."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """A saved run without its per-query records, as :meth:`Store.list_runs` lists it."""
+
+    run_id: int
+    suite: str
+    pipeline: str
+    status: RunStatus
+    started_at: datetime
+    finished_at: datetime
+    query_count: int
+    means: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "means", _frozen_floats(self.means))
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The run pinned as a suite's baseline, and when it was pinned."""
+
+    suite: str
+    run_id: int
+    pinned_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    """A notification waiting in the outbox until a notifier delivers it.
+
+    ``key`` identifies what the message is about (an alert's identity): enqueueing a message
+    whose kind and key match an undelivered one replaces that one's payload.
+    """
+
+    id: int
+    kind: str
+    key: str
+    payload: Mapping[str, object]
+    created_at: datetime
+    attempts: int = 0
+    last_error: str | None = None
+    last_attempt_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "payload", MappingProxyType(dict(self.payload)))
+
+    @property
+    def delivered(self) -> bool:
+        """Return whether a notifier has delivered the message."""
+        return self.delivered_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class LockHolder:
+    """Who holds a suite's run lock: host, process id, since when and until when."""
+
+    suite: str
+    host: str
+    pid: int
+    since: datetime
+    expires_at: datetime
+    token: str = field(repr=False, default="")
+
+
+def utc(moment: datetime, name: str = "timestamp") -> datetime:
+    """Return ``moment`` in UTC; refuse a naive datetime, whose zone nobody knows."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise UsageError(f"{name} must be a timezone-aware datetime, got {moment!r}")
+    return moment.astimezone(timezone.utc)
+
+
+def _frozen_floats(values: Mapping[str, float | None]) -> Mapping[str, float]:
+    return MappingProxyType(
+        {str(name): math.nan if value is None else float(value) for name, value in values.items()}
+    )

@@ -1,0 +1,191 @@
+"""Save and load runs: the ``runs``, ``run_figures`` and ``run_queries`` tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
+from monitor.store.records import QueryRecord, RunRecord, RunSummary
+from monitor.store.sql import Transaction
+
+#: The figure families of ``run_figures`` and the RunRecord field each one fills.
+FAMILIES = {"mean": "means", "latency": "latency", "rate": "rates"}
+
+# The columns both a RunRecord and a RunSummary start from, in the order _head reads them.
+_HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error"
+
+
+def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
+    """Insert ``run`` with its figures and queries; return the id the database gave it."""
+    d = tx.dialect
+    run_id = int(
+        tx.scalar(
+            "INSERT INTO runs (suite, pipeline, status, started_at, finished_at,"
+            " evalset_fingerprint, config_hash, stats, error, saved_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
+            (
+                run.suite,
+                run.pipeline,
+                run.status,
+                d.timestamp(run.started_at),
+                d.timestamp(run.finished_at),
+                run.evalset_fingerprint,
+                run.config_hash,
+                dump_json(run.stats),
+                run.error,
+                d.timestamp(saved_at),
+            ),
+        )
+    )
+    tx.executemany(
+        "INSERT INTO run_figures (run_id, family, name, position, value) VALUES (?, ?, ?, ?, ?)",
+        (
+            (run_id, family, name, position, nan_to_null(value))
+            for family, attribute in FAMILIES.items()
+            for position, (name, value) in enumerate(getattr(run, attribute).items())
+        ),
+    )
+    tx.executemany(
+        "INSERT INTO run_queries (run_id, position, query_id, metric_values, retrieved_ids,"
+        " relevant_ids, latency_seconds, error_type, error_message)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (query_row(run_id, position, query) for position, query in enumerate(run.queries)),
+    )
+    return run_id
+
+
+def query_row(run_id: int, position: int, query: QueryRecord) -> tuple[object, ...]:
+    """Return the ``run_queries`` row of one query."""
+    return (
+        run_id,
+        position,
+        query.query_id,
+        dump_json(query.values),
+        dump_json(query.retrieved_ids),
+        dump_json(query.relevant_ids),
+        nan_to_null(query.latency_seconds),
+        query.error_type,
+        query.error_message,
+    )
+
+
+def load_run(tx: Transaction, run_id: int) -> RunRecord | None:
+    """Return the run with this id, its figures and its queries; None when there is none."""
+    row = tx.one(
+        f"SELECT {_HEAD}, evalset_fingerprint, config_hash, stats FROM runs WHERE run_id = ?",
+        (run_id,),
+    )
+    if row is None:
+        return None
+    d = tx.dialect
+    figures = load_figures(tx, [run_id]).get(run_id, {})
+    queries = tuple(
+        QueryRecord(
+            query_id=query_id,
+            values={k: float_or_nan(v) for k, v in d.read_json(values).items()},
+            retrieved_ids=tuple(d.read_json(retrieved)),
+            relevant_ids=tuple(d.read_json(relevant)),
+            latency_seconds=latency,
+            error_type=error_type,
+            error_message=error_message,
+        )
+        for query_id, values, retrieved, relevant, latency, error_type, error_message in tx.all(
+            "SELECT query_id, metric_values, retrieved_ids, relevant_ids, latency_seconds,"
+            " error_type, error_message FROM run_queries WHERE run_id = ? ORDER BY position",
+            (run_id,),
+        )
+    )
+    fingerprint, config_hash, stats = row[-3:]
+    return RunRecord(
+        **_head(tx, row),
+        evalset_fingerprint=fingerprint,
+        config_hash=config_hash,
+        stats=d.read_json(stats),
+        queries=queries,
+        means=figures.get("mean", {}),
+        latency=figures.get("latency", {}),
+        rates=figures.get("rate", {}),
+    )
+
+
+def load_figures(tx: Transaction, run_ids: Iterable[int]) -> dict[int, dict[str, dict[str, float]]]:
+    """Return ``{run_id: {family: {name: value}}}`` for the given runs, names in saved order."""
+    ids = list(run_ids)
+    figures: dict[int, dict[str, dict[str, float]]] = {}
+    if not ids:
+        return figures
+    marks = ", ".join("?" * len(ids))
+    rows = tx.all(
+        f"SELECT run_id, family, name, value FROM run_figures WHERE run_id IN ({marks})"
+        " ORDER BY run_id, family, position",
+        ids,
+    )
+    for run_id, family, name, value in rows:
+        figures.setdefault(run_id, {}).setdefault(family, {})[name] = float_or_nan(value)
+    return figures
+
+
+def latest_run_id(tx: Transaction, suite: str, status: str | None) -> int | None:
+    """Return the id of the suite's latest run (of ``status`` unless it is None)."""
+    where, params = _where(suite, status)
+    found = tx.scalar(
+        f"SELECT run_id FROM runs {where} ORDER BY started_at DESC, run_id DESC LIMIT 1",
+        params,
+    )
+    return None if found is None else int(found)
+
+
+def list_runs(tx: Transaction, suite: str | None, limit: int) -> list[RunSummary]:
+    """Return up to ``limit`` runs, newest first, with their means and query counts."""
+    where, params = _where(suite, None)
+    rows = tx.all(
+        f"SELECT {_HEAD}, (SELECT COUNT(*) FROM run_queries q WHERE q.run_id = runs.run_id)"
+        f" FROM runs {where} ORDER BY started_at DESC, run_id DESC LIMIT ?",
+        (*params, limit),
+    )
+    figures = load_figures(tx, (row[0] for row in rows))
+    return [
+        RunSummary(
+            **_head(tx, row),
+            query_count=int(row[-1]),
+            means=figures.get(row[0], {}).get("mean", {}),
+        )
+        for row in rows
+    ]
+
+
+def _head(tx: Transaction, row: tuple[Any, ...]) -> dict[str, Any]:
+    """Return the fields read from the ``_HEAD`` columns at the start of ``row``."""
+    run_id, suite, pipeline, status, started, finished, error = row[:7]
+    return {
+        "run_id": int(run_id),
+        "suite": suite,
+        "pipeline": pipeline,
+        "status": status,
+        "started_at": tx.dialect.read_timestamp(started),
+        "finished_at": tx.dialect.read_timestamp(finished),
+        "error": error,
+    }
+
+
+def history_rows(tx: Transaction, suite: str) -> list[tuple[Any, ...]]:
+    """Return ``(run_id, started_at, finished_at, status, family, name, value)`` rows of a
+    suite's runs in time order (a run without figures has one row of NULL family)."""
+    return tx.all(
+        "SELECT r.run_id, r.started_at, r.finished_at, r.status, f.family, f.name, f.value"
+        " FROM runs r LEFT JOIN run_figures f ON f.run_id = r.run_id"
+        " WHERE r.suite = ? ORDER BY r.started_at, r.run_id, f.family, f.position",
+        (suite,),
+    )
+
+
+def _where(suite: str | None, status: str | None) -> tuple[str, tuple[object, ...]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    for column, value in (("suite", suite), ("status", status)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), tuple(params)

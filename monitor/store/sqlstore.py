@@ -1,0 +1,201 @@
+"""The :class:`Store` over a SQL database: SQLite or PostgreSQL, one set of queries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from monitor.errors import BaselineError, StoreLookupError, UsageError
+from monitor.store import frames, kv, locks, runs
+from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
+from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
+from monitor.store.schema import migrate, schema_version
+from monitor.store.sql import Database, Transaction
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def utcnow() -> datetime:
+    """Return the current time in UTC."""
+    return datetime.now(timezone.utc)
+
+
+class SqlStore:
+    """A :class:`~monitor.store.base.Store` kept in a SQL database.
+
+    Opening migrates the schema to the current version. ``clock`` gives the times the store
+    records itself (when a run was saved, a baseline pinned, a lock taken).
+    """
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+        self.location = db.location
+        migrate(db, clock)
+
+    def schema_version(self) -> int:
+        """Return the version of the database's schema."""
+        return schema_version(self._db)
+
+    @property
+    def dialect(self) -> str:
+        """Return the name of the database's SQL dialect (``sqlite``, ``postgresql``)."""
+        return self._db.dialect.name
+
+    # Runs ---------------------------------------------------------------------------------
+
+    def save_run(self, run: RunRecord) -> int:
+        """Save ``run`` in one transaction; return the id it was given."""
+        with self._write(f"saving a run of {run.suite!r}") as tx:
+            return runs.insert_run(tx, run, self._clock())
+
+    def get_run(self, run_id: int) -> RunRecord:
+        """Return the run with this id; raise StoreLookupError when there is none."""
+        with self._read("reading a run") as tx:
+            run = runs.load_run(tx, run_id)
+        if run is None:
+            raise StoreLookupError(self.location, "run", run_id)
+        return run
+
+    def latest_run(self, suite: str, status: str | None = "ok") -> RunRecord | None:
+        """Return the suite's most recently started run of ``status`` (any if None)."""
+        with self._read("reading the latest run") as tx:
+            run_id = runs.latest_run_id(tx, suite, status)
+            return None if run_id is None else runs.load_run(tx, run_id)
+
+    def list_runs(self, suite: str | None = None, limit: int = 50) -> list[RunSummary]:
+        """Return up to ``limit`` runs, newest first."""
+        if limit < 0:
+            raise UsageError(f"limit must be 0 or more, not {limit}")
+        with self._read("listing runs") as tx:
+            return runs.list_runs(tx, suite, limit)
+
+    def history(self, suite: str, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+        """Return one row per run of the suite, oldest first (see ``Store.history``)."""
+        with self._read("reading the history") as tx:
+            rows = runs.history_rows(tx, suite)
+        return frames.history_frame(rows, self._db.dialect, metrics)
+
+    def per_query_frame(self, run_id: int) -> pd.DataFrame:
+        """Return one row per query of the run (see ``Store.per_query_frame``)."""
+        return frames.per_query_frame(self.get_run(run_id))
+
+    # Baselines ----------------------------------------------------------------------------
+
+    def set_baseline(self, suite: str, run_id: int) -> Baseline:
+        """Pin an ok run of the suite as its baseline."""
+        with self._write(f"pinning the baseline of {suite!r}") as tx:
+            row = tx.one("SELECT suite, status FROM runs WHERE run_id = ?", (run_id,))
+            if row is None:
+                raise BaselineError(self.location, suite, run_id, "there is no such run")
+            if row[0] != suite:
+                raise BaselineError(self.location, suite, run_id, f"it is a run of {row[0]!r}")
+            if row[1] != "ok":
+                raise BaselineError(self.location, suite, run_id, f"the run is {row[1]}")
+            baseline = Baseline(suite=suite, run_id=run_id, pinned_at=self._clock())
+            tx.execute(
+                "INSERT INTO baselines (suite, run_id, pinned_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (suite)"
+                " DO UPDATE SET run_id = excluded.run_id, pinned_at = excluded.pinned_at",
+                (suite, run_id, tx.dialect.timestamp(baseline.pinned_at)),
+            )
+        return baseline
+
+    def get_baseline(self, suite: str) -> RunRecord | None:
+        """Return the run pinned as the suite's baseline, or None."""
+        with self._read("reading a baseline") as tx:
+            run_id = tx.scalar("SELECT run_id FROM baselines WHERE suite = ?", (suite,))
+            return None if run_id is None else runs.load_run(tx, int(run_id))
+
+    def list_baselines(self) -> list[Baseline]:
+        """Return every suite's baseline, by suite name."""
+        with self._read("listing baselines") as tx:
+            rows = tx.all("SELECT suite, run_id, pinned_at FROM baselines ORDER BY suite")
+            return [
+                Baseline(suite, int(run_id), tx.dialect.read_timestamp(pinned))
+                for suite, run_id, pinned in rows
+            ]
+
+    # State and outbox ---------------------------------------------------------------------
+
+    def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:
+        """Return the document under ``namespace``/``key``, or None."""
+        with self._read("reading state") as tx:
+            return kv.get_state(tx, namespace, key)
+
+    def put_state(self, namespace: str, key: str, value: Mapping[str, object]) -> None:
+        """Store a JSON document under ``namespace``/``key``."""
+        with self._write("writing state") as tx:
+            kv.put_state(tx, namespace, key, value, self._clock())
+
+    def delete_state(self, namespace: str, key: str) -> bool:
+        """Delete the document under ``namespace``/``key``; return whether there was one."""
+        with self._write("deleting state") as tx:
+            return kv.delete_state(tx, namespace, key)
+
+    def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:
+        """Put a notification in the outbox (replacing an undelivered twin); return its id."""
+        with self._write("enqueueing a notification") as tx:
+            return kv.enqueue(tx, kind, key, payload, self._clock())
+
+    def pending(self, kind: str | None = None) -> list[OutboxMessage]:
+        """Return the undelivered messages, oldest first."""
+        with self._read("reading the outbox") as tx:
+            return kv.pending(tx, kind)
+
+    def mark_delivered(self, message_id: int) -> None:
+        """Record that the message was delivered."""
+        with self._write("marking a notification delivered") as tx:
+            found = kv.mark_delivered(tx, message_id, self._clock())
+        if not found:
+            raise StoreLookupError(self.location, "outbox message", message_id)
+
+    def attempt_failed(self, message_id: int, error: str) -> None:
+        """Record a failed delivery of the message."""
+        with self._write("recording a failed delivery") as tx:
+            found = kv.attempt_failed(tx, message_id, error, self._clock())
+        if not found:
+            raise StoreLookupError(self.location, "outbox message", message_id)
+
+    # Locks --------------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(
+        self, suite: str, ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS
+    ) -> Iterator[LockHolder]:
+        """Hold the suite's run lock for the block (see ``Store.lock``)."""
+        if not (ttl_seconds > 0 and math.isfinite(ttl_seconds)):
+            raise UsageError(f"ttl_seconds must be a positive number, not {ttl_seconds!r}")
+        with self._write(f"locking {suite!r}") as tx:
+            holder = locks.acquire(tx, suite, ttl_seconds, self._clock())
+        try:
+            yield holder
+        finally:
+            with self._write(f"unlocking {suite!r}") as tx:
+                locks.release(tx, holder)
+
+    # Lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._db.errors("closing"):
+            self._db.close()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqlStore({self.location!r})"
+
+    def _write(self, doing: str) -> AbstractContextManager[Transaction]:
+        return self._db.transaction(write=True, doing=doing)
+
+    def _read(self, doing: str) -> AbstractContextManager[Transaction]:
+        return self._db.transaction(write=False, doing=doing)

@@ -1,0 +1,608 @@
+"""The run store's behaviour, the same on SQLite and on PostgreSQL.
+
+Every test runs on a fresh SQLite file, and again on a fresh PostgreSQL schema when the
+server at ``MONITOR_POSTGRES_URL`` (default: the one ``scripts/start-postgres.sh`` starts)
+is reachable. Without it those runs are skipped, unless ``MONITOR_REQUIRE_SERVICES=1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+import pytest
+
+from monitor.errors import (
+    BaselineError,
+    StoreError,
+    StoreLockedError,
+    StoreLookupError,
+    StoreSchemaError,
+    UsageError,
+)
+from monitor.store import (
+    SCHEMA_VERSION,
+    QueryRecord,
+    RunRecord,
+    SqlStore,
+    open_store,
+    runs,
+    schema,
+)
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
+T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
+
+
+def _service_missing(reason: str) -> None:
+    if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"PostgreSQL is required (MONITOR_REQUIRE_SERVICES=1) but {reason}")
+    pytest.skip(f"PostgreSQL not available: {reason}")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """Return the URL of a reachable PostgreSQL database, or skip."""
+    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    try:
+        import psycopg
+    except ImportError:
+        _service_missing("psycopg is not installed (pip install 'retrieval-monitor[postgres]')")
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        _service_missing(f"cannot connect to {urlsplit(url).hostname}: {exc}")
+    return url
+
+
+@pytest.fixture
+def postgres_schema_url(postgres_url: str) -> Iterator[str]:
+    """Return a URL whose connections work in a new, empty schema; drop it afterwards."""
+    import psycopg
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {name}")
+        parts = urlsplit(postgres_url)
+        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
+        query = f"{parts.query}&{options}" if parts.query else options
+        yield urlunsplit(parts._replace(query=query))
+        admin.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/monitor.db"
+    url: str = request.getfixturevalue("postgres_schema_url")
+    return url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[SqlStore]:
+    """Return an open store on an empty database."""
+    with open_store(store_url) as opened:
+        assert isinstance(opened, SqlStore)
+        yield opened
+
+
+def make_run(
+    suite: str = "nightly",
+    *,
+    day: int = 0,
+    status: str = "ok",
+    ndcg: float = 0.5,
+    queries: tuple[QueryRecord, ...] | None = None,
+) -> RunRecord:
+    """Return a run of ``suite`` started ``day`` days after T0."""
+    started = T0 + timedelta(days=day)
+    if queries is None:
+        queries = (
+            QueryRecord(
+                "q1",
+                {"ndcg@10": 1.0, "recall@10": 1.0},
+                retrieved_ids=("d1", "d2"),
+                relevant_ids=("d1",),
+                latency_seconds=0.012,
+            ),
+            QueryRecord(
+                "q2",
+                {"ndcg@10": 0.0, "recall@10": 0.0},
+                retrieved_ids=(),
+                relevant_ids=("d9", "d8"),
+                latency_seconds=0.5,
+                error_type="TimeoutError",
+                error_message="no answer in 0.5 s",
+            ),
+            QueryRecord("q0", {"ndcg@10": ndcg, "recall@10": 0.25}, ("d3",), ("d4",), 0.02),
+        )
+    return RunRecord(
+        suite=suite,
+        pipeline="bm25",
+        started_at=started,
+        finished_at=started + timedelta(seconds=42.5),
+        status=status,  # type: ignore[arg-type]
+        evalset_fingerprint="sha256:abc",
+        config_hash="c0ffee",
+        means={"ndcg@10": ndcg, "recall@10": 0.4166},
+        latency={"p50": 0.02, "p95": 0.45, "p99": 0.49, "max": 0.5, "mean": 0.177},
+        rates={"error_rate": 1 / 3, "zero_result_rate": 0.0, "mean_top1_score": 12.5},
+        stats={"index_size": 1000, "versions": {"engine": "1.2"}, "shards": [1, 2]},
+        error=None if status == "ok" else "search backend down",
+        queries=queries,
+    )
+
+
+# Runs ---------------------------------------------------------------------------------------
+
+
+def test_saved_run_reads_back_equal(store: SqlStore) -> None:
+    """A saved run reads back field for field, per-query records in their order included."""
+    run = make_run()
+    run_id = store.save_run(run)
+    assert dataclasses.replace(run, run_id=run_id) == store.get_run(run_id)
+
+
+def test_saved_run_times_are_utc(store: SqlStore) -> None:
+    """Times given in another zone read back as the same instant in UTC."""
+    paris = timezone(timedelta(hours=2))
+    run = dataclasses.replace(make_run(), started_at=T0.astimezone(paris))
+    saved = store.get_run(store.save_run(run))
+    assert (T0, timezone.utc) == (saved.started_at, saved.started_at.tzinfo)
+
+
+def test_save_run_gives_increasing_ids(store: SqlStore) -> None:
+    """Each saved run gets a new, larger id; the record's own run_id is ignored."""
+    first = store.save_run(make_run())
+    second = store.save_run(dataclasses.replace(make_run(), run_id=first))
+    assert second > first
+
+
+def test_nan_figures_read_back_as_nan(store: SqlStore) -> None:
+    """A figure that could not be computed (NaN) reads back as NaN."""
+    run = dataclasses.replace(make_run(), means={"ndcg@10": math.nan}, latency={"p50": math.nan})
+    saved = store.get_run(store.save_run(run))
+    assert math.isnan(saved.means["ndcg@10"])
+    assert math.isnan(saved.latency["p50"])
+
+
+def test_get_run_of_unknown_id_raises(store: SqlStore) -> None:
+    """Asking for a run that does not exist raises StoreLookupError naming it."""
+    with pytest.raises(StoreLookupError, match="no run 404"):
+        store.get_run(404)
+
+
+def test_latest_run_is_the_last_started_ok_run(store: SqlStore) -> None:
+    """latest_run returns the most recently started ok run, ignoring a later failed one."""
+    store.save_run(make_run(day=0))
+    expected = store.save_run(make_run(day=2))
+    store.save_run(make_run(day=1))
+    store.save_run(make_run(day=3, status="failed"))
+    store.save_run(make_run("weekly", day=4))
+    latest = store.latest_run("nightly")
+    assert latest is not None
+    assert expected == latest.run_id
+
+
+@pytest.mark.parametrize("status", [None, "failed"])
+def test_latest_run_of_another_status(store: SqlStore, status: str | None) -> None:
+    """latest_run with status None or "failed" returns the later failed run."""
+    store.save_run(make_run(day=0))
+    failed = store.save_run(make_run(day=1, status="failed"))
+    latest = store.latest_run("nightly", status=status)
+    assert latest is not None
+    assert failed == latest.run_id
+
+
+def test_latest_run_of_unknown_suite_is_none(store: SqlStore) -> None:
+    """A suite without runs has no latest run."""
+    store.save_run(make_run())
+    assert None is store.latest_run("never-ran")
+
+
+def test_list_runs_newest_first(store: SqlStore) -> None:
+    """list_runs lists every suite's runs, newest first, up to the limit."""
+    ids = [store.save_run(make_run(suite, day=day)) for day, suite in enumerate("abcd")]
+    assert ids[::-1][:3] == [summary.run_id for summary in store.list_runs(limit=3)]
+
+
+def test_list_runs_of_one_suite(store: SqlStore) -> None:
+    """list_runs with a suite lists only that suite's runs."""
+    wanted = store.save_run(make_run("weekly"))
+    store.save_run(make_run("nightly"))
+    assert [wanted] == [summary.run_id for summary in store.list_runs("weekly")]
+
+
+def test_list_runs_summaries_carry_counts_and_means(store: SqlStore) -> None:
+    """A run summary carries the run's status, query count and means."""
+    store.save_run(make_run(status="failed", ndcg=0.25))
+    (summary,) = store.list_runs()
+    assert ("failed", 3, {"ndcg@10": 0.25, "recall@10": 0.4166}, "search backend down") == (
+        summary.status,
+        summary.query_count,
+        dict(summary.means),
+        summary.error,
+    )
+
+
+def test_list_runs_refuses_a_negative_limit(store: SqlStore) -> None:
+    """A negative limit is a usage error."""
+    with pytest.raises(UsageError):
+        store.list_runs(limit=-1)
+
+
+# A failed save leaves nothing ---------------------------------------------------------------
+
+
+def test_constraint_violation_leaves_no_run(store: SqlStore) -> None:
+    """A run whose query ids repeat fails to save as a whole, and leaves no row behind."""
+    twice = (QueryRecord("q1", {"ndcg@10": 1.0}), QueryRecord("q1", {"ndcg@10": 0.0}))
+    with pytest.raises(StoreError, match="saving a run of 'nightly'"):
+        store.save_run(make_run(queries=twice))
+    assert ([], 0) == (store.list_runs(), len(store.history("nightly")))
+
+
+def test_exception_mid_save_leaves_no_run(store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception after the run row was written rolls everything back and propagates."""
+    calls: list[int] = []
+
+    def failing_row(run_id: int, position: int, query: QueryRecord) -> tuple[object, ...]:
+        calls.append(position)
+        if position == 1:
+            raise RuntimeError("disk on fire")
+        return original(run_id, position, query)
+
+    original = runs.query_row
+    monkeypatch.setattr(runs, "query_row", failing_row)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        store.save_run(make_run())
+    monkeypatch.undo()
+    assert ([0, 1], []) == (calls, store.list_runs())
+
+
+def test_store_saves_again_after_a_failed_save(store: SqlStore) -> None:
+    """After a failed save the store is usable and the next run keeps only its own queries."""
+    twice = (QueryRecord("q1"), QueryRecord("q1"))
+    with pytest.raises(StoreError):
+        store.save_run(make_run(queries=twice))
+    run_id = store.save_run(make_run())
+    assert ["q1", "q2", "q0"] == [q.query_id for q in store.get_run(run_id).queries]
+
+
+# Baselines ----------------------------------------------------------------------------------
+
+
+def test_set_baseline_pins_the_run(store: SqlStore) -> None:
+    """The pinned run is the suite's baseline."""
+    run_id = store.save_run(make_run())
+    store.set_baseline("nightly", run_id)
+    baseline = store.get_baseline("nightly")
+    assert baseline is not None
+    assert dataclasses.replace(make_run(), run_id=run_id) == baseline
+
+
+def test_set_baseline_replaces_the_previous_one(store: SqlStore) -> None:
+    """Pinning another run replaces the suite's baseline."""
+    first = store.save_run(make_run(day=0))
+    second = store.save_run(make_run(day=1))
+    store.set_baseline("nightly", first)
+    store.set_baseline("nightly", second)
+    assert [("nightly", second)] == [(b.suite, b.run_id) for b in store.list_baselines()]
+
+
+@pytest.mark.parametrize(
+    ("suite", "status", "run_id_offset", "reason"),
+    [
+        ("nightly", "ok", 1000, "there is no such run"),
+        ("weekly", "ok", 0, "it is a run of 'weekly'"),
+        ("nightly", "failed", 0, "the run is failed"),
+    ],
+    ids=["missing", "other-suite", "failed"],
+)
+def test_set_baseline_refuses_an_unfit_run(
+    store: SqlStore, suite: str, status: str, run_id_offset: int, reason: str
+) -> None:
+    """Only an existing ok run of the same suite can be pinned; the old baseline stays."""
+    kept = store.save_run(make_run("nightly"))
+    store.set_baseline("nightly", kept)
+    run_id = store.save_run(make_run(suite, status=status)) + run_id_offset
+    with pytest.raises(BaselineError) as caught:
+        store.set_baseline("nightly", run_id)
+    baseline = store.get_baseline("nightly")
+    assert (reason, kept) == (caught.value.reason, baseline and baseline.run_id)
+
+
+def test_get_baseline_of_a_suite_without_one_is_none(store: SqlStore) -> None:
+    """A suite with no pinned run has no baseline."""
+    store.save_run(make_run())
+    assert None is store.get_baseline("nightly")
+
+
+def test_list_baselines_by_suite(store: SqlStore) -> None:
+    """list_baselines lists each suite's baseline in suite order."""
+    weekly = store.save_run(make_run("weekly"))
+    nightly = store.save_run(make_run("nightly"))
+    store.set_baseline("weekly", weekly)
+    store.set_baseline("nightly", nightly)
+    assert [("nightly", nightly), ("weekly", weekly)] == [
+        (b.suite, b.run_id) for b in store.list_baselines()
+    ]
+
+
+# Frames -------------------------------------------------------------------------------------
+
+
+def test_history_columns(store: SqlStore) -> None:
+    """The history has the run columns, the metric means, latency figures, then rates."""
+    store.save_run(make_run())
+    assert [
+        "run_id",
+        "started_at",
+        "finished_at",
+        "status",
+        "ndcg@10",
+        "recall@10",
+        "latency_p50",
+        "latency_p95",
+        "latency_p99",
+        "latency_max",
+        "latency_mean",
+        "error_rate",
+        "zero_result_rate",
+        "mean_top1_score",
+    ] == list(store.history("nightly").columns)
+
+
+def test_history_has_one_row_per_run_oldest_first(store: SqlStore) -> None:
+    """Each of the suite's runs is one row, oldest first, with its means."""
+    late = store.save_run(make_run(day=1, ndcg=0.75))
+    early = store.save_run(make_run(day=0, ndcg=0.5))
+    store.save_run(make_run("weekly"))
+    frame = store.history("nightly")
+    assert [(early, 0.5), (late, 0.75)] == list(zip(frame["run_id"], frame["ndcg@10"], strict=True))
+
+
+def test_history_times_are_utc(store: SqlStore) -> None:
+    """The history's start times are UTC timestamps."""
+    store.save_run(make_run())
+    assert T0 == store.history("nightly")["started_at"].iloc[0]
+
+
+def test_history_picks_metrics_in_the_order_given(store: SqlStore) -> None:
+    """``metrics`` picks and orders the metric columns; a metric no run has is NaN."""
+    store.save_run(make_run())
+    frame = store.history("nightly", metrics=["recall@10", "map@5"])
+    assert ["recall@10", "map@5"] == list(frame.columns[4:6])
+    assert math.isnan(frame["map@5"].iloc[0])
+
+
+def test_history_of_a_suite_without_runs_is_empty(store: SqlStore) -> None:
+    """A suite with no runs has an empty history that still has the run columns."""
+    frame = store.history("never-ran")
+    assert (0, ["run_id", "started_at", "finished_at", "status"]) == (
+        len(frame),
+        list(frame.columns),
+    )
+
+
+def test_per_query_frame(store: SqlStore) -> None:
+    """The per-query frame has one row per query, indexed by query id, in run order."""
+    frame = store.per_query_frame(store.save_run(make_run()))
+    assert ["q1", "q2", "q0"] == list(frame.index)
+    assert [
+        "ndcg@10",
+        "recall@10",
+        "latency_seconds",
+        "error_type",
+        "error_message",
+        "retrieved_ids",
+        "relevant_ids",
+    ] == list(frame.columns)
+    assert 0.5 == frame.loc["q0", "ndcg@10"]
+    assert "TimeoutError" == frame.loc["q2", "error_type"]
+    assert ("d1", "d2") == frame.loc["q1", "retrieved_ids"]
+
+
+# State --------------------------------------------------------------------------------------
+
+
+def test_state_is_none_until_put(store: SqlStore) -> None:
+    """A key that was never put has no state."""
+    assert None is store.get_state("alerts", "nightly/ndcg@10")
+
+
+def test_put_state_replaces_the_document(store: SqlStore) -> None:
+    """The last document put under a key is the one read back."""
+    store.put_state("alerts", "k", {"state": "pending", "since": "2024-05-01"})
+    store.put_state("alerts", "k", {"state": "firing", "count": 2, "labels": ["a"]})
+    assert {"state": "firing", "count": 2, "labels": ["a"]} == store.get_state("alerts", "k")
+
+
+def test_state_namespaces_are_separate(store: SqlStore) -> None:
+    """The same key in two namespaces holds two documents."""
+    store.put_state("alerts", "k", {"n": 1})
+    store.put_state("silences", "k", {"n": 2})
+    assert ({"n": 1}, {"n": 2}) == (
+        store.get_state("alerts", "k"),
+        store.get_state("silences", "k"),
+    )
+
+
+def test_delete_state_says_whether_there_was_one(store: SqlStore) -> None:
+    """Deleting returns True once, then False, and the key is gone."""
+    store.put_state("alerts", "k", {"n": 1})
+    deleted = [store.delete_state("alerts", "k"), store.delete_state("alerts", "k")]
+    assert ([True, False], None) == (deleted, store.get_state("alerts", "k"))
+
+
+def test_put_state_refuses_what_json_cannot_hold(store: SqlStore) -> None:
+    """A document that is not JSON-serialisable is refused and nothing is stored."""
+    with pytest.raises(TypeError):
+        store.put_state("alerts", "k", {"when": object()})
+    assert None is store.get_state("alerts", "k")
+
+
+# Outbox -------------------------------------------------------------------------------------
+
+
+def test_enqueued_messages_are_pending_oldest_first(store: SqlStore) -> None:
+    """Enqueued messages are pending in the order they were enqueued."""
+    first = store.enqueue("slack", "nightly/ndcg", {"text": "down"})
+    second = store.enqueue("email", "nightly/recall", {"text": "down too"})
+    assert [(first, "slack", {"text": "down"}), (second, "email", {"text": "down too"})] == [
+        (m.id, m.kind, dict(m.payload)) for m in store.pending()
+    ]
+
+
+def test_pending_filters_by_kind(store: SqlStore) -> None:
+    """pending(kind) lists only that kind's messages."""
+    store.enqueue("slack", "a", {})
+    wanted = store.enqueue("email", "a", {})
+    assert [wanted] == [m.id for m in store.pending("email")]
+
+
+def test_enqueue_twice_replaces_the_undelivered_message(store: SqlStore) -> None:
+    """Enqueueing the same kind and key again updates the pending message's payload."""
+    first = store.enqueue("slack", "k", {"value": 1})
+    again = store.enqueue("slack", "k", {"value": 2})
+    assert [(first, {"value": 2})] == [(m.id, dict(m.payload)) for m in store.pending()]
+    assert first == again
+
+
+def test_delivered_message_leaves_pending(store: SqlStore) -> None:
+    """A delivered message is no longer pending, and the same key can be enqueued anew."""
+    first = store.enqueue("slack", "k", {"value": 1})
+    store.mark_delivered(first)
+    assert [] == store.pending()
+    assert first != store.enqueue("slack", "k", {"value": 2})
+
+
+def test_attempt_failed_counts_attempts_and_keeps_the_error(store: SqlStore) -> None:
+    """Each failed attempt is counted and the last error kept; the message stays pending."""
+    message_id = store.enqueue("slack", "k", {})
+    store.attempt_failed(message_id, "HTTP 500")
+    store.attempt_failed(message_id, "HTTP 503")
+    (message,) = store.pending()
+    assert (2, "HTTP 503", False) == (message.attempts, message.last_error, message.delivered)
+    assert message.last_attempt_at is not None
+
+
+@pytest.mark.parametrize("method", ["mark_delivered", "attempt_failed"])
+def test_outbox_updates_of_an_unknown_message_raise(store: SqlStore, method: str) -> None:
+    """Marking a message that does not exist raises StoreLookupError."""
+    args: tuple[Any, ...] = (99,) if method == "mark_delivered" else (99, "boom")
+    with pytest.raises(StoreLookupError, match="no outbox message 99"):
+        getattr(store, method)(*args)
+
+
+# Locks --------------------------------------------------------------------------------------
+
+
+def test_a_held_lock_refuses_a_second_holder(store: SqlStore, store_url: str) -> None:
+    """While one store holds a suite's lock, another gets StoreLockedError naming the holder."""
+    with (
+        store.lock("nightly") as holder,
+        open_store(store_url) as other,
+        pytest.raises(StoreLockedError) as caught,
+        other.lock("nightly"),
+    ):
+        pass
+    error = caught.value
+    assert ("nightly", socket.gethostname(), os.getpid(), holder.since) == (
+        error.suite,
+        error.host,
+        error.pid,
+        error.since,
+    )
+    assert "'nightly' is locked by pid" in str(error)
+
+
+def test_locks_of_different_suites_are_independent(store: SqlStore) -> None:
+    """Holding one suite's lock does not stop another suite's."""
+    with store.lock("nightly"), store.lock("weekly") as holder:
+        assert "weekly" == holder.suite
+
+
+def test_a_lock_is_free_again_after_the_block(store: SqlStore) -> None:
+    """A lock is released when its block ends, even when the block raised."""
+    with pytest.raises(ValueError, match="run failed"), store.lock("nightly"):
+        raise ValueError("run failed")
+    with store.lock("nightly") as holder:
+        assert "nightly" == holder.suite
+
+
+def test_a_stale_lock_is_taken_over(store: SqlStore, store_url: str) -> None:
+    """A lock held longer than its ttl is taken over by the next process that asks."""
+    with ExitStack() as crashed, open_store(store_url) as other:
+        crashed.enter_context(store.lock("nightly", ttl_seconds=0.05))
+        time.sleep(0.1)
+        with other.lock("nightly") as successor:
+            assert "nightly" == successor.suite
+
+
+def test_a_taken_over_holder_does_not_release_its_successor(
+    store: SqlStore, store_url: str
+) -> None:
+    """When a stale holder's block ends, the lock its successor took stays held."""
+    with open_store(store_url) as other, open_store(store_url) as third:
+        with store.lock("nightly", ttl_seconds=0.05):
+            time.sleep(0.1)
+            successor = other.lock("nightly")
+            successor.__enter__()
+        with pytest.raises(StoreLockedError), third.lock("nightly"):
+            pass
+        successor.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("ttl", [0, -1, math.inf, math.nan])
+def test_lock_refuses_a_bad_ttl(store: SqlStore, ttl: float) -> None:
+    """The ttl must be a positive, finite number of seconds."""
+    with pytest.raises(UsageError), store.lock("nightly", ttl_seconds=ttl):
+        pass
+
+
+# Schema -------------------------------------------------------------------------------------
+
+
+def test_a_new_database_gets_the_current_schema(store: SqlStore) -> None:
+    """Opening an empty database applies every migration."""
+    assert SCHEMA_VERSION == store.schema_version()
+
+
+def test_an_older_database_is_migrated_and_keeps_its_runs(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database at schema version 1 is brought to the current version on open."""
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+    with open_store(store_url) as old:
+        run_id = old.save_run(make_run())
+        assert isinstance(old, SqlStore)
+        assert 1 == old.schema_version()
+    monkeypatch.undo()
+    with open_store(store_url) as new:
+        new.put_state("alerts", "k", {"n": 1})
+        assert isinstance(new, SqlStore)
+        assert (SCHEMA_VERSION, run_id) == (new.schema_version(), new.get_run(run_id).run_id)
+
+
+def test_a_newer_database_is_refused(store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database whose schema is newer than the code raises StoreSchemaError on open."""
+    newer = schema.Migration(SCHEMA_VERSION + 1, "from the future", ("CREATE TABLE t (x TEXT)",))
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, newer))
+    open_store(store_url).close()
+    monkeypatch.undo()
+    with pytest.raises(StoreSchemaError) as caught:
+        open_store(store_url)
+    assert (SCHEMA_VERSION + 1, SCHEMA_VERSION) == (caught.value.found, caught.value.supported)
+    assert "upgrade retrieval-monitor" in str(caught.value)
