@@ -1,0 +1,78 @@
+"""Differential tests against ranx for the measures trec_eval lacks: f1@k and ndcg_burges@k.
+
+ranx 0.3.21 defines both as the engine does (ranx/metrics/f1.py, ndcg.py, hits.py, common.py):
+
+- ``f1@k``: P@k = hits/k with k the cutoff asked, even past the end of a short run; R@k =
+  hits/R with R the judgments of grade >= 1 (``rel_lvl=1``); 2PR/(P+R), 0 when both are 0.
+- ``ndcg_burges@k``: gains 2**grade - 1 of the documents of grade >= 1 in the top min(k, run
+  length); the ideal ranking is every judgment of grade >= 1, by grade descending, cut at k;
+  0 when the ideal DCG is 0. ``k = 0`` means no cutoff, our ``ndcg_burges``.
+
+Where ranx differs, the difference is kept out of the comparison rather than asserted: its
+``Run`` ranks tied scores with an unstable argsort (no doc id tie-break) and hashes doc ids.
+So ranx's metric functions get each run already ranked in trec_eval's order, with integer
+ids, and read it in the order given. Queries missing from the run get an empty ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from metric_cases import Case, random_case, trec_order
+
+from monitor.evaluation import evaluate
+
+ranx_metrics = pytest.importorskip("ranx.metrics")
+numba_typed = pytest.importorskip("numba.typed")
+
+pytestmark = [
+    # numba compiles ranx's functions on the first call when its cache is cold (~10 s).
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning"),
+]
+
+CUTOFFS = (1, 3, 5, 10, 20, 50)
+
+
+def as_ranx_lists(case: Case) -> tuple[object, object]:
+    """Return ranx's typed lists of [doc number, value] rows for the judged queries.
+
+    Judgments are sorted by grade descending (ranx's ideal ranking reads them in order); run
+    rows follow trec_eval's order, their value column being unused by the measures compared.
+    """
+    numbers: dict[str, int] = {}
+
+    def rows(pairs: list[tuple[str, float]]) -> np.ndarray:
+        table = [[float(numbers.setdefault(doc, len(numbers))), value] for doc, value in pairs]
+        return np.array(table, dtype=np.float64).reshape(-1, 2)
+
+    qrels, run = numba_typed.List(), numba_typed.List()
+    for qid, judged in case.qrels.items():
+        by_grade = sorted(judged.items(), key=lambda item: -item[1])
+        qrels.append(rows([(doc, float(grade)) for doc, grade in by_grade]))
+        ranked = trec_order(case.run.get(qid, {}))
+        run.append(rows([(doc, float(-rank)) for rank, doc in enumerate(ranked)]))
+    return qrels, run
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("measure", ["f1", "ndcg_burges"])
+@pytest.mark.parametrize("k", CUTOFFS)
+def test_matches_ranx(measure: str, k: int, seed: int) -> None:
+    """f1@k and ndcg_burges@k equal ranx's per-query values to 1e-12."""
+    case = random_case(seed)
+    metric = f"{measure}@{k}"
+    ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
+    expected = getattr(ranx_metrics, measure)(*as_ranx_lists(case), k)
+    np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ndcg_burges_without_cutoff_matches_ranx(seed: int) -> None:
+    """ndcg_burges without a cutoff equals ranx's ndcg_burges with k = 0 (the whole run)."""
+    case = random_case(seed)
+    ours = evaluate(case.qrels, case.run, ["ndcg_burges"], include_no_relevant=True)
+    expected = ranx_metrics.ndcg_burges(*as_ranx_lists(case), 0)
+    np.testing.assert_allclose(
+        expected, ours.per_query["ndcg_burges"].to_numpy(), rtol=0, atol=1e-12
+    )
