@@ -234,3 +234,51 @@ class StoreLockedError(StoreError):
         self.host = host
         self.pid = pid
         self.since = since
+
+
+class NotifierSetupError(MonitorError):
+    """A notifier cannot be built: a bad option, a missing environment variable, a plug-in
+    that does not load.
+
+    ``notifier`` names it as configured (its name or kind), never its URL or key.
+    """
+
+    def __init__(self, notifier: str, reason: str) -> None:
+        super().__init__(f"notifier {notifier}: {reason}")
+        self.notifier = notifier
+        self.reason = reason
+
+
+class UnknownNotifierKindError(NotifierSetupError):
+    """A notifier kind names neither a built-in nor an installed plug-in."""
+
+    def __init__(self, kind: str, known: Iterable[str]) -> None:
+        self.kind = kind
+        self.known = tuple(sorted(known))
+        super().__init__(repr(kind), f"unknown notifier kind; known kinds: {', '.join(self.known)}")
+
+
+class NotifyError(MonitorError):
+    """A notification was not delivered.
+
+    ``notifier`` names the notifier (never its URL or key). ``retryable`` says whether trying
+    again soon may help (a connection error, a timeout, a 5xx or 429 answer); ``status`` is
+    the HTTP status when there was one and ``retry_after`` the seconds the receiver asked to
+    wait.
+    """
+
+    def __init__(
+        self,
+        notifier: str,
+        reason: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"notifier {notifier}: {reason}")
+        self.notifier = notifier
+        self.reason = reason
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
