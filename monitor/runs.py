@@ -11,6 +11,7 @@ once, at its best position, and reports how many copies it dropped.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -23,6 +24,7 @@ from monitor.errors import InputError
 from monitor.metrics.ranks import Ranking
 
 _TREC_COLUMNS = ("qid", "q0", "doc", "rank", "score", "tag")
+_SCORE = _TREC_COLUMNS.index("score")
 # Scores must parse to the same doubles as trec_eval's strtod. pandas 3 parses round-trip
 # exactly by default (and deprecates the option); pandas 2 needs to be asked.
 _PANDAS_MAJOR = int(pd.__version__.split(".")[0])
@@ -51,14 +53,18 @@ def load_trec_run(path: str | Path) -> dict[str, Ranking]:
             path,
             sep=r"\s+",
             header=None,
-            names=list(_TREC_COLUMNS),
-            dtype={name: str for name in _TREC_COLUMNS if name != "score"} | {"score": "float64"},
+            dtype={i: ("float64" if i == _SCORE else str) for i in range(len(_TREC_COLUMNS))},
             na_filter=False,
-            **_EXACT_FLOATS,
+            quoting=csv.QUOTE_NONE,
             encoding="utf-8",
             engine="c",
+            **_EXACT_FLOATS,
         )
-        bad = frame.empty or bool(frame["tag"].isna().any() or frame["score"].isna().any())
+        bad = frame.shape[1] != len(_TREC_COLUMNS) or frame.empty
+        if not bad:
+            frame.columns = pd.Index(_TREC_COLUMNS)
+            # A short line leaves its last fields empty; whitespace-split fields never are.
+            bad = bool((frame["tag"] == "").any() or frame["score"].isna().any())
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         bad = True
     if bad:
@@ -84,6 +90,8 @@ def _raise_first_bad_trec_line(path: Path) -> None:
             except UnicodeDecodeError:
                 raise InputError(path, "UTF-8 text", line=number, found=raw[:40]) from None
             fields = line.split()
+            if not fields:  # blank lines are skipped, as the fast reader does
+                continue
             if len(fields) != len(_TREC_COLUMNS):
                 raise InputError(path, expected, line=number, found=line.rstrip("\n"))
             try:
@@ -102,7 +110,8 @@ def _load_json_run(path: Path) -> dict[str, Ranking]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise InputError(path, "UTF-8 text", found=f"byte {exc.start}") from None
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise InputError(path, "UTF-8 text", line=line, found=f"byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise InputError(path, f"valid JSON ({exc.msg})", line=exc.lineno) from None
     if not isinstance(data, dict):

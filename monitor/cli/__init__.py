@@ -12,10 +12,12 @@ import traceback
 from collections.abc import Sequence
 
 from monitor import errors
-from monitor.cli import evaluate, ksweep
+from monitor.cli import evaluate, ksweep, run
 
 #: Exit code of each error family; the first matching class wins, so subclasses come first.
 EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
+    (errors.SearchBackendError, 3),
+    (errors.SearchSetupError, 2),
     (errors.UsageError, 2),
     (errors.InputError, 2),
     (errors.ConfigError, 2),
@@ -25,7 +27,7 @@ EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
 #: Exit code of an error the monitor did not expect (a bug, or a fault outside it).
 UNEXPECTED = 1
 
-_COMMANDS = (evaluate, ksweep)
+_COMMANDS = (run, evaluate, ksweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

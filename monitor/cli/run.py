@@ -1,0 +1,132 @@
+"""``retrieval-monitor run``: run the suites once and exit (for cron and Kubernetes CronJobs).
+
+Exit codes (the contract in the README): 0 the run completed (regressions are reported by
+alerts and gauges, not by failure); 2 a config or usage error, or an eval set missing or
+changed since the baseline; 3 the search backend failed or the error budget was exceeded;
+4 a quality gate failed, only with ``--fail-on-regression``; 1 an unexpected error. With
+several suites, every suite runs and the most serious code wins (1, 3, 2, 4, then 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from monitor.config.model import MonitorConfig
+
+#: The config file used when ``--config`` is not given and it exists in the working folder.
+LOCAL_CONFIG = Path("config/monitor.yaml")
+EVALSET_CHANGED = 2
+QUALITY_GATE = 4
+_SERIOUSNESS = (1, 3, 2, 4, 0)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``run`` sub-command."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run the suites once and exit (cron, Kubernetes CronJob)",
+        description=(
+            "Run every suite (or those named) once: search, measure, store, compare with the "
+            "baseline, report. Without --config, uses ./config/monitor.yaml if present, else "
+            "the embedded default (the bundled Larkfield suite, SQLite in the user's data "
+            "folder)."
+        ),
+    )
+    add_config_options(parser)
+    parser.add_argument(
+        "--suite", action="append", metavar="NAME", help="run only this suite (repeatable)"
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 4 when a rule breaches (a quality gate for CI pipelines)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="never draw a progress bar (log lines instead)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config`` and ``--store``, shared by the commands that read a config."""
+    parser.add_argument("--config", type=Path, metavar="FILE", help="the YAML config file")
+    parser.add_argument(
+        "--store", metavar="URL_OR_PATH", help="the store to use instead of the config's"
+    )
+
+
+def load(args: argparse.Namespace) -> MonitorConfig:
+    """Return the config named by ``--config``, the local one, or the embedded default."""
+    from monitor.config import default_config, load_config
+
+    if args.config is not None:
+        return load_config(args.config)
+    if LOCAL_CONFIG.is_file():
+        return load_config(LOCAL_CONFIG)
+    return default_config()
+
+
+def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
+    """Return the store URL or path: ``--store`` if given, else the config's."""
+    if args.store:
+        return str(args.store)
+    return config.store.url.reveal()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suites; return the most serious exit code among them."""
+    from monitor.cli import exit_code
+    from monitor.config import config_hash
+    from monitor.errors import MonitorError
+    from monitor.job import run_suite
+    from monitor.report import render_comparison
+    from monitor.store import open_store
+
+    config = load(args)
+    names = args.suite or list(config.suites)
+    suites = [config.suite(name) for name in names]
+    codes: list[int] = []
+    reports: list[dict[str, Any]] = []
+    with open_store(store_target(args, config)) as store:
+        for suite in suites:
+            try:
+                outcome = run_suite(
+                    suite,
+                    store,
+                    config_hash=config_hash(suite),
+                    progress=False if args.no_progress else None,
+                )
+            except MonitorError as error:
+                print(f"retrieval-monitor: suite {suite.name}: error: {error}", file=sys.stderr)
+                codes.append(exit_code(error))
+                reports.append({"suite": suite.name, "error": str(error)})
+                continue
+            comparison = outcome.comparison
+            if args.format == "json":
+                reports.append(
+                    {
+                        "suite": suite.name,
+                        "run_id": outcome.run_id,
+                        "means": dict(outcome.run.means),
+                        "comparison": comparison.to_dict(),
+                    }
+                )
+            else:
+                print(render_comparison(comparison, outcome.run.means))
+                print()
+            if comparison.verdict == "evalset_changed":
+                codes.append(EVALSET_CHANGED)
+            elif comparison.regression and args.fail_on_regression:
+                codes.append(QUALITY_GATE)
+            else:
+                codes.append(0)
+    if args.format == "json":
+        json.dump({"suites": reports}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return min(codes, key=_SERIOUSNESS.index, default=0)

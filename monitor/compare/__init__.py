@@ -1,0 +1,170 @@
+"""Compare a run with its suite's baseline: rules, significance, per-query and segment diffs.
+
+:func:`compare_runs` is the one entry point; it reads two stored runs and returns a
+:class:`Comparison`. A run whose eval-set fingerprint differs from the baseline's is not
+compared on quality at all: the verdict is ``evalset_changed`` and a new baseline is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from monitor.compare.diff import segment_changes, worse_queries
+from monitor.compare.records import (
+    Comparison,
+    MetricChange,
+    QueryDiff,
+    RuleOutcome,
+    SegmentChange,
+    Verdict,
+)
+from monitor.compare.rules import aligned, apply_rule, run_figure
+from monitor.config.model import RuleConfig, SignificanceConfig
+from monitor.records import MetaValue
+from monitor.stats import mean_ci
+from monitor.store.records import RunRecord
+
+__all__ = [
+    "Comparison",
+    "MetricChange",
+    "QueryDiff",
+    "RuleOutcome",
+    "SegmentChange",
+    "Verdict",
+    "compare_runs",
+    "run_figure",
+]
+
+#: Below this many compared queries a warning says that tests have little power.
+MIN_QUERIES = 30
+
+
+def compare_runs(
+    current: RunRecord,
+    baseline: RunRecord | None,
+    rules: Sequence[RuleConfig],
+    *,
+    significance: SignificanceConfig | None = None,
+    segments: Sequence[str] = (),
+    metadata: Mapping[str, Mapping[str, MetaValue]] | None = None,
+    texts: Mapping[str, str] | None = None,
+    history: Mapping[str, Sequence[bool]] | None = None,
+    top: int = 10,
+) -> Comparison:
+    """Compare ``current`` with ``baseline`` under ``rules``.
+
+    ``history`` maps a rule name to whether it breached (significantly) in each previous run,
+    oldest first, for persistence. ``metadata`` and ``texts`` come from the eval set, for the
+    segment breakdown and the per-query diff.
+    """
+    significance = significance or SignificanceConfig()
+    history = history or {}
+    changed = baseline is not None and (baseline.evalset_fingerprint != current.evalset_fingerprint)
+    usable = None if changed else baseline
+
+    outcomes: list[RuleOutcome] = []
+    for rule in rules:
+        paired = None
+        if usable is not None and rule.metric is not None:
+            _, before, after = aligned(usable, current, str(rule.metric))
+            paired = (before, after)
+        elif rule.metric is not None:
+            values = [
+                q.values[str(rule.metric)] for q in current.queries if str(rule.metric) in q.values
+            ]
+            paired = (np.array([]), np.array(values, dtype=np.float64))
+        if changed and rule.metric is not None:
+            outcome = RuleOutcome(
+                rule=rule.name,
+                check=rule.check.value,
+                metric=str(rule.metric),
+                threshold=rule.threshold,
+                severity=rule.severity,
+                status="skipped",
+                quality=True,
+                message="eval set changed: not compared with the baseline",
+            )
+        else:
+            outcome = apply_rule(
+                rule, current, usable, paired, significance, history.get(rule.name, ())
+            )
+        outcomes.append(outcome)
+
+    primary = _primary_metric(outcomes, current)
+    warnings: list[str] = []
+    metrics: tuple[MetricChange, ...] = ()
+    diffs: tuple[QueryDiff, ...] = ()
+    breakdown: tuple[SegmentChange, ...] = ()
+    if changed:
+        warnings.append(
+            "eval set changed since the baseline "
+            f"({baseline.evalset_fingerprint[:19] if baseline else ''} -> "
+            f"{current.evalset_fingerprint[:19]}): pin a new baseline"
+        )
+    if usable is not None:
+        metrics = _metric_changes(usable, current)
+        if primary is not None:
+            ids, before, after = aligned(usable, current, primary)
+            diffs = worse_queries(usable, current, primary, texts=texts, top=top)
+            breakdown = segment_changes(ids, before, after, primary, segments, metadata or {})
+    answerable = sum(1 for q in current.queries if q.values)
+    if answerable < MIN_QUERIES:
+        warnings.append(
+            f"only {answerable} answerable queries: below {MIN_QUERIES}, significance tests "
+            "have little power and small drops read as insufficient evidence"
+        )
+    return Comparison(
+        suite=current.suite,
+        run_id=current.run_id,
+        baseline_run_id=baseline.run_id if baseline is not None else None,
+        verdict=_verdict(outcomes, baseline, changed),
+        rules=tuple(outcomes),
+        metrics=metrics,
+        worse_queries=diffs,
+        segments=breakdown,
+        warnings=tuple(warnings),
+        primary_metric=primary,
+    )
+
+
+def _verdict(outcomes: Sequence[RuleOutcome], baseline: RunRecord | None, changed: bool) -> Verdict:
+    if any(o.breached for o in outcomes):
+        return "regression"
+    if changed:
+        return "evalset_changed"
+    if baseline is None:
+        return "no_baseline"
+    if any(o.status == "insufficient_evidence" for o in outcomes):
+        return "insufficient_evidence"
+    return "ok"
+
+
+def _primary_metric(outcomes: Sequence[RuleOutcome], current: RunRecord) -> str | None:
+    """Return the metric the diffs follow: a breached quality rule's, else the first rule's."""
+    quality = [o for o in outcomes if o.quality]
+    for status in ("breach", "pending", "insufficient_evidence", None):
+        pick = [o for o in quality if status is None or o.status == status]
+        if pick:
+            return pick[0].metric
+    return next(iter(current.means), None)
+
+
+def _metric_changes(baseline: RunRecord, current: RunRecord) -> tuple[MetricChange, ...]:
+    """Return every metric both runs measured with the t-interval of its mean delta."""
+    out = []
+    for metric in current.means:
+        if metric not in baseline.means:
+            continue
+        _, before, after = aligned(baseline, current, metric)
+        low = high = None
+        deltas = after - before
+        if len(deltas) >= 2 and bool(np.isfinite(deltas).all()):
+            low, high = mean_ci(deltas)
+        old, new = baseline.means[metric], current.means[metric]
+        if math.isnan(old) or math.isnan(new):
+            continue
+        out.append(MetricChange(metric, old, new, new - old, low, high, len(deltas)))
+    return tuple(out)

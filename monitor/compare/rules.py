@@ -1,0 +1,216 @@
+"""Apply a suite's rules to its current run and baseline.
+
+Quality rules (``max_drop``, ``max_relative_drop``, ``min`` on a metric) fire only when the
+change passes the threshold *and* is significant: a paired randomization test on per-query
+values (one-sided, "current is worse") below ``alpha`` for drops, and a t-interval of the
+current mean lying wholly under the floor for ``min``. Otherwise the outcome is
+``insufficient_evidence``: reported, never alerted. Operational rules (latency, error and
+zero-result rates, top-1 score, index size) compare figures of whole runs and need no test.
+With persistence ``{breaches: N, runs: M}`` a significant breach fires only when it was also
+seen in enough of the previous runs (``pending`` until then).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+
+from monitor.compare.records import RuleOutcome, RuleStatus
+from monitor.config.model import Check, RuleConfig, SignificanceConfig
+from monitor.stats import compare_paired, mean_ci
+from monitor.store.records import RunRecord
+
+#: The run figure each operational check reads, by check.
+FIGURES: dict[Check, str] = {
+    Check.LATENCY_P95_SECONDS_MAX: "latency_p95_seconds",
+    Check.LATENCY_P95_MAX_RELATIVE_RISE: "latency_p95_seconds",
+    Check.ERROR_RATE_MAX: "error_rate",
+    Check.ZERO_RESULT_RATE_MAX: "zero_result_rate",
+    Check.TOP1_SCORE_MAX_RELATIVE_DROP: "mean_top1_score",
+    Check.INDEX_SIZE_MAX_RELATIVE_DROP: "index_size",
+}
+
+
+def run_figure(run: RunRecord, name: str) -> float | None:
+    """Return a whole-run figure (latency p95, a rate, index size), None when unknown."""
+    if name == "latency_p95_seconds":
+        value: object = run.latency.get("p95")
+    elif name == "index_size":
+        value = run.stats.get("index_size")
+    else:
+        value = run.rates.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def apply_rule(
+    rule: RuleConfig,
+    current: RunRecord,
+    baseline: RunRecord | None,
+    paired: tuple[np.ndarray, np.ndarray] | None,
+    significance: SignificanceConfig,
+    history: Sequence[bool] = (),
+) -> RuleOutcome:
+    """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values."""
+    if rule.metric is not None:
+        outcome = _quality(rule, current, baseline, paired, significance)
+    else:
+        outcome = _operational(rule, current, baseline)
+    if outcome.status == "breach" and significance.persistence is not None:
+        need = significance.persistence
+        seen = 1 + sum(bool(flag) for flag in list(history)[-(need.runs - 1) :] if need.runs > 1)
+        if seen < need.breaches:
+            message = (
+                f"{outcome.message} (seen in {seen} of the last {need.runs} runs; "
+                f"fires at {need.breaches})"
+            )
+            return replace(outcome, status="pending", message=message)
+    return outcome
+
+
+def _quality(
+    rule: RuleConfig,
+    current: RunRecord,
+    baseline: RunRecord | None,
+    paired: tuple[np.ndarray, np.ndarray] | None,
+    significance: SignificanceConfig,
+) -> RuleOutcome:
+    metric = str(rule.metric)
+    make = _outcome(rule, metric, quality=True)
+    value = current.means.get(metric)
+    if value is None or math.isnan(value):
+        return make(status="skipped", message=f"{metric} was not measured in this run")
+    if rule.check is Check.MIN:
+        values = paired[1] if paired is not None else None
+        low, high = _interval(values)
+        if value >= rule.threshold:
+            return make(
+                status="ok",
+                current=value,
+                ci_low=low,
+                ci_high=high,
+                message=f"{metric} {value:.4f} >= floor {rule.threshold:g}",
+            )
+        sure = high is not None and high < rule.threshold
+        return make(
+            status="breach" if sure else "insufficient_evidence",
+            current=value,
+            ci_low=low,
+            ci_high=high,
+            message=f"{metric} {value:.4f} below floor {rule.threshold:g}"
+            + ("" if sure else " (the confidence interval reaches the floor)"),
+        )
+    if baseline is None or paired is None:
+        return make(status="skipped", current=value, message="no baseline to compare with")
+    before, after = paired
+    if len(before) == 0:
+        return make(status="skipped", current=value, message="no query in common with the baseline")
+    old = float(before.mean())
+    new = float(after.mean())
+    delta = new - old
+    drop = -delta if rule.check is Check.MAX_DROP else (-delta / old if old > 0 else 0.0)
+    figures = {"current": new, "baseline": old, "delta": delta}
+    if drop <= rule.threshold:
+        return make(status="ok", **figures, message=_drop_text(metric, old, new, rule))
+    test = compare_paired(
+        before,
+        after,
+        alpha=significance.alpha,
+        iterations=significance.iterations,
+        seed=significance.seed,
+        alternative="less",
+    )
+    status: RuleStatus = "breach" if test.significant else "insufficient_evidence"
+    note = f"p = {test.p_value:.4f}" + (
+        "" if test.significant else f" >= alpha {significance.alpha:g}"
+    )
+    return make(
+        status=status,
+        **figures,
+        p_value=test.p_value,
+        ci_low=test.ci_low,
+        ci_high=test.ci_high,
+        message=f"{_drop_text(metric, old, new, rule)}; {note}",
+    )
+
+
+def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | None) -> RuleOutcome:
+    figure = FIGURES[rule.check]
+    make = _outcome(rule, figure, quality=False)
+    value = run_figure(current, figure)
+    if value is None:
+        return make(status="skipped", message=f"{figure} is not known for this run")
+    if rule.check in (
+        Check.LATENCY_P95_SECONDS_MAX,
+        Check.ERROR_RATE_MAX,
+        Check.ZERO_RESULT_RATE_MAX,
+    ):
+        over = value > rule.threshold
+        return make(
+            status="breach" if over else "ok",
+            current=value,
+            message=f"{figure} {value:.4g} {'>' if over else '<='} {rule.threshold:g}",
+        )
+    old = run_figure(baseline, figure) if baseline is not None else None
+    if old is None or old <= 0:
+        return make(
+            status="skipped", current=value, message=f"no baseline {figure} to compare with"
+        )
+    change = (value - old) / old
+    worse = (
+        change > rule.threshold
+        if rule.check is Check.LATENCY_P95_MAX_RELATIVE_RISE
+        else (-change > rule.threshold)
+    )
+    return make(
+        status="breach" if worse else "ok",
+        current=value,
+        baseline=old,
+        delta=value - old,
+        message=f"{figure} {old:.4g} -> {value:.4g} ({change:+.1%}; limit {rule.threshold:.0%})",
+    )
+
+
+def _drop_text(metric: str, old: float, new: float, rule: RuleConfig) -> str:
+    limit = f"{rule.threshold:g}" if rule.check is Check.MAX_DROP else f"{rule.threshold:.0%}"
+    return f"{metric} {old:.4f} -> {new:.4f} ({new - old:+.4f}; allowed drop {limit})"
+
+
+def _interval(values: np.ndarray | None) -> tuple[float | None, float | None]:
+    if values is None or len(values) < 2:
+        return None, None
+    return mean_ci(values)
+
+
+def _outcome(rule: RuleConfig, metric: str, *, quality: bool) -> partial[RuleOutcome]:
+    """Return a RuleOutcome builder with the rule's fixed fields filled in."""
+    return partial(
+        RuleOutcome,
+        rule=rule.name,
+        check=rule.check.value,
+        metric=metric,
+        threshold=rule.threshold,
+        severity=rule.severity,
+        quality=quality,
+    )
+
+
+def aligned(
+    baseline: RunRecord, current: RunRecord, metric: str
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Return the query ids both runs evaluated and their values of ``metric``, aligned."""
+    before: Mapping[str, float] = {
+        q.query_id: q.values[metric] for q in baseline.queries if metric in q.values
+    }
+    ids = [q.query_id for q in current.queries if metric in q.values and q.query_id in before]
+    now = {q.query_id: q.values[metric] for q in current.queries if metric in q.values}
+    return (
+        ids,
+        np.array([before[q] for q in ids], dtype=np.float64),
+        np.array([now[q] for q in ids], dtype=np.float64),
+    )

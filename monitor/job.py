@@ -1,0 +1,258 @@
+"""Compose one run of a suite: the single path both ``run`` and ``daemon`` take.
+
+load eval set -> run search -> metrics -> store -> compare with baseline -> (export, alert)
+
+:func:`run_suite` holds the suite's store lock for the whole run, so two schedulers starting
+the same suite at once cannot both proceed. A search backend that fails (error budget,
+backend down) still leaves a ``failed`` run in the store, so history and gauges show it,
+and the error is raised again for the caller to map to its exit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from monitor.errors import MonitorError, SearchBackendError, UsageError
+
+if TYPE_CHECKING:
+    from monitor.compare import Comparison
+    from monitor.config.model import EvalSetConfig, SuiteConfig
+    from monitor.evalset import EvalSet
+    from monitor.evaluation import EvaluationResult
+    from monitor.runner import RunResult
+    from monitor.store import Store
+    from monitor.store.records import RunRecord
+
+log = logging.getLogger(__name__)
+
+#: How many recent runs' rule breaches are kept for persistence checks.
+_HISTORY = 50
+_RULE_HISTORY = "rule_history"
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteOutcome:
+    """What one run of a suite produced."""
+
+    suite: str
+    run: RunRecord
+    comparison: Comparison
+    evaluation: EvaluationResult
+    result: RunResult
+    seeded_baseline: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def run_id(self) -> int | None:
+        """Return the stored run's id."""
+        return self.run.run_id
+
+
+def load_evalset(config: EvalSetConfig) -> EvalSet:
+    """Load the eval set a suite names: a bundled one or a file."""
+    from monitor import bundled
+    from monitor.evalset import EvalSet
+
+    if config.bundled is not None:
+        if config.bundled != "larkfield":
+            raise UsageError(f"unknown bundled eval set {config.bundled!r}; known: larkfield")
+        return bundled.larkfield_evalset()
+    if config.path is None:  # the config loader guarantees one of the two
+        raise UsageError("an eval set needs a path or a bundled name")
+    return EvalSet.load(config.path, config.format, queries=config.queries)
+
+
+def run_suite(
+    suite: SuiteConfig,
+    store: Store,
+    *,
+    config_hash: str = "",
+    progress: bool | None = None,
+) -> SuiteOutcome:
+    """Run ``suite`` once: search, measure, store, compare; return what it produced."""
+    with store.lock(suite.name, ttl_seconds=_lock_ttl(suite)):
+        return _run_locked(suite, store, config_hash, progress)
+
+
+def _run_locked(
+    suite: SuiteConfig, store: Store, config_hash: str, progress: bool | None
+) -> SuiteOutcome:
+    from monitor.compare import compare_runs
+    from monitor.evaluation import evaluate
+    from monitor.runner import run_queries
+    from monitor.search import build_search, close_search
+
+    started = _now()
+    evalset = load_evalset(suite.evalset)
+    search = build_search(suite.search.kind, suite.search.plugin_options())
+    try:
+        result = run_queries(
+            evalset,
+            search,
+            k=suite.k,
+            concurrency=suite.runner.concurrency,
+            timeout=suite.runner.timeout_seconds,
+            retries=suite.runner.retries,
+            deadline=suite.runner.deadline_seconds,
+            error_budget=suite.runner.error_budget,
+            warmup=suite.runner.warmup,
+            progress=progress,
+            label=suite.name,
+        )
+    except SearchBackendError as error:
+        store.save_run(_failed_record(suite, evalset, config_hash, started, error))
+        raise
+    finally:
+        close_search(search)
+
+    evaluation = evaluate(evalset, result, suite.metrics)
+    record = _record(suite, evalset, config_hash, result, evaluation)
+    run_id = store.save_run(record)
+    record = store.get_run(run_id)
+
+    seeded = None
+    baseline = store.get_baseline(suite.name)
+    if baseline is None and suite.baseline is not None and suite.baseline.bundled_run:
+        seeded = _seed_baseline(suite, store, evalset, config_hash)
+        baseline = store.get_baseline(suite.name)
+
+    history_state = store.get_state(_RULE_HISTORY, suite.name) or {}
+    history: dict[str, list[bool]] = {
+        name: [bool(flag) for flag in flags]
+        for name, flags in dict(history_state.get("rules", {})).items()
+    }
+    comparison = compare_runs(
+        record,
+        baseline,
+        suite.rules,
+        significance=suite.significance,
+        segments=suite.segments,
+        metadata={q.id: q.metadata for q in evalset},
+        texts={q.id: q.text for q in evalset},
+        history=history,
+    )
+    for outcome in comparison.rules:
+        flags = history.setdefault(outcome.rule, [])
+        flags.append(outcome.status in ("breach", "pending"))
+        del flags[:-_HISTORY]
+    store.put_state(_RULE_HISTORY, suite.name, {"rules": history})
+    return SuiteOutcome(suite.name, record, comparison, evaluation, result, seeded)
+
+
+def _record(
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    config_hash: str,
+    result: RunResult,
+    evaluation: EvaluationResult,
+    *,
+    pipeline: str | None = None,
+) -> RunRecord:
+    """Turn a finished run into the store's record: one QueryRecord per eval-set query.
+
+    Queries left out of the metrics (no relevant judgment) keep their rankings and latency
+    but carry no metric values.
+    """
+    from monitor.store.records import QueryRecord, RunRecord
+
+    frame = evaluation.per_query
+    values: dict[str, dict[str, float]] = {
+        str(qid): {str(name): float(value) for name, value in row.items()}
+        for qid, row in frame.to_dict(orient="index").items()
+    }
+    queries = tuple(
+        QueryRecord(
+            query_id=outcome.query_id,
+            values=values.get(outcome.query_id, {}),
+            retrieved_ids=outcome.retrieved_ids,
+            relevant_ids=evalset[outcome.query_id].relevant_ids,
+            latency_seconds=outcome.latency_seconds,
+            error_type=outcome.error_type,
+            error_message=outcome.error_message,
+        )
+        for outcome in result.outcomes
+    )
+    latency = result.latency
+    return RunRecord(
+        suite=suite.name,
+        pipeline=pipeline or suite.pipeline,
+        started_at=result.started_at,
+        finished_at=result.finished_at,
+        status="ok",
+        evalset_fingerprint=evalset.fingerprint,
+        config_hash=config_hash,
+        means=evaluation.means,
+        latency={
+            name: _number(getattr(latency, name)) for name in ("p50", "p95", "p99", "max", "mean")
+        },
+        rates={
+            "error_rate": result.error_rate,
+            "zero_result_rate": result.zero_result_rate,
+            "mean_top1_score": _number(result.mean_top1_score),
+            "queries_per_second": _number(result.queries_per_second),
+            "queries": float(result.total),
+            "failed": float(result.failed),
+            "evaluated": float(evaluation.counts.evaluated),
+        },
+        stats=dict(result.search_stats),
+        queries=queries,
+    )
+
+
+def _failed_record(
+    suite: SuiteConfig, evalset: EvalSet, config_hash: str, started: datetime, error: MonitorError
+) -> RunRecord:
+    from monitor.store.records import RunRecord
+
+    return RunRecord(
+        suite=suite.name,
+        pipeline=suite.pipeline,
+        started_at=started,
+        finished_at=_now(),
+        status="failed",
+        evalset_fingerprint=evalset.fingerprint,
+        config_hash=config_hash,
+        error=f"{type(error).__name__}: {error}",
+    )
+
+
+def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
+    """Store the bundled run the suite names as its first baseline; return the run id."""
+    from monitor import bundled
+    from monitor.evaluation import evaluate
+    from monitor.runner import run_queries
+    from monitor.search import build_search
+
+    name = suite.baseline.bundled_run if suite.baseline else None
+    collection, _, method = (name or "").partition("/")
+    if collection != "larkfield" or method not in bundled.LARKFIELD_METHODS:
+        known = ", ".join(f"larkfield/{m}" for m in bundled.LARKFIELD_METHODS)
+        raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
+    search = build_search("replay", {"bundled": name})
+    result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
+    evaluation = evaluate(evalset, result, suite.metrics)
+    record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
+    run_id = store.save_run(record)
+    store.set_baseline(suite.name, run_id)
+    log.info("suite=%s pinned the bundled run %s as baseline run_id=%d", suite.name, name, run_id)
+    return run_id
+
+
+def _lock_ttl(suite: SuiteConfig) -> float:
+    """Return how long a run's lock is trusted: the run's deadline or timeouts, with margin."""
+    runner = suite.runner
+    if runner.deadline_seconds is not None:
+        return runner.deadline_seconds * 2 + 60
+    return 6 * 3600.0
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)

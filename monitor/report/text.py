@@ -1,0 +1,96 @@
+"""A run against its baseline as terminal text: metrics, verdict, rules, diffs, segments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from monitor.compare import Comparison
+
+_MARK = {
+    "ok": "ok",
+    "breach": "BREACH",
+    "insufficient_evidence": "noise?",
+    "pending": "pending",
+    "skipped": "skipped",
+}
+_VERDICT = {
+    "ok": "ok: no rule breached",
+    "regression": "REGRESSION: a rule breached with significant evidence",
+    "insufficient_evidence": "insufficient evidence: a threshold was passed, but the drop is "
+    "not significant",
+    "no_baseline": "no baseline yet: pin one with `retrieval-monitor baseline set`",
+    "evalset_changed": "eval set changed: not compared; pin a new baseline",
+}
+
+
+def render_comparison(
+    comparison: Comparison,
+    means: Mapping[str, float],
+    *,
+    width: int = 100,
+    queries: int = 5,
+) -> str:
+    """Return the comparison as text, ``means`` being the current run's metric means."""
+    lines = [
+        f"suite {comparison.suite}: run {comparison.run_id}"
+        + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
+        f"verdict: {_VERDICT[comparison.verdict]}",
+        "",
+    ]
+    changes = {c.metric: c for c in comparison.metrics}
+    name_width = max((len(m) for m in means), default=6)
+    lines.append(
+        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}  95% CI of delta"
+    )
+    for metric, value in means.items():
+        change = changes.get(metric)
+        if change is None:
+            lines.append(f"{metric:<{name_width}}  {'':>8}  {value:>8.4f}")
+            continue
+        ci = (
+            f"[{change.ci_low:+.4f}, {change.ci_high:+.4f}]"
+            if change.ci_low is not None and change.ci_high is not None
+            else ""
+        )
+        lines.append(
+            f"{metric:<{name_width}}  {change.baseline:>8.4f}  {change.current:>8.4f}  "
+            f"{change.delta:>+8.4f}  {ci}"
+        )
+    if comparison.rules:
+        lines += ["", "rules:"]
+        lines += [f"  [{_MARK[r.status]:>7}] {r.rule}: {r.message}" for r in comparison.rules]
+    if comparison.worse_queries:
+        shown = comparison.worse_queries[:queries]
+        lines += [
+            "",
+            f"queries that got worse on {comparison.primary_metric} "
+            f"(top {len(shown)} of those that lost):",
+        ]
+        for diff in shown:
+            text = diff.query if len(diff.query) <= 60 else diff.query[:57] + "..."
+            moved = f"{_rank(diff.baseline_first_rank)} -> {_rank(diff.current_first_rank)}"
+            lines.append(
+                f"  {diff.query_id} {diff.baseline:.3f} -> {diff.current:.3f} {diff.change} "
+                f"(first relevant at {moved}): {text}"
+            )
+            lines.append(f"      expected {', '.join(diff.expected_ids)}")
+            lines.append(f"      baseline {', '.join(diff.baseline_ids)}")
+            lines.append(f"      current  {', '.join(diff.current_ids)}")
+    keys = dict.fromkeys(s.key for s in comparison.segments)
+    for key in keys:
+        driver = comparison.driving_segment(key)
+        rows = [s for s in comparison.segments if s.key == key]
+        lines += ["", f"by {key} ({comparison.primary_metric}):"]
+        for seg in rows:
+            flag = "  <- drove the drop" if driver is seg else ""
+            lines.append(
+                f"  {seg.value:<16} n={seg.n:<4} {seg.baseline:.3f} -> {seg.current:.3f} "
+                f"({seg.delta:+.3f}; contributes {seg.contribution:+.4f}){flag}"
+            )
+    if comparison.warnings:
+        lines += ["", *(f"warning: {w}" for w in comparison.warnings)]
+    return "\n".join(line[:width] if len(line) > width + 40 else line for line in lines)
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
