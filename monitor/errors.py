@@ -282,3 +282,30 @@ class NotifyError(MonitorError):
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+
+
+class LabelError(UsageError):
+    """A Prometheus label name or value cannot be exported (``name`` is the label's name)."""
+
+    def __init__(self, name: str, reason: str, *, value: object = None) -> None:
+        message = f"label {name!r}: {reason}"
+        if value is not None:
+            message += f", found {_short(value)}"
+        super().__init__(message)
+        self.name = name
+        self.reason = reason
+        self.value = value
+
+
+class ExportError(MonitorError):
+    """Gauges could not be delivered: a Pushgateway that is down, a file that cannot be
+    written, a port that is taken.
+
+    ``target`` names the destination (``pushgateway http://host:9091``, ``textfile PATH``,
+    ``http 127.0.0.1:9108``), never a password. The run itself is kept; only its export failed.
+    """
+
+    def __init__(self, target: str, reason: str) -> None:
+        super().__init__(f"export to {target}: {reason}")
+        self.target = target
+        self.reason = reason
