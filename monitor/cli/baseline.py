@@ -1,0 +1,165 @@
+"""``retrieval-monitor baseline`` and ``runs``: pin baselines and list stored runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from monitor.cli.run import add_config_options, load, store_target
+from monitor.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``baseline`` and ``runs`` sub-commands."""
+    baseline = subparsers.add_parser(
+        "baseline", help="pin, show and list the baseline run of each suite"
+    )
+    actions = baseline.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    pin = actions.add_parser("set", help="pin a run as a suite's baseline")
+    add_config_options(pin)
+    pin.add_argument("--suite", required=True, metavar="NAME")
+    which = pin.add_mutually_exclusive_group()
+    which.add_argument("--run", type=int, metavar="ID", help="the run to pin")
+    which.add_argument(
+        "--latest", action="store_true", help="pin the suite's latest ok run (the default)"
+    )
+    pin.set_defaults(handler=set_baseline)
+
+    show = actions.add_parser("show", help="show a suite's baseline run")
+    add_config_options(show)
+    show.add_argument("--suite", required=True, metavar="NAME")
+    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.set_defaults(handler=show_baseline)
+
+    listing = actions.add_parser("list", help="list every suite's baseline")
+    add_config_options(listing)
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.set_defaults(handler=list_baselines)
+
+    runs = subparsers.add_parser("runs", help="list stored runs")
+    runs_actions = runs.add_subparsers(dest="action", metavar="ACTION", required=True)
+    runs_list = runs_actions.add_parser("list", help="list stored runs, newest first")
+    add_config_options(runs_list)
+    runs_list.add_argument("--suite", metavar="NAME", help="only this suite's runs")
+    runs_list.add_argument("--limit", type=int, default=20, metavar="N")
+    runs_list.add_argument("--format", choices=("text", "json"), default="text")
+    runs_list.set_defaults(handler=list_runs)
+
+
+def set_baseline(args: argparse.Namespace) -> int:
+    """Pin the run given, or the suite's latest ok run, as its baseline."""
+    from monitor.store import open_store
+
+    config = load(args)
+    with open_store(store_target(args, config)) as store:
+        run_id = args.run
+        if run_id is None:
+            latest = store.latest_run(args.suite)
+            if latest is None or latest.run_id is None:
+                raise UsageError(
+                    f"suite {args.suite!r} has no ok run to pin; run "
+                    f"`retrieval-monitor run --suite {args.suite}` first"
+                )
+            run_id = latest.run_id
+        pinned = store.set_baseline(args.suite, run_id)
+    print(f"suite {pinned.suite}: baseline is now run {pinned.run_id}")
+    return 0
+
+
+def show_baseline(args: argparse.Namespace) -> int:
+    """Print the suite's baseline run and its means."""
+    from monitor.store import open_store
+
+    config = load(args)
+    with open_store(store_target(args, config)) as store:
+        run = store.get_baseline(args.suite)
+    if run is None:
+        raise UsageError(f"suite {args.suite!r} has no baseline; pin one with `baseline set`")
+    if args.format == "json":
+        _dump(
+            {
+                "suite": run.suite,
+                "run_id": run.run_id,
+                "pipeline": run.pipeline,
+                "started_at": run.started_at.isoformat(),
+                "evalset_fingerprint": run.evalset_fingerprint,
+                "means": dict(run.means),
+            }
+        )
+        return 0
+    print(
+        f"suite {run.suite}: baseline run {run.run_id} ({run.pipeline}), "
+        f"started {run.started_at:%Y-%m-%d %H:%M:%S} UTC"
+    )
+    print(f"eval set {run.evalset_fingerprint}")
+    for metric, value in run.means.items():
+        print(f"  {metric:<16} {value:.4f}")
+    return 0
+
+
+def list_baselines(args: argparse.Namespace) -> int:
+    """Print every suite's baseline."""
+    from monitor.store import open_store
+
+    config = load(args)
+    with open_store(store_target(args, config)) as store:
+        baselines = store.list_baselines()
+    if args.format == "json":
+        _dump(
+            [
+                {"suite": b.suite, "run_id": b.run_id, "pinned_at": b.pinned_at.isoformat()}
+                for b in baselines
+            ]
+        )
+        return 0
+    for b in baselines:
+        print(f"{b.suite:<24} run {b.run_id:<8} pinned {b.pinned_at:%Y-%m-%d %H:%M:%S} UTC")
+    if not baselines:
+        print("no baseline pinned yet")
+    return 0
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    """Print stored runs, newest first."""
+    from monitor.store import open_store
+
+    if args.limit <= 0:
+        raise UsageError(f"--limit: expected a positive integer, found {args.limit}")
+    config = load(args)
+    with open_store(store_target(args, config)) as store:
+        runs = store.list_runs(args.suite, limit=args.limit)
+        pinned = {b.suite: b.run_id for b in store.list_baselines()}
+    if args.format == "json":
+        _dump(
+            [
+                {
+                    "run_id": r.run_id,
+                    "suite": r.suite,
+                    "pipeline": r.pipeline,
+                    "status": r.status,
+                    "started_at": r.started_at.isoformat(),
+                    "queries": r.query_count,
+                    "baseline": pinned.get(r.suite) == r.run_id,
+                    "error": r.error,
+                }
+                for r in runs
+            ]
+        )
+        return 0
+    for r in runs:
+        mark = "baseline" if pinned.get(r.suite) == r.run_id else ""
+        print(
+            f"{r.run_id:>6}  {r.started_at:%Y-%m-%d %H:%M:%S}  {r.suite:<20} {r.status:<6} "
+            f"{r.pipeline:<28} {mark}{(' ' + r.error) if r.error else ''}"
+        )
+    if not runs:
+        print("no run stored yet")
+    return 0
+
+
+def _dump(value: object) -> None:
+    json.dump(value, sys.stdout, indent=2)
+    sys.stdout.write("\n")
