@@ -1,0 +1,140 @@
+"""`retrieval-monitor run`: each exit code of the contract, provoked for real."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+
+EVALSET = "\n".join(
+    json.dumps({"id": f"q{i}", "query": f"question {i}", "relevant": [f"d{i}"]}) for i in range(40)
+)
+GOOD_RUN = {f"q{i}": [f"d{i}", "x", "y"] for i in range(40)}
+BAD_RUN = {f"q{i}": ["x", "y", f"d{i}"] if i < 30 else [f"d{i}"] for i in range(40)}
+
+FAILING_SEARCH = """
+def search(query, k):
+    raise ConnectionError("search backend down")
+"""
+
+
+def write_config(tmp_path: Path, search: str, *, evalset: str = "evalset.jsonl") -> Path:
+    """Write a one-suite config with a recall@1 drop rule and return its path."""
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            store: {{path: {tmp_path / "monitor.db"}}}
+            suites:
+              nightly:
+                evalset: {{path: {evalset}}}
+                search: {search}
+                metrics: [recall@1, mrr]
+                runner: {{retries: 0, error_budget: 0.05}}
+                rules:
+                  - {{metric: recall@1, max_drop: 0.05}}
+                significance: {{iterations: 500}}
+            """
+        )
+    )
+    return config
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "evalset.jsonl").write_text(EVALSET + "\n")
+    (tmp_path / "good.json").write_text(json.dumps(GOOD_RUN))
+    (tmp_path / "bad.json").write_text(json.dumps(BAD_RUN))
+    return tmp_path
+
+
+def run(config: Path, *extra: str) -> int:
+    return main(["run", "--config", str(config), "--no-progress", *extra])
+
+
+def test_a_completed_run_exits_0_even_with_a_regression(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regression is reported, not turned into a failure, without --fail-on-regression."""
+    good = write_config(workdir, "{kind: replay, path: good.json}")
+    assert 0 == run(good)
+    assert 0 == main(["baseline", "set", "--suite", "nightly", "--config", str(good)])
+    bad = write_config(workdir, "{kind: replay, path: bad.json}")
+    capsys.readouterr()
+    assert 0 == run(bad)
+    assert "REGRESSION" in capsys.readouterr().out
+
+
+def test_fail_on_regression_exits_4(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With --fail-on-regression a significant breach exits 4."""
+    good = write_config(workdir, "{kind: replay, path: good.json}")
+    run(good)
+    main(["baseline", "set", "--suite", "nightly", "--config", str(good)])
+    bad = write_config(workdir, "{kind: replay, path: bad.json}")
+    capsys.readouterr()
+    assert 4 == run(bad, "--fail-on-regression")
+    assert "BREACH" in capsys.readouterr().out
+
+
+def test_a_failing_backend_exits_3_and_stores_a_failed_run(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every query failing exceeds the error budget: exit 3, and a failed run is stored."""
+    (workdir / "broken_search.py").write_text(FAILING_SEARCH)
+    monkeypatch.syspath_prepend(str(workdir))
+    config = write_config(workdir, "{kind: python, target: 'broken_search:search'}")
+    assert 3 == run(config)
+    main(["runs", "list", "--config", str(config), "--format", "json"])
+    (stored,) = json.loads(capsys.readouterr().out)
+    assert "failed" == stored["status"]
+
+
+def test_a_config_error_exits_2(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed config value exits 2 and names the key."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    config.write_text(config.read_text().replace("error_budget: 0.05", "error_budget: 5"))
+    assert 2 == run(config)
+    assert "suites.nightly.runner.error_budget" in capsys.readouterr().err
+
+
+def test_a_missing_eval_set_exits_2(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An eval set file that does not exist exits 2 and names it."""
+    config = write_config(workdir, "{kind: replay, path: good.json}", evalset="gone.jsonl")
+    assert 2 == run(config)
+    assert "gone.jsonl" in capsys.readouterr().err
+
+
+def test_a_changed_eval_set_exits_2(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run on an eval set that changed since the baseline exits 2 and says so."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    run(config)
+    main(["baseline", "set", "--suite", "nightly", "--config", str(config)])
+    evalset = workdir / "evalset.jsonl"
+    evalset.write_text(evalset.read_text().replace('"d0"', '"d0b"'))
+    capsys.readouterr()
+    assert 2 == run(config)
+    assert "eval set changed" in capsys.readouterr().out
+
+
+def test_an_unwritable_store_exits_1(workdir: Path) -> None:
+    """A store that cannot be opened is an unexpected error: exit 1."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    (workdir / "file").write_text("")
+    assert 1 == run(config, "--store", str(workdir / "file" / "monitor.db"))
+
+
+def test_the_embedded_default_runs_and_finds_the_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no config, the bundled Larkfield suite runs and reports a significant regression."""
+    monkeypatch.chdir(tmp_path)
+    assert 4 == main(
+        ["run", "--store", str(tmp_path / "m.db"), "--no-progress", "--fail-on-regression"]
+    )
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out
+    assert "mrr@10 max_drop" in out
