@@ -1,0 +1,151 @@
+"""``retrieval-monitor compare-pipelines``: A/B several search functions on one eval set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import UsageError
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare-pipelines`` sub-command."""
+    parser = subparsers.add_parser(
+        "compare-pipelines",
+        help="run several search pipelines on one eval set and compare them",
+        description=(
+            "Run several search pipelines on one eval set and print one table of metrics, "
+            "latency and errors, with the significance of each difference from the first "
+            "pipeline. Pipelines come from --pipeline NAME=SPEC options (SPEC is a YAML "
+            "mapping such as '{kind: http, url: ..., ids: ...}', or the shorthands "
+            "'replay:FILE', 'replay:larkfield/METHOD' and 'python:MODULE:CALLABLE') or from the "
+            "suites of --config (each suite's search, on the first suite's eval set)."
+        ),
+    )
+    parser.add_argument(
+        "--pipeline",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a pipeline to compare (repeatable; the first is the reference)",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="take the pipelines from this config's suites"
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        metavar="NAME",
+        help="with --config, only these suites (repeatable)",
+    )
+    parser.add_argument(
+        "--evalset",
+        type=Path,
+        metavar="FILE",
+        help="the eval set (default: the config's, else the bundled Larkfield)",
+    )
+    parser.add_argument(
+        "--queries", type=Path, metavar="TSV", help="query texts for a TREC qrels eval set"
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="M1,M2,...",
+        default="hit_rate@1,recall@5,mrr@10,ndcg@10",
+        help="metrics (default: hit_rate@1,recall@5,mrr@10,ndcg@10)",
+    )
+    parser.add_argument("--k", type=int, default=10, help="results asked of each search")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--iterations", type=int, default=10000)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the pipelines, run them, print the comparison."""
+    from monitor import bundled
+    from monitor.evalset import EvalSet
+    from monitor.job import load_evalset
+    from monitor.metrics.spec import parse_metrics
+    from monitor.pipelines import compare_pipelines
+    from monitor.search import build_search, close_search
+
+    specs: dict[str, tuple[str, dict[str, object]]] = {}
+    evalset = None
+    if args.config is not None:
+        from monitor.config import load_config
+
+        config = load_config(args.config)
+        for name in args.suite or list(config.suites):
+            suite = config.suite(name)
+            specs[name] = (suite.search.kind, suite.search.plugin_options())
+            evalset = evalset or load_evalset(suite.evalset)
+    for item in args.pipeline:
+        name, spec = _parse_pipeline(item)
+        if name in specs:
+            raise UsageError(f"--pipeline: the name {name!r} is given twice")
+        specs[name] = spec
+    if len(specs) < 2:
+        raise UsageError("compare-pipelines needs at least two pipelines (--pipeline or --config)")
+    if args.evalset is not None:
+        evalset = EvalSet.load(args.evalset, queries=args.queries)
+    evalset = evalset or bundled.larkfield_evalset()
+    metrics = parse_metrics(args.metrics)
+
+    searches = {}
+    try:
+        for name, (kind, options) in specs.items():
+            searches[name] = build_search(kind, options)
+        comparison = compare_pipelines(
+            evalset,
+            searches,
+            metrics,
+            alpha=args.alpha,
+            iterations=args.iterations,
+            k=args.k,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+        )
+    finally:
+        for search in searches.values():
+            close_search(search)
+    if args.format == "json":
+        json.dump(comparison.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(comparison)
+    return 0
+
+
+def _parse_pipeline(item: str) -> tuple[str, tuple[str, dict[str, object]]]:
+    """Parse ``NAME=SPEC`` into the name and the plug-in's (kind, options)."""
+    import yaml
+
+    name, sep, spec = item.partition("=")
+    name, spec = name.strip(), spec.strip()
+    if not sep or not name or not spec:
+        raise UsageError(f"--pipeline: expected NAME=SPEC, found {item!r}")
+    if spec.startswith("{"):
+        try:
+            options = yaml.safe_load(spec)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--pipeline {name}: the spec is not valid YAML: {exc}") from None
+        if not isinstance(options, dict) or not isinstance(options.get("kind"), str):
+            raise UsageError(f"--pipeline {name}: expected a mapping with a 'kind', found {spec!r}")
+        kind = options.pop("kind")
+        return name, (kind, options)
+    kind, _, argument = spec.partition(":")
+    if kind == "replay" and argument.startswith("larkfield/"):
+        return name, ("replay", {"bundled": argument})
+    if kind == "replay" and argument:
+        return name, ("replay", {"path": argument})
+    if kind == "python" and argument:
+        return name, ("python", {"target": argument})
+    raise UsageError(
+        f"--pipeline {name}: expected a YAML mapping or replay:FILE, replay:larkfield/METHOD or "
+        f"python:MODULE:CALLABLE, found {spec!r}"
+    )
