@@ -25,7 +25,8 @@ from pathlib import Path
 from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _table, trec
 from monitor.evalset._documents import Entry
-from monitor.evalset._files import read_text, write_atomic
+from monitor.evalset._files import read_text
+from monitor.io import write_text_atomic as write_atomic
 from monitor.evalset.model import EvalSet
 
 #: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
