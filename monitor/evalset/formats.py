@@ -26,8 +26,8 @@ from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _table, trec
 from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
-from monitor.io import write_text_atomic as write_atomic
 from monitor.evalset.model import EvalSet
+from monitor.io import write_text_atomic as write_atomic
 
 #: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
 FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
