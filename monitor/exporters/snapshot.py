@@ -1,0 +1,263 @@
+"""The one record the exporters read: a suite's latest run, as the job composer saw it.
+
+The composer fills a :class:`SuiteSnapshot` from the run, its comparison with the baseline
+and the store; the exporters turn it into gauges and never look anywhere else. It is checked
+when built, so a bad value fails at the composer with the field's name, not later inside a
+Prometheus client or a Pushgateway.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Final
+
+from monitor.errors import UsageError
+from monitor.exporters.labels import check_value, validate_labels
+from monitor.metrics.spec import Metric, parse_metric
+
+#: The latency figures a snapshot may carry, in seconds.
+LATENCY_KEYS: Final = ("p50", "p95", "p99", "mean", "max")
+
+#: The most values one segment key may have. Each value is a label value on a series of its
+#: own; a key with more values (a query id, a timestamp) would flood Prometheus.
+MAX_SEGMENT_VALUES: Final = 64
+
+#: A segment key, as the config accepts one.
+_SEGMENT_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SuiteSnapshot:
+    """What one run of a suite tells Prometheus.
+
+    - ``labels``: the suite's static labels from the config, added to every series.
+    - ``success``: whether the run finished with metrics. A failed run exports only the
+      gauges about the attempt (see :mod:`monitor.exporters.gauges`), so the last good
+      quality figures and last-success time stay where they are.
+    - ``started_at`` / ``finished_at``: when the run started and ended, timezone-aware
+      (converted to UTC).
+    - ``means``: metric name (``recall@5``, ``map``) -> mean over the evaluated queries.
+    - ``baseline``: metric name -> the pinned baseline run's mean; ``None`` without one.
+    - ``baseline_ci``: metric name -> ``(low, high)``, the confidence interval of the
+      **delta** ``current - baseline`` from the paired comparison (``MetricChange.ci_low``
+      and ``ci_high``). The exporters publish ``baseline + low`` and ``baseline + high``:
+      the band of current values the comparison cannot tell from the measured one, so a drop
+      is significant exactly when the baseline lies above the band.
+    - ``rules``: rule name (``recall@5 max_drop``) -> whether it fires.
+    - ``latency``: ``p50``, ``p95``, ``p99``, ``mean``, ``max`` in seconds, answered queries.
+    - ``error_rate``, ``zero_result_rate``: shares in 0..1; ``mean_top1_score``: the mean
+      score of the first hit. ``None`` when unknown.
+    - ``queries_evaluated``: the queries sent in the run; ``queries_failed``: those of them
+      that failed.
+    - ``evalset_fingerprint``, ``baseline_run_id``: which eval set and which baseline the
+      figures come from.
+    - ``index_size``: documents in the searched index, when the search reports it.
+    - ``segments``: segment key (declared in the config) -> value -> metric name -> mean.
+    - ``last_success_at``: when the suite last succeeded, from the store; on a successful
+      run it may be left ``None``, the run's own ``finished_at`` is used.
+
+    A NaN figure (the store's "could not be computed") is left out: it exports no series.
+    """
+
+    suite: str
+    pipeline: str
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    success: bool
+    started_at: datetime
+    finished_at: datetime
+    means: Mapping[str, float] = field(default_factory=dict, hash=False)
+    baseline: Mapping[str, float] | None = field(default=None, hash=False)
+    baseline_ci: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
+    rules: Mapping[str, bool] = field(default_factory=dict, hash=False)
+    latency: Mapping[str, float] = field(default_factory=dict, hash=False)
+    error_rate: float | None = None
+    zero_result_rate: float | None = None
+    mean_top1_score: float | None = None
+    queries_evaluated: int = 0
+    queries_failed: int = 0
+    evalset_fingerprint: str = ""
+    baseline_run_id: int | None = None
+    index_size: int | None = None
+    segments: Mapping[str, Mapping[str, Mapping[str, float]]] = field(
+        default_factory=dict, hash=False
+    )
+    last_success_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        check_value("suite", self.suite)
+        check_value("pipeline", self.pipeline)
+        if not isinstance(self.success, bool):
+            raise UsageError(f"success must be True or False, not {self.success!r}")
+        _set(self, "labels", validate_labels(self.labels))
+        _set(self, "started_at", _utc("started_at", self.started_at))
+        _set(self, "finished_at", _utc("finished_at", self.finished_at))
+        if self.finished_at < self.started_at:
+            raise UsageError("finished_at must not be before started_at")
+        if self.last_success_at is not None:
+            _set(self, "last_success_at", _utc("last_success_at", self.last_success_at))
+        _set(self, "means", _ratios("means", self.means))
+        if self.baseline is not None:
+            _set(self, "baseline", _ratios("baseline", self.baseline))
+        _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline))
+        _set(self, "rules", _flags(self.rules))
+        _set(self, "latency", _latency(self.latency))
+        _set(self, "error_rate", _ratio("error_rate", self.error_rate))
+        _set(self, "zero_result_rate", _ratio("zero_result_rate", self.zero_result_rate))
+        _set(self, "mean_top1_score", _finite("mean_top1_score", self.mean_top1_score))
+        _count("queries_evaluated", self.queries_evaluated)
+        _count("queries_failed", self.queries_failed)
+        if self.queries_failed > self.queries_evaluated:
+            raise UsageError(
+                f"queries_failed ({self.queries_failed}) exceeds "
+                f"queries_evaluated ({self.queries_evaluated})"
+            )
+        if not isinstance(self.evalset_fingerprint, str):
+            raise UsageError("evalset_fingerprint must be a string")
+        if self.evalset_fingerprint:
+            check_value("fingerprint", self.evalset_fingerprint)
+        if self.baseline_run_id is not None:
+            _count("baseline_run_id", self.baseline_run_id)
+        if self.index_size is not None:
+            _count("index_size", self.index_size)
+        _set(self, "segments", _segments(self.segments))
+
+    @property
+    def last_success(self) -> datetime | None:
+        """Return when the suite last succeeded: this run's end if it succeeded."""
+        return self.finished_at if self.success else self.last_success_at
+
+    @property
+    def duration_seconds(self) -> float:
+        """Return the wall time of the run in seconds."""
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+def metric_of(name: str) -> Metric:
+    """Return the metric a snapshot key names; raise UsageError unless it is canonical."""
+    metric = parse_metric(name)
+    if str(metric) != name:
+        raise UsageError(f"metric key {name!r} is not canonical; write it as {str(metric)!r}")
+    return metric
+
+
+def _set(snapshot: SuiteSnapshot, name: str, value: object) -> None:
+    object.__setattr__(snapshot, name, value)
+
+
+def _utc(name: str, moment: object) -> datetime:
+    if not isinstance(moment, datetime):
+        raise UsageError(f"{name} must be a datetime, not {type(moment).__name__}")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise UsageError(f"{name} must be timezone-aware (UTC), not naive: {moment.isoformat()}")
+    return moment.astimezone(timezone.utc)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{name} must be a number, not {value!r}")
+    return float(value)
+
+
+def _finite(name: str, value: object) -> float | None:
+    """Return ``value`` as a float, None for None or NaN; raise for infinities and non-numbers."""
+    if value is None:
+        return None
+    number = _number(name, value)
+    if math.isnan(number):
+        return None
+    if math.isinf(number):
+        raise UsageError(f"{name} must be finite, not {number}")
+    return number
+
+
+def _ratio(name: str, value: object) -> float | None:
+    number = _finite(name, value)
+    if number is not None and not 0.0 <= number <= 1.0:
+        raise UsageError(f"{name} must be between 0 and 1, not {number}")
+    return number
+
+
+def _ratios(name: str, values: Mapping[str, float]) -> Mapping[str, float]:
+    out: dict[str, float] = {}
+    for key, value in values.items():
+        metric_of(key)
+        number = _ratio(f"{name}[{key!r}]", value)
+        if number is not None:
+            out[key] = number
+    return MappingProxyType(out)
+
+
+def _intervals(
+    values: Mapping[str, tuple[float, float]], baseline: Mapping[str, float] | None
+) -> Mapping[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in values.items():
+        metric_of(key)
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise UsageError(f"baseline_ci[{key!r}] must be a (low, high) pair, not {pair!r}")
+        low = _finite(f"baseline_ci[{key!r}] low", pair[0])
+        high = _finite(f"baseline_ci[{key!r}] high", pair[1])
+        if low is None or high is None:
+            continue
+        if not -1.0 <= low <= high <= 1.0:
+            raise UsageError(
+                f"baseline_ci[{key!r}] must be a delta interval with -1 <= low <= high <= 1, "
+                f"not ({low}, {high})"
+            )
+        if baseline is None or key not in baseline:
+            raise UsageError(f"baseline_ci[{key!r}] has no baseline value to be added to")
+        out[key] = (low, high)
+    return MappingProxyType(out)
+
+
+def _flags(values: Mapping[str, bool]) -> Mapping[str, bool]:
+    for name, flag in values.items():
+        check_value("rule", name)
+        if not isinstance(flag, bool):
+            raise UsageError(f"rules[{name!r}] must be True or False, not {flag!r}")
+    return MappingProxyType(dict(values))
+
+
+def _latency(values: Mapping[str, float]) -> Mapping[str, float]:
+    out: dict[str, float] = {}
+    for key, value in values.items():
+        if key not in LATENCY_KEYS:
+            raise UsageError(f"latency key {key!r} is unknown; known: {', '.join(LATENCY_KEYS)}")
+        number = _finite(f"latency[{key!r}]", value)
+        if number is not None:
+            if number < 0:
+                raise UsageError(f"latency[{key!r}] must not be negative, not {number}")
+            out[key] = number
+    return MappingProxyType(out)
+
+
+def _count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{name} must be a whole number of 0 or more, not {value!r}")
+
+
+def _segments(
+    values: Mapping[str, Mapping[str, Mapping[str, float]]],
+) -> Mapping[str, Mapping[str, Mapping[str, float]]]:
+    out: dict[str, Mapping[str, Mapping[str, float]]] = {}
+    for key, by_value in values.items():
+        check_value("segment", key)
+        if not _SEGMENT_KEY.fullmatch(key):
+            raise UsageError(f"segment key {key!r} is not a metadata key like 'language'")
+        if len(by_value) > MAX_SEGMENT_VALUES:
+            raise UsageError(
+                f"segment {key!r} has {len(by_value)} values, more than the "
+                f"{MAX_SEGMENT_VALUES} a label may take; segment by a key with few values"
+            )
+        out[key] = MappingProxyType(
+            {
+                check_value("segment_value", value): _ratios(f"segments[{key!r}][{value!r}]", m)
+                for value, m in by_value.items()
+            }
+        )
+    return MappingProxyType(out)
