@@ -83,7 +83,7 @@ def _raise_first_bad_trec_line(path: Path) -> None:
     """Find the first malformed line of a TREC run and raise an InputError naming it."""
     expected = "a TREC run line 'qid Q0 docno rank score tag'"
     with path.open("rb") as handle:
-        number = 0
+        seen = 0
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8")
@@ -92,6 +92,7 @@ def _raise_first_bad_trec_line(path: Path) -> None:
             fields = line.split()
             if not fields:  # blank lines are skipped, as the fast reader does
                 continue
+            seen += 1
             if len(fields) != len(_TREC_COLUMNS):
                 raise InputError(path, expected, line=number, found=line.rstrip("\n"))
             try:
@@ -100,7 +101,7 @@ def _raise_first_bad_trec_line(path: Path) -> None:
                 score = math.nan
             if math.isnan(score):
                 raise InputError(path, "a numeric score in field 5", line=number, found=fields[4])
-    if number == 0:
+    if seen == 0:
         raise InputError(path, "at least one TREC run line, not an empty file", line=1)
     raise InputError(path, expected)  # pragma: no cover - the fast reader found a fault
 

@@ -154,3 +154,9 @@ def test_unsupported_run_type_is_an_input_error() -> None:
     """A run that is neither a mapping, a run result nor a path raises an InputError."""
     with pytest.raises(InputError, match="<run>"):
         evaluate({"q": {"d": 1}}, 42, ["mrr"])  # type: ignore[arg-type]
+
+
+def test_a_string_ranking_is_refused() -> None:
+    """A ranking given as one string (not a list of ids) is an input error naming the query."""
+    with pytest.raises(InputError, match="'q1'"):
+        evaluate({"q1": {"d1": 1}}, {"q1": "d1"}, ["mrr"])

@@ -85,3 +85,10 @@ def test_evaluate_rejects_an_unknown_metric() -> None:
     """evaluate() refuses an unknown metric before computing anything."""
     with pytest.raises(UnknownMetricError):
         evaluate({"q": {"d": 1}}, {"q": ["d"]}, ["recal@5"])
+
+
+@pytest.mark.parametrize("name", ["recall@05", "recall@+5", "ndcg@010"])
+def test_only_the_canonical_cutoff_spelling_parses(name: str) -> None:
+    """A cutoff written with a sign or leading zeros is refused, so names round-trip."""
+    with pytest.raises(MetricError, match="written plainly"):
+        parse_metric(name)

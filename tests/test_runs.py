@@ -201,17 +201,7 @@ def test_quotes_are_part_of_a_doc_id(tmp_path: Path, content: bytes, expected: l
 
 @pytest.mark.parametrize(
     "content",
-    [
-        b"",
-        pytest.param(
-            b"\n  \n",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the line finder skips blank lines but tests 'number == 0' (lines "
-                "read), so a blank-only file falls through to the error without a line",
-            ),
-        ),
-    ],
+    [b"", b"\n  \n"],
     ids=["empty", "blank lines only"],
 )
 def test_empty_trec_file_read_directly_names_line_1(tmp_path: Path, content: bytes) -> None:

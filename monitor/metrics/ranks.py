@@ -197,6 +197,8 @@ def _rank_entries(
         lo, hi = bounds[i], bounds[i + 1]
         if ranking is None:
             missing[i] = True
+        elif isinstance(ranking, str):
+            raise InputError("<run>", f"a list of doc ids for query {qid!r}", found=ranking)
         elif isinstance(ranking, Mapping):
             n_retrieved[i] = len(ranking)
             if hi > lo:

@@ -75,8 +75,9 @@ def parse_metric(name: str) -> Metric:
         raise UnknownMetricError(measure, MEASURES)
     if k_text is None:
         return Metric(measure)
-    if not re.fullmatch(r"[+-]?\d+", k_text):
-        raise MetricError(text, "the cutoff k must be a positive integer")
+    if not re.fullmatch(r"[1-9]\d*", k_text):
+        # Only the canonical spelling is accepted, so a name always prints back as written.
+        raise MetricError(text, "the cutoff k must be a positive integer written plainly, e.g. @10")
     return Metric(measure, int(k_text))
 
 
