@@ -18,6 +18,19 @@ def register(subparsers: Any) -> None:
         help="score a saved run against relevance judgments",
         description="Score a saved run against relevance judgments (trec_eval definitions).",
     )
+    add_judged_run_options(parser)
+    parser.add_argument(
+        "--metrics",
+        metavar="M1,M2,...",
+        help="metric names (default: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10)",
+    )
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument("--per-query", action="store_true", help="also print every query's values")
+    parser.set_defaults(handler=run)
+
+
+def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--qrels``, ``--run`` and ``--include-no-relevant``, shared with ``k-sweep``."""
     parser.add_argument(
         "--qrels",
         required=True,
@@ -31,18 +44,10 @@ def register(subparsers: Any) -> None:
         help="TREC run file or JSON {qid: [doc ids best first]}",
     )
     parser.add_argument(
-        "--metrics",
-        metavar="M1,M2,...",
-        help="metric names (default: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10)",
-    )
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    parser.add_argument("--per-query", action="store_true", help="also print every query's values")
-    parser.add_argument(
         "--include-no-relevant",
         action="store_true",
         help="count queries with no relevant judgment as zeros (trec_eval -c)",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

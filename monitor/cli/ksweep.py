@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from monitor.cli.evaluate import add_judged_run_options
 from monitor.errors import InputError, UsageError
 
 
@@ -18,18 +19,7 @@ def register(subparsers: Any) -> None:
         help="tabulate every measure at several k and recommend k per use case",
         description="Tabulate every measure at several cutoffs k and recommend k per use case.",
     )
-    parser.add_argument(
-        "--qrels",
-        required=True,
-        metavar="FILE",
-        help="TREC qrels or an eval set (.jsonl, .json, .csv, .yaml)",
-    )
-    parser.add_argument(
-        "--run",
-        required=True,
-        metavar="FILE",
-        help="TREC run file or JSON {qid: [doc ids best first]}",
-    )
+    add_judged_run_options(parser)
     parser.add_argument(
         "--ks",
         default="1,3,5,10,20",
@@ -39,11 +29,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
         "--output", metavar="FILE", type=Path, help="also write the sweep as JSON to FILE"
-    )
-    parser.add_argument(
-        "--include-no-relevant",
-        action="store_true",
-        help="count queries with no relevant judgment as zeros",
     )
     parser.set_defaults(handler=run)
 
