@@ -2,10 +2,16 @@
 
 - :mod:`monitor.alerts.model`: :class:`Alert` and its parts; build alerts with
   :meth:`Alert.regression`, :meth:`Alert.from_outcome` and :meth:`Alert.monitor_failure`.
+- :mod:`monitor.alerts.registry`: :func:`build_notifiers` from a suite's config
+  (``webhook``, ``slack``, ``alertmanager``, ``pagerduty``, ``stdout``, and entry points in
+  the group ``retrieval_monitor.notifiers``).
+- :mod:`monitor.alerts.testing`: fakes and a recording HTTP receiver for tests.
 """
 
 from __future__ import annotations
 
+from monitor.alerts.base import Notification, Notifier, NotifierContext, Transition
+from monitor.alerts.delivery import DeliveryPolicy, deliver
 from monitor.alerts.model import (
     Alert,
     AlertIdentity,
@@ -16,14 +22,24 @@ from monitor.alerts.model import (
     WorseQuery,
     failures_checked,
 )
+from monitor.alerts.registry import build_notifier, build_notifiers, known_kinds
 
 __all__ = [
     "Alert",
     "AlertIdentity",
     "AlertKind",
+    "DeliveryPolicy",
     "FailureReason",
+    "Notification",
+    "Notifier",
+    "NotifierContext",
     "RegressionDetails",
     "SegmentShift",
+    "Transition",
     "WorseQuery",
+    "build_notifier",
+    "build_notifiers",
+    "deliver",
     "failures_checked",
+    "known_kinds",
 ]

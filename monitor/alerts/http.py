@@ -1,0 +1,154 @@
+"""One HTTP POST to a secret URL, with its failure classified and its secrets kept out.
+
+:class:`Poster` makes exactly one attempt (retries are :mod:`monitor.alerts.delivery`'s) and
+raises :class:`~monitor.errors.NotifyError`: ``retryable`` for connection errors, timeouts,
+5xx and 429 answers (with the receiver's ``Retry-After``), not for other 4xx answers.
+
+It calls the transport directly rather than through ``httpx.Client``: the client logs every
+request's full URL at INFO level, and a webhook URL is a credential. The real transport
+honours ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` as the client would. Error messages
+never hold the URL, and any secret the poster knows (URL, header values, keys) is replaced
+by ``***`` in the receiver's answer before it is quoted.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import urllib.request
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Final
+
+import httpx
+
+from monitor import __version__
+from monitor.alerts.base import Clock, utcnow
+from monitor.config.model import Secret
+from monitor.errors import NotifierSetupError, NotifyError
+
+USER_AGENT: Final = f"retrieval-monitor/{__version__}"
+#: Most characters of a receiver's answer quoted in an error.
+QUOTED_CHARS: Final = 200
+
+
+class Poster:
+    """Posts bodies to one URL through one transport.
+
+    ``notifier`` names the notifier in errors; ``headers`` are sent with every request (their
+    values count as secrets); ``secrets`` are further strings never to show.
+    """
+
+    def __init__(
+        self,
+        notifier: str,
+        url: Secret,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout_seconds: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+        secrets: Iterable[str] = (),
+        clock: Clock = utcnow,
+    ) -> None:
+        self.notifier = notifier
+        self._url = url
+        try:
+            parsed = httpx.URL(url.reveal())
+        except (httpx.InvalidURL, ValueError, TypeError):
+            raise NotifierSetupError(notifier, f"url {url} is not a valid URL") from None
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise NotifierSetupError(notifier, f"url {url} is not an http(s) URL")
+        if not timeout_seconds > 0 or not math.isfinite(timeout_seconds):
+            raise NotifierSetupError(notifier, f"timeout must be above 0, not {timeout_seconds}")
+        self._own_transport = transport is None
+        self._transport = transport if transport is not None else _real_transport(parsed)
+        self._timeout = httpx.Timeout(timeout_seconds).as_dict()
+        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        self._secrets = tuple(
+            s for s in (url.reveal(), *self._headers.values(), *secrets) if len(s) >= 4
+        )
+        self._clock = clock
+
+    def post(self, body: bytes, headers: Mapping[str, str] | None = None) -> int:
+        """Send ``body`` once; return the 2xx status, or raise NotifyError."""
+        sent = {
+            "content-type": "application/json",
+            "user-agent": USER_AGENT,
+            **self._headers,
+            **(headers or {}),
+        }
+        request = httpx.Request(
+            "POST",
+            self._url.reveal(),
+            content=body,
+            headers=sent,
+            extensions={"timeout": self._timeout},
+        )
+        try:
+            response = self._transport.handle_request(request)
+            try:
+                response.read()
+            finally:
+                response.close()
+        except httpx.TimeoutException as exc:
+            reason = f"timed out ({type(exc).__name__})"
+            raise NotifyError(self.notifier, reason, retryable=True) from None
+        except httpx.TransportError as exc:
+            reason = f"cannot reach the receiver ({type(exc).__name__}: {self.scrub(str(exc))})"
+            raise NotifyError(self.notifier, reason, retryable=True) from None
+        status = response.status_code
+        if 200 <= status < 300:
+            return status
+        retryable = status >= 500 or status == 429
+        answer = self.scrub(response.text.strip())[:QUOTED_CHARS]
+        reason = f"the receiver answered HTTP {status}" + (f": {answer}" if answer else "")
+        raise NotifyError(
+            self.notifier,
+            reason,
+            retryable=retryable,
+            status=status,
+            retry_after=retry_after(response.headers.get("retry-after"), self._clock()),
+        )
+
+    def scrub(self, text: str) -> str:
+        """Return ``text`` with every secret this poster knows replaced by ``***``."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def close(self) -> None:
+        """Close the transport if the poster made it."""
+        if self._own_transport:
+            self._transport.close()
+
+    def __repr__(self) -> str:
+        return f"Poster({self.notifier!r}, {self._url})"
+
+
+def retry_after(value: str | None, now: datetime) -> float | None:
+    """Return the seconds a ``Retry-After`` header asks to wait (seconds or an HTTP date)."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - now).total_seconds()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _real_transport(url: httpx.URL) -> httpx.BaseTransport:
+    """Return a transport for ``url``, through the proxy the environment names for it."""
+    proxy = None
+    host = url.host
+    if not urllib.request.proxy_bypass(host):
+        proxy = urllib.request.getproxies_environment().get(url.scheme)
+    return httpx.HTTPTransport(proxy=proxy, retries=0)

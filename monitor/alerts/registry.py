@@ -1,0 +1,342 @@
+"""Build notifiers from their config: built-in kinds by alias, third parties by entry point.
+
+Built-in kinds: ``webhook``, ``slack``, ``alertmanager``, ``pagerduty`` and ``stdout``.
+Third-party packages add kinds through the entry-point group ``retrieval_monitor.notifiers``,
+each naming a :data:`NotifierBuilder` (``(config, context) -> notifier``)::
+
+    [project.entry-points."retrieval_monitor.notifiers"]
+    teams = "my_package.monitor_plugin:build"
+
+and the config names them ``kind: entrypoint:teams``. A built-in kind wins over an entry
+point of the same name unless the ``entrypoint:`` form is used.
+
+Options every notifier takes, handled here before the notifier sees the rest:
+
+- ``name``: the notifier's name within its suite (default its kind; a second notifier of
+  the same kind gets ``-2`` and so on). The full name, ``<suite>/<name>``, is what the
+  outbox and the alert state remember: keep it stable.
+- ``min_severity``: ``info``, ``warning`` or ``critical``: only alerts at least this severe.
+- ``repeat_interval``: how long to wait before reminding about a firing alert (``4h``,
+  ``30m``, seconds; ``0``: every run); default the lifecycle's.
+- ``timeout``: seconds one HTTP attempt may take (default 10).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
+
+from monitor.alerts.base import Clock, Notification, Notifier, NotifierContext, accepts, utcnow
+from monitor.alerts.model import SEVERITIES, Alert
+from monitor.config import vocab
+from monitor.config.model import (
+    NotifierConfig,
+    ScheduleConfig,
+    Secret,
+    Severity,
+    SuiteConfig,
+)
+from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
+
+if TYPE_CHECKING:
+    import httpx
+
+#: Builds a notifier from its config and context; raises NotifierSetupError when it cannot.
+NotifierBuilder: TypeAlias = Callable[[NotifierConfig, NotifierContext], Notifier]
+
+#: The entry-point group third-party notifier kinds register under.
+ENTRY_POINT_GROUP: Final = "retrieval_monitor.notifiers"
+#: The options handled for every notifier.
+COMMON_OPTIONS: Final = ("name", "min_severity", "repeat_interval", "timeout")
+
+_ENTRYPOINT_PREFIX: Final = "entrypoint:"
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+# Imported only when their kind is asked for: httpx stays out of a stdout-only run.
+_BUILTINS: Final[Mapping[str, str]] = {
+    "alertmanager": "monitor.alerts.notifiers.alertmanager",
+    "pagerduty": "monitor.alerts.notifiers.pagerduty",
+    "slack": "monitor.alerts.notifiers.slack",
+    "stdout": "monitor.alerts.notifiers.stdout",
+    "webhook": "monitor.alerts.notifiers.webhook",
+}
+
+
+def build_notifiers(
+    suite: SuiteConfig,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    clock: Clock = utcnow,
+    environ: Mapping[str, str] | None = None,
+    stream: TextIO | None = None,
+) -> dict[str, Notifier]:
+    """Return the notifiers of ``suite`` by their full names (``<suite>/<name>``), in order.
+
+    ``transport`` is used by every HTTP notifier (None: real connections), ``environ`` is
+    where ``secret_env`` variables are read (default ``os.environ``), ``stream`` where
+    ``stdout`` writes. Raise NotifierSetupError for a notifier that cannot be built.
+    """
+    interval = schedule_interval_seconds(suite.schedule)
+    built: dict[str, Notifier] = {}
+    taken: dict[str, int] = {}
+    for config in suite.notifiers:
+        label = _label(config)
+        taken[label] = taken.get(label, 0) + 1
+        if taken[label] > 1:
+            label = f"{label}-{taken[label]}"
+        name = f"{suite.name}/{label}"
+        if name in built:
+            raise NotifierSetupError(name, "two notifiers of the suite have this name")
+        context = NotifierContext(
+            name=name,
+            suite=suite.name,
+            interval_seconds=interval,
+            transport=transport,
+            clock=clock,
+            stream=stream,
+        )
+        if environ is not None:
+            context = replace(context, environ=environ)
+        built[name] = build_notifier(config, context)
+    return built
+
+
+def build_notifier(config: NotifierConfig, context: NotifierContext) -> Notifier:
+    """Return the notifier ``config`` describes, named ``context.name``.
+
+    The common options (:data:`COMMON_OPTIONS`) are applied here; the notifier's builder
+    sees the others. Raise UnknownNotifierKindError (naming the known kinds) for an unknown
+    kind and NotifierSetupError when the notifier cannot be built.
+    """
+    name = context.name
+    common = {key: config.options[key] for key in COMMON_OPTIONS if key in config.options}
+    own = replace(
+        config, options={k: v for k, v in config.options.items() if k not in COMMON_OPTIONS}
+    )
+    if "timeout" in common:
+        context = replace(context, timeout_seconds=_seconds(name, "timeout", common["timeout"]))
+    notifier = builder(config.kind)(own, context)
+    min_severity = common.get("min_severity")
+    if min_severity is not None and min_severity not in SEVERITIES:
+        raise NotifierSetupError(
+            name, f"option 'min_severity' must be one of {', '.join(SEVERITIES)}"
+        )
+    repeat = None
+    if "repeat_interval" in common:
+        repeat = _seconds(name, "repeat_interval", common["repeat_interval"], zero=True)
+    if min_severity is None and repeat is None:
+        return notifier
+    return Routed(notifier, min_severity=min_severity, repeat_interval=repeat)
+
+
+def builder(kind: str) -> NotifierBuilder:
+    """Return the builder registered for ``kind``."""
+    name = kind.removeprefix(_ENTRYPOINT_PREFIX)
+    if name == kind and kind in _BUILTINS:
+        module = importlib.import_module(_BUILTINS[kind])
+        return cast(NotifierBuilder, module.build)
+    plugins = _entry_points()
+    if name not in plugins:
+        raise UnknownNotifierKindError(kind, known_kinds())
+    try:
+        loaded = plugins[name].load()
+    except Exception as exc:
+        reason = f"cannot load entry point {plugins[name].value!r}: {type(exc).__name__}"
+        raise NotifierSetupError(repr(kind), reason) from None
+    if not callable(loaded):
+        raise NotifierSetupError(repr(kind), f"entry point {plugins[name].value!r} is not callable")
+    return _guarded(kind, loaded)
+
+
+def known_kinds() -> tuple[str, ...]:
+    """Return the built-in and installed notifier kinds, sorted."""
+    return tuple(sorted(set(_BUILTINS) | set(_entry_points())))
+
+
+def schedule_interval_seconds(schedule: ScheduleConfig, *, now: datetime | None = None) -> float:
+    """Return how long a suite may go between two runs, in seconds.
+
+    For ``interval`` that is the interval; for ``cron``, the longest gap between the next 60
+    firing times (a weekday-only schedule gives its weekend).
+    """
+    if schedule.interval_seconds is not None:
+        return float(schedule.interval_seconds)
+    if schedule.cron is None:
+        return 3600.0
+    from apscheduler.triggers.cron import CronTrigger
+
+    zone = schedule.timezone or "UTC"
+    trigger = CronTrigger.from_crontab(schedule.cron, timezone=zone)
+    moment = now or datetime.now(timezone.utc)
+    previous = None
+    longest = 0.0
+    for _ in range(60):
+        fire = trigger.get_next_fire_time(previous, moment)
+        if fire is None:
+            break
+        if previous is not None:
+            longest = max(longest, (fire - previous).total_seconds())
+        previous, moment = fire, fire + timedelta(seconds=1)
+    return longest or 3600.0
+
+
+class Routed:
+    """A notifier with the common options applied: a minimum severity and its own
+    reminder interval."""
+
+    def __init__(
+        self,
+        notifier: Notifier,
+        *,
+        min_severity: Severity | None = None,
+        repeat_interval: float | None = None,
+    ) -> None:
+        self.inner = notifier
+        self.min_severity = min_severity
+        self._repeat = repeat_interval
+
+    @property
+    def repeat_interval(self) -> float | None:
+        """Return the reminder interval in seconds: its own, else the wrapped notifier's."""
+        if self._repeat is not None:
+            return self._repeat
+        return cast("float | None", getattr(self.inner, "repeat_interval", None))
+
+    def accepts(self, alert: Alert) -> bool:
+        """Return whether the alert is severe enough and the wrapped notifier wants it."""
+        if self.min_severity is not None and SEVERITIES.index(alert.severity) < SEVERITIES.index(
+            self.min_severity
+        ):
+            return False
+        return accepts(self.inner, alert)
+
+    def send(self, notification: Notification) -> None:
+        """Send through the wrapped notifier."""
+        self.inner.send(notification)
+
+    def close(self) -> None:
+        """Close the wrapped notifier."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+    def __repr__(self) -> str:
+        return f"Routed({self.inner!r}, min_severity={self.min_severity!r})"
+
+
+def _label(config: NotifierConfig) -> str:
+    given = config.options.get("name")
+    if given is None:
+        return config.kind.removeprefix(_ENTRYPOINT_PREFIX)
+    if not isinstance(given, str) or not _NAME.fullmatch(given):
+        raise NotifierSetupError(
+            config.kind, "option 'name' must be letters, digits, '_', '.' or '-'"
+        )
+    return given
+
+
+def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float:
+    """Return an option given as seconds or as an interval such as ``30m`` or ``4h``."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and vocab.INTERVAL.fullmatch(value.strip()):
+        text = value.strip()
+        parts = vocab.INTERVAL_PART.findall(text)
+        seconds = (
+            sum(float(n) * vocab.UNIT_SECONDS[unit] for n, unit in parts) if parts else float(text)
+        )
+    valid = (
+        seconds is not None and math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))
+    )
+    if not valid or seconds is None:
+        least = "0 or more" if zero else "above 0"
+        raise NotifierSetupError(
+            name, f"option {key!r} must be seconds ({least}) or an interval such as 30m or 4h"
+        )
+    return seconds
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _guarded(kind: str, build: Callable[..., object]) -> NotifierBuilder:
+    """Wrap a third-party builder so that its failures become NotifierSetupError and its
+    notifier's failures NotifyError, with the config's secrets masked in both."""
+
+    def build_checked(config: NotifierConfig, context: NotifierContext) -> Notifier:
+        secrets = _secrets_of(config)
+        try:
+            notifier = build(config, context)
+        except NotifierSetupError:
+            raise
+        except Exception as exc:
+            reason = f"{kind}: {type(exc).__name__}: {_scrub(str(exc), secrets)}"
+            raise NotifierSetupError(context.name, reason) from None
+        if not callable(getattr(notifier, "send", None)):
+            raise NotifierSetupError(
+                context.name, f"{kind} built a {type(notifier).__name__} without send()"
+            )
+        return PluginNotifier(context.name, cast(Notifier, notifier), secrets)
+
+    return build_checked
+
+
+class PluginNotifier:
+    """A third-party notifier whose unexpected exceptions become NotifyError (secrets
+    masked); its optional extras (``repeat_interval``, ``accepts``, ``close``) show
+    through."""
+
+    def __init__(self, name: str, notifier: Notifier, secrets: tuple[str, ...]) -> None:
+        self.name = name
+        self.inner = notifier
+        self._secrets = secrets
+
+    def send(self, notification: Notification) -> None:
+        """Send through the plug-in; turn its other exceptions into NotifyError."""
+        try:
+            self.inner.send(notification)
+        except NotifyError:
+            raise
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {_scrub(str(exc), self._secrets)}"
+            # Connection trouble may pass; anything else is the plug-in's own failure.
+            raise NotifyError(self.name, reason, retryable=isinstance(exc, OSError)) from None
+
+    def __getattr__(self, attribute: str) -> object:
+        return getattr(self.inner, attribute)
+
+    def __repr__(self) -> str:
+        return f"PluginNotifier({self.name!r}, {type(self.inner).__name__})"
+
+
+def _secrets_of(config: NotifierConfig) -> tuple[str, ...]:
+    """Return the secret values in ``config`` (its URL and secret options)."""
+    found: list[str] = []
+
+    def collect(value: object) -> None:
+        if isinstance(value, Secret):
+            found.append(value.reveal())
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, tuple):
+            for item in value:
+                collect(item)
+
+    collect(config.url)
+    collect(config.options)
+    return tuple(secret for secret in found if len(secret) >= 4)
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
