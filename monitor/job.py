@@ -43,6 +43,7 @@ class SuiteOutcome:
     comparison: Comparison
     evaluation: EvaluationResult
     result: RunResult
+    evalset: EvalSet
     seeded_baseline: int | None = None
     notes: tuple[str, ...] = field(default=())
 
@@ -140,7 +141,7 @@ def _run_locked(
         flags.append(outcome.status in ("breach", "pending"))
         del flags[:-_HISTORY]
     store.put_state(_RULE_HISTORY, suite.name, {"rules": history})
-    return SuiteOutcome(suite.name, record, comparison, evaluation, result, seeded)
+    return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset, seeded)
 
 
 def _record(

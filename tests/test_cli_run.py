@@ -138,3 +138,14 @@ def test_the_embedded_default_runs_and_finds_the_regression(
     out = capsys.readouterr().out
     assert "REGRESSION" in out
     assert "mrr@10 max_drop" in out
+
+
+def test_failed_queries_are_written_per_suite(workdir: Path) -> None:
+    """--failed-queries writes the queries with no hit of each suite as JSONL."""
+    misses = {f"q{i}": ["x"] if i < 10 else [f"d{i}"] for i in range(40)}
+    (workdir / "miss.json").write_text(json.dumps(misses))
+    config = write_config(workdir, "{kind: replay, path: miss.json}")
+    target = workdir / "failed-{suite}.jsonl"
+    assert 0 == run(config, "--failed-queries", str(target))
+    lines = (workdir / "failed-nightly.jsonl").read_text().splitlines()
+    assert [f"q{i}" for i in range(10)] == [json.loads(line)["query_id"] for line in lines]

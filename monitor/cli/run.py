@@ -48,6 +48,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument(
+        "--failed-queries",
+        metavar="PATH",
+        help="write each suite's failed queries (no hit, with their top 5 ids) as JSONL to PATH; "
+        "{suite} in PATH is replaced by the suite name",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="never draw a progress bar (log lines instead)"
     )
     parser.set_defaults(handler=run)
@@ -108,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
                 reports.append({"suite": suite.name, "error": str(error)})
                 continue
             comparison = outcome.comparison
+            if args.failed_queries:
+                from monitor.runner import write_failed_queries
+
+                path = args.failed_queries.replace("{suite}", suite.name)
+                write_failed_queries(outcome.result, outcome.evalset, path)
             if args.format == "json":
                 reports.append(
                     {
