@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from monitor.ksweep import KSweep, k_sweep
     from monitor.metrics.spec import Metric, parse_metric
     from monitor.records import Hit, Query, QueryOutcome
+    from monitor.runner import RunResult, run_queries
     from monitor.runs import load_run
+    from monitor.search import build_search
 
 __version__ = "0.1.0"
 
@@ -31,11 +33,14 @@ _EXPORTS = {
     "MonitorError": "monitor.errors",
     "Query": "monitor.records",
     "QueryOutcome": "monitor.records",
+    "RunResult": "monitor.runner",
     "UsageError": "monitor.errors",
+    "build_search": "monitor.search",
     "evaluate": "monitor.evaluation",
     "k_sweep": "monitor.ksweep",
     "load_run": "monitor.runs",
     "parse_metric": "monitor.metrics.spec",
+    "run_queries": "monitor.runner",
 }
 
 __all__ = [
@@ -49,11 +54,14 @@ __all__ = [
     "MonitorError",
     "Query",
     "QueryOutcome",
+    "RunResult",
     "UsageError",
+    "build_search",
     "evaluate",
     "k_sweep",
     "load_run",
     "parse_metric",
+    "run_queries",
 ]
 
 
