@@ -89,6 +89,13 @@ def _run_locked(
 
     started = _now()
     evalset = load_evalset(suite.evalset)
+    seeded = None
+    if (
+        suite.baseline is not None
+        and suite.baseline.bundled_run
+        and store.get_baseline(suite.name) is None
+    ):
+        seeded = _seed_baseline(suite, store, evalset, config_hash)
     search = build_search(suite.search.kind, suite.search.plugin_options())
     try:
         result = run_queries(
@@ -115,17 +122,8 @@ def _run_locked(
     run_id = store.save_run(record)
     record = store.get_run(run_id)
 
-    seeded = None
     baseline = store.get_baseline(suite.name)
-    if baseline is None and suite.baseline is not None and suite.baseline.bundled_run:
-        seeded = _seed_baseline(suite, store, evalset, config_hash)
-        baseline = store.get_baseline(suite.name)
-
-    history_state = store.get_state(_RULE_HISTORY, suite.name) or {}
-    history: dict[str, list[bool]] = {
-        name: [bool(flag) for flag in flags]
-        for name, flags in dict(history_state.get("rules", {})).items()
-    }
+    history = rule_history(store, suite.name, before=run_id)
     comparison = compare_runs(
         record,
         baseline,
@@ -136,12 +134,33 @@ def _run_locked(
         texts={q.id: q.text for q in evalset},
         history=history,
     )
-    for outcome in comparison.rules:
-        flags = history.setdefault(outcome.rule, [])
-        flags.append(outcome.status in ("breach", "pending"))
-        del flags[:-_HISTORY]
-    store.put_state(_RULE_HISTORY, suite.name, {"rules": history})
+    _record_rule_flags(store, suite.name, run_id, comparison)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset, seeded)
+
+
+def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:
+    """Return, per rule, whether it breached (significantly) in each recent run, oldest first.
+
+    Only runs with an id below ``before`` count (all recorded runs when None), so a report on
+    a past run sees the history that run was judged with. The last 50 runs are kept.
+    """
+    state = store.get_state(_RULE_HISTORY, suite) or {}
+    history: dict[str, list[bool]] = {}
+    for entry in state.get("runs", []):
+        if before is not None and int(entry["run_id"]) >= before:
+            continue
+        for rule, flag in dict(entry["flags"]).items():
+            history.setdefault(str(rule), []).append(bool(flag))
+    return history
+
+
+def _record_rule_flags(store: Store, suite: str, run_id: int, comparison: Comparison) -> None:
+    """Append this run's breach flags (a breach or a pending one) to the suite's history."""
+    state = store.get_state(_RULE_HISTORY, suite) or {}
+    runs = [entry for entry in state.get("runs", []) if int(entry["run_id"]) != run_id]
+    flags = {o.rule: o.status in ("breach", "pending") for o in comparison.rules}
+    runs.append({"run_id": run_id, "flags": flags})
+    store.put_state(_RULE_HISTORY, suite, {"runs": runs[-_HISTORY:]})
 
 
 def _record(

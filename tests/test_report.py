@@ -46,7 +46,7 @@ def _fill_with(config: Path, path: Path, runs: int) -> Path:
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store holding keyword run 1, the seeded rerank baseline 2 and keyword run 3."""
+    """A store holding the seeded rerank baseline 1 and keyword runs 2 and 3."""
     return _fill(tmp_path_factory.mktemp("store") / "m.db", runs=2)
 
 
@@ -71,10 +71,10 @@ def _json(text: str) -> dict[str, Any]:
 
 
 def test_table_is_the_text_comparison(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The table format prints the text comparison of run 3 with baseline run 2."""
+    """The table format prints the text comparison of run 3 with baseline run 1."""
     code, out, _ = _report(store_path, capsys)
     assert 0 == code
-    assert "suite larkfield: run 3 vs baseline run 2" == out.splitlines()[0]
+    assert "suite larkfield: run 3 vs baseline run 1" == out.splitlines()[0]
     assert "verdict: REGRESSION" in out
 
 
@@ -86,7 +86,7 @@ def test_json_is_one_object_with_the_regression(
     data = _json(out)
     assert 0 == code
     assert "regression" == data["verdict"]
-    assert (3, 2) == (data["run_id"], data["baseline_run_id"])
+    assert (3, 1) == (data["run_id"], data["baseline_run_id"])
     assert {"run", "baseline", "rules", "metrics", "worse_queries", "segments", "warnings"} <= set(
         data
     )
@@ -182,19 +182,19 @@ def test_output_writes_the_file_and_prints_nothing(
 
 
 def test_run_picks_an_older_run(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--run 1 reports the first keyword run against the same baseline."""
-    _, out, _ = _report(store_path, capsys, "--format", "json", "--run", "1")
+    """--run 2 reports the first keyword run against the same baseline."""
+    _, out, _ = _report(store_path, capsys, "--format", "json", "--run", "2")
     data = _json(out)
-    assert (1, 2, "regression") == (data["run_id"], data["baseline_run_id"], data["verdict"])
+    assert (2, 1, "regression") == (data["run_id"], data["baseline_run_id"], data["verdict"])
 
 
 def test_after_one_run_the_report_is_of_that_run_not_the_seeded_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The seeded baseline is stored after the first run; the report still shows run 1."""
+    """The seeded baseline is stored before the first run, and the report shows that run."""
     store = _fill(tmp_path / "one.db", runs=1)
     _, out, _ = _report(store, capsys, "--format", "json")
-    assert (1, 2) == (_json(out)["run_id"], _json(out)["baseline_run_id"])
+    assert (2, 1) == (_json(out)["run_id"], _json(out)["baseline_run_id"])
 
 
 def test_an_eval_set_that_cannot_be_loaded_leaves_a_warning(
@@ -290,10 +290,10 @@ def test_the_baseline_run_is_compared_with_itself_with_a_warning(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--run naming the baseline reports it, verdict ok, and says it is the baseline."""
-    _, out, _ = _report(store_path, capsys, "--format", "json", "--run", "2")
+    _, out, _ = _report(store_path, capsys, "--format", "json", "--run", "1")
     data = _json(out)
     assert "ok" == data["verdict"]
-    assert "run 2 is the suite's baseline: it is compared with itself" in data["warnings"]
+    assert "run 1 is the suite's baseline: it is compared with itself" in data["warnings"]
 
 
 def test_query_texts_from_the_eval_set_are_escaped(
@@ -374,14 +374,12 @@ def test_persistence_is_judged_as_the_job_judged_the_latest_run(
     assert ["pending", "breach"] == seen
 
 
-def test_persistence_is_not_applied_to_an_older_run(
+def test_an_older_run_is_judged_with_the_history_before_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An older run's rules are judged without persistence, and a warning says so."""
+    """With persistence, the first of two breaching runs still reads as pending."""
     config = tmp_path / "persistent.yaml"
     config.write_text(PERSISTENT, encoding="utf-8")
     store = _fill_with(config, tmp_path / "p.db", runs=2)
-    _, out, _ = _report(store, capsys, "--config", str(config), "--format", "json", "--run", "1")
-    data = _json(out)
-    assert "breach" == data["rules"][0]["status"]
-    assert any("persistence is not applied to run 1" in w for w in data["warnings"])
+    _, out, _ = _report(store, capsys, "--config", str(config), "--format", "json", "--run", "2")
+    assert "pending" == _json(out)["rules"][0]["status"]

@@ -109,13 +109,7 @@ def build_report(
             )
 
     significance = suite.significance
-    history = _rule_history(store, suite, run, baseline_id)
-    if history is None:
-        significance = replace(significance, persistence=None)
-        warnings.append(
-            f"persistence is not applied to run {run.run_id}, an older run: a rule shown as "
-            "breached may have been pending when it ran"
-        )
+    history = _rule_history(store, suite, run)
     comparison = compare_runs(
         run,
         baseline,
@@ -191,23 +185,13 @@ def _chosen_run(store: Store, suite: str, run_id: int) -> RunRecord:
     return run
 
 
-def _rule_history(
-    store: Store, suite: SuiteConfig, run: RunRecord, baseline_id: int | None
-) -> dict[str, list[bool]] | None:
-    """Return each rule's breach flags from the runs before ``run``, for persistence.
-
-    The job appends the latest run's flags after comparing it, so those are dropped here.
-    Older runs' flags are not kept apart: for them return None (persistence cannot be judged).
-    """
-    from monitor.job import _RULE_HISTORY  # the job's own record of rule breaches
+def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str, list[bool]]:
+    """Return each rule's breach flags from the runs before ``run``, for persistence."""
+    from monitor.job import rule_history
 
     if suite.significance.persistence is None:
         return {}
-    if run.run_id != _latest_run(store, suite.name, baseline_id).run_id:
-        return None
-    state = store.get_state(_RULE_HISTORY, suite.name) or {}
-    rules = dict(state.get("rules", {}))
-    return {str(name): [bool(flag) for flag in flags][:-1] for name, flags in rules.items()}
+    return rule_history(store, suite.name, before=run.run_id)
 
 
 def _missing_sqlite_file(target: str) -> bool:
