@@ -381,7 +381,7 @@ def test_a_snapshot_checks_its_static_labels() -> None:
         ({"finished_at": STARTED - timedelta(seconds=1)}, "before started_at"),
         ({"means": {"recall@5": 1.5}}, "between 0 and 1"),
         ({"means": {"recal@5": 0.5}}, "unknown measure"),
-        ({"means": {"recall@05": 0.5}}, "not canonical"),
+        ({"means": {" recall@5": 0.5}}, "not canonical"),
         ({"means": {"recall@5": math.inf}}, "finite"),
         ({"latency": {"p90": 0.1}}, "latency key 'p90'"),
         ({"latency": {"p50": -0.1}}, "negative"),
