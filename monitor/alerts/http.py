@@ -60,8 +60,10 @@ class Poster:
             raise NotifierSetupError(notifier, f"url {url} is not an http(s) URL")
         if not timeout_seconds > 0 or not math.isfinite(timeout_seconds):
             raise NotifierSetupError(notifier, f"timeout must be above 0, not {timeout_seconds}")
+        self._parsed = parsed
+        # Built on first use: a run that sends nothing does not load the CA bundle.
+        self._transport = transport
         self._own_transport = transport is None
-        self._transport = transport if transport is not None else _real_transport(parsed)
         self._timeout = httpx.Timeout(timeout_seconds).as_dict()
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
         self._secrets = tuple(
@@ -84,6 +86,8 @@ class Poster:
             headers=sent,
             extensions={"timeout": self._timeout},
         )
+        if self._transport is None:
+            self._transport = _real_transport(self._parsed)
         try:
             response = self._transport.handle_request(request)
             try:
@@ -118,8 +122,9 @@ class Poster:
 
     def close(self) -> None:
         """Close the transport if the poster made it."""
-        if self._own_transport:
+        if self._own_transport and self._transport is not None:
             self._transport.close()
+            self._transport = None
 
     def __repr__(self) -> str:
         return f"Poster({self.notifier!r}, {self._url})"
@@ -148,7 +153,8 @@ def retry_after(value: str | None, now: datetime) -> float | None:
 def _real_transport(url: httpx.URL) -> httpx.BaseTransport:
     """Return a transport for ``url``, through the proxy the environment names for it."""
     proxy = None
-    host = url.host
-    if not urllib.request.proxy_bypass(host):
+    if not urllib.request.proxy_bypass(url.host):
         proxy = urllib.request.getproxies_environment().get(url.scheme)
-    return httpx.HTTPTransport(proxy=proxy, retries=0)
+    # Plain HTTP straight to the receiver never uses TLS: skip loading the CA bundle.
+    plain = url.scheme == "http" and proxy is None
+    return httpx.HTTPTransport(proxy=proxy, retries=0, verify=not plain)
