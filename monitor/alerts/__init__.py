@@ -5,13 +5,18 @@
 - :mod:`monitor.alerts.registry`: :func:`build_notifiers` from a suite's config
   (``webhook``, ``slack``, ``alertmanager``, ``pagerduty``, ``stdout``, and entry points in
   the group ``retrieval_monitor.notifiers``).
-- :mod:`monitor.alerts.testing`: fakes and a recording HTTP receiver for tests.
+- :mod:`monitor.alerts.lifecycle`: :class:`AlertLifecycle`: firing, reminders, resolve,
+  with its state in the store.
+- :mod:`monitor.alerts.outbox`: :func:`flush_outbox`, the outbox that keeps what could not
+  be delivered for the next run.
+- :mod:`monitor.alerts.testing`: an in-memory store and a recording notifier for tests.
 """
 
 from __future__ import annotations
 
 from monitor.alerts.base import Notification, Notifier, NotifierContext, Transition
 from monitor.alerts.delivery import DeliveryPolicy, deliver
+from monitor.alerts.lifecycle import AlertLifecycle, AlertStore, LifecycleReport
 from monitor.alerts.model import (
     Alert,
     AlertIdentity,
@@ -22,14 +27,19 @@ from monitor.alerts.model import (
     WorseQuery,
     failures_checked,
 )
+from monitor.alerts.outbox import DeliveryOutcome, flush_outbox, send_now
 from monitor.alerts.registry import build_notifier, build_notifiers, known_kinds
 
 __all__ = [
     "Alert",
     "AlertIdentity",
     "AlertKind",
+    "AlertLifecycle",
+    "AlertStore",
+    "DeliveryOutcome",
     "DeliveryPolicy",
     "FailureReason",
+    "LifecycleReport",
     "Notification",
     "Notifier",
     "NotifierContext",
@@ -41,5 +51,7 @@ __all__ = [
     "build_notifiers",
     "deliver",
     "failures_checked",
+    "flush_outbox",
     "known_kinds",
+    "send_now",
 ]
