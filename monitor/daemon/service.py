@@ -1,0 +1,508 @@
+"""The long-running daemon: every suite on its own schedule, until a signal stops it.
+
+Scheduling is APScheduler 3.x's :class:`BackgroundScheduler`: it runs in its own thread and
+hands runs to a small thread pool, which leaves the main thread free to wait for signals
+and to decide how shutdown goes (the grace period, a second signal). A BlockingScheduler
+would own the main thread, so the signal handlers would run inside its loop and a bounded
+wait for the running suite would have to be built around its ``shutdown(wait=True)``,
+which waits without limit.
+
+Each suite is one job (id = the suite's name) with ``max_instances=1`` (a run due while
+the previous one is still going is skipped and counted), ``coalesce=True`` (runs missed in a
+row become one) and the misfire grace time of :mod:`monitor.daemon.schedule`. The job
+calls :func:`monitor.job.run_suite`, the same composer the one-shot ``run`` uses, and
+catches every error it raises: a failing suite is logged and counted, and the next run
+comes as scheduled. A listener on the scheduler logs and counts missed and skipped runs and
+any fault of the job itself.
+
+The job reads the suite's config when it starts, so a reload (:meth:`Daemon.reload`)
+changes the next run of every suite; only a changed schedule touches the scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from monitor.daemon.logfmt import emit
+from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
+from monitor.daemon.status import DaemonSnapshot, StatusBoard
+from monitor.errors import MonitorError, UsageError
+
+if TYPE_CHECKING:
+    from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
+    from monitor.job import SuiteOutcome
+    from monitor.store import Store
+
+log = logging.getLogger("monitor.daemon")
+
+#: Suites that may run at the same time. Each run opens its own store connection.
+WORKERS = 4
+
+#: How long a shutdown waits for the running suites by default, in seconds.
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
+
+_STOP = "stop"
+_RELOAD = "reload"
+
+
+class SuiteRunner(Protocol):
+    """Run one suite against a store: :func:`monitor.job.run_suite`'s signature."""
+
+    def __call__(
+        self,
+        suite: SuiteConfig,
+        store: Store,
+        *,
+        config_hash: str = "",
+        progress: bool | None = None,
+    ) -> SuiteOutcome: ...
+
+
+class Daemon:
+    """Run each suite of a config on its schedule; reload on request; stop within a grace.
+
+    ``store_target`` gives the store URL for a config (the CLI's ``--store`` wins over the
+    config's); ``reload_config`` reads the config again for :meth:`reload`. After every run
+    ``metrics`` (the ``/metrics`` endpoint) is given what ``snapshot`` builds of it. With
+    ``initial_run`` every suite also runs once as soon as it is scheduled. ``run`` and
+    ``open_store`` default to the real ones.
+    """
+
+    def __init__(
+        self,
+        config: MonitorConfig,
+        *,
+        store_target: Callable[[MonitorConfig], str],
+        reload_config: Callable[[], MonitorConfig] | None = None,
+        metrics: MetricsEndpoint | None = None,
+        snapshot: SnapshotBuilder | None = None,
+        initial_run: bool = True,
+        shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
+        workers: int = WORKERS,
+        run: SuiteRunner | None = None,
+        open_store: Callable[[str], Store] | None = None,
+    ) -> None:
+        if shutdown_grace < 0:
+            raise UsageError(f"the shutdown grace must be 0 s or more, not {shutdown_grace}")
+        # One attribute, so a job never sees a new config with an old store or the reverse.
+        self._current = (config, store_target(config))
+        self._store_target = store_target
+        self._reload_config = reload_config
+        self._metrics = metrics
+        self._snapshot = snapshot
+        self._initial_run = initial_run
+        self._grace = shutdown_grace
+        self._workers = workers
+        self._run = run
+        self._open_store = open_store
+        self._board = StatusBoard(config.suites, config.source)
+        self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._stopping = threading.Event()
+        self._running: set[str] = set()
+        self._idle = threading.Condition()
+        self._scheduler: Any = None
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Schedule every suite and start the scheduler thread."""
+        from apscheduler.events import (
+            EVENT_JOB_ERROR,
+            EVENT_JOB_EXECUTED,
+            EVENT_JOB_MAX_INSTANCES,
+            EVENT_JOB_MISSED,
+        )
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        config = self._current[0]
+        plans = {name: _plan(suite) for name, suite in config.suites.items()}
+        self._scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(self._workers)}
+        )
+        self._scheduler.add_listener(
+            self.on_event,
+            EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_EXECUTED | EVENT_JOB_MAX_INSTANCES,
+        )
+        for name, (trigger, grace) in plans.items():
+            self._add_job(name, trigger, grace)
+        self._scheduler.start()
+        emit(
+            log,
+            logging.INFO,
+            "daemon_started",
+            config=config.source,
+            suites=list(config.suites),
+            workers=self._workers,
+            initial_run=self._initial_run,
+            shutdown_grace_seconds=self._grace,
+        )
+        self._log_schedule(list(plans))
+
+    def serve(self) -> tuple[str, ...]:
+        """Start, then handle stop and reload requests until a stop; return :meth:`shutdown`'s."""
+        self.start()
+        while True:
+            try:
+                request = self._requests.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if request == _STOP:
+                return self.shutdown()
+            self.reload()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`serve` to shut down (safe from a signal handler)."""
+        self._requests.put(_STOP)
+
+    def request_reload(self) -> None:
+        """Ask :meth:`serve` to reload the config (safe from a signal handler)."""
+        self._requests.put(_RELOAD)
+
+    def install_signal_handlers(self) -> None:
+        """Stop on SIGTERM and SIGINT, reload on SIGHUP. Call from the main thread."""
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            if signum == getattr(signal, "SIGHUP", None):
+                self.request_reload()
+            else:
+                self.request_stop()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, on_signal)
+
+    def shutdown(self) -> tuple[str, ...]:
+        """Stop scheduling and wait up to the grace period for the running suites.
+
+        Return the suites still running when the grace ran out or a second stop request
+        came (empty when every run finished). The caller ends the process without waiting
+        for them. Nothing is left half-written, since every store write is one transaction
+        and a run's record is written at its end; the suite's store lock stays until it
+        expires.
+        """
+        with self._idle:
+            self._stopping.set()
+            running = sorted(self._running)
+        emit(
+            log,
+            logging.INFO,
+            "shutdown_started",
+            grace_seconds=self._grace,
+            running=running or None,
+        )
+        if self._scheduler is not None and self._scheduler.running:
+            # Not waiting here: the wait below is bounded, APScheduler's is not.
+            self._scheduler.shutdown(wait=False)
+        deadline = time.monotonic() + self._grace
+        with self._idle:
+            while self._running and not self._stop_requested_again():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._idle.wait(min(remaining, 0.2))
+            abandoned = tuple(sorted(self._running))
+        if abandoned:
+            emit(
+                log,
+                logging.WARNING,
+                "shutdown_abandoned",
+                suites=list(abandoned),
+                reason="still running when the grace period ran out",
+                lock="held in the store until it expires",
+            )
+        else:
+            emit(log, logging.INFO, "shutdown_finished")
+        return abandoned
+
+    def _stop_requested_again(self) -> bool:
+        try:
+            while True:
+                if self._requests.get_nowait() == _STOP:
+                    emit(log, logging.WARNING, "shutdown_hurried", reason="second stop request")
+                    return True
+        except queue.Empty:
+            return False
+
+    # -- config reload ----------------------------------------------------------------------
+
+    def reload(self) -> bool:
+        """Read the config again and reschedule what changed; return whether it was taken.
+
+        The new config is checked whole first (it loads, every schedule builds, the store
+        opens); on any error the running config stays and the error is logged. Suites that
+        left the config are unscheduled (a run in progress finishes), new ones scheduled
+        (and run at once with ``initial_run``), those with a changed schedule rescheduled.
+        Any other change applies from each suite's next run.
+        """
+        if self._reload_config is None or self._scheduler is None:
+            return False
+        current, current_target = self._current
+        try:
+            config = self._reload_config()
+            plans = {name: _plan(suite) for name, suite in config.suites.items()}
+            target = self._store_target(config)
+            if target != current_target:
+                self._store(target).close()
+        except Exception as error:
+            self._board.reloaded(False)
+            emit(
+                log,
+                logging.ERROR,
+                "reload_failed",
+                error_type=type(error).__name__,
+                error=str(error),
+                kept=current.source,
+                exc=None if isinstance(error, MonitorError) else _traceback(error),
+            )
+            return False
+
+        old = current.suites
+        added = [name for name in config.suites if name not in old]
+        removed = [name for name in old if name not in config.suites]
+        rescheduled = [
+            name
+            for name in config.suites
+            if name in old and old[name].schedule != config.suites[name].schedule
+        ]
+        changed = [
+            name
+            for name in config.suites
+            if name in old and name not in rescheduled and old[name] != config.suites[name]
+        ]
+        self._current = (config, target)
+        self._board.set_suites(config.suites, config.source)
+        for name in removed:
+            self._scheduler.remove_job(name)
+            if self._metrics is not None:
+                self._metrics.forget(name)
+        for name in rescheduled:
+            trigger, grace = plans[name]
+            self._scheduler.modify_job(name, misfire_grace_time=grace)
+            self._scheduler.reschedule_job(name, trigger=trigger)
+        for name in added:
+            self._add_job(name, *plans[name])
+        self._board.reloaded(True)
+        emit(
+            log,
+            logging.INFO,
+            "config_reloaded",
+            config=config.source,
+            added=added or None,
+            removed=removed or None,
+            rescheduled=rescheduled or None,
+            changed=changed or None,
+        )
+        self._log_schedule(added + rescheduled)
+        return True
+
+    # -- the job ----------------------------------------------------------------------------
+
+    def run_job(self, name: str) -> None:
+        """Run the suite ``name`` once with the current config; log and count how it went.
+
+        Never raises for a failing suite: every error of the run is caught, logged as
+        ``run_failed`` and counted, so the scheduler goes on with the next run.
+        """
+        config, target = self._current
+        suite = config.suites.get(name)
+        with self._idle:
+            # Checked under the lock shutdown takes: once it has counted the running suites,
+            # no run starts that the process would then wait for on its way out.
+            if suite is None or self._stopping.is_set():
+                return
+            self._running.add(name)
+        self._board.started(name)
+        started = time.monotonic()
+        started_at = datetime.now(timezone.utc)
+        outcome: SuiteOutcome | None = None
+        emit(log, logging.INFO, "run_started", suite=name)
+        try:
+            outcome = self._run_suite(suite, target)
+        except Exception as error:
+            self._board.failed(name, error)
+            expected = isinstance(error, MonitorError)
+            emit(
+                log,
+                logging.ERROR,
+                "run_failed",
+                suite=name,
+                error_type=type(error).__name__,
+                error=str(error),
+                duration_seconds=round(time.monotonic() - started, 3),
+                exc=None if expected else _traceback(error),
+            )
+        else:
+            self._board.succeeded(name, outcome)
+            comparison = outcome.comparison
+            emit(
+                log,
+                logging.WARNING if comparison.verdict == "evalset_changed" else logging.INFO,
+                "run_finished",
+                suite=name,
+                run_id=outcome.run_id,
+                verdict=comparison.verdict,
+                regression=comparison.regression,
+                duration_seconds=round(time.monotonic() - started, 3),
+            )
+        finally:
+            self._board.finished(name)
+            with self._idle:
+                self._running.discard(name)
+                self._idle.notify_all()
+        self._export(suite, outcome, started_at)
+
+    def _run_suite(self, suite: SuiteConfig, target: str) -> SuiteOutcome:
+        from monitor.config import config_hash
+        from monitor.job import run_suite
+
+        run = self._run or run_suite
+        with self._store(target) as store:
+            return run(suite, store, config_hash=config_hash(suite), progress=False)
+
+    def _store(self, target: str) -> Store:
+        if self._open_store is not None:
+            return self._open_store(target)
+        from monitor.store import open_store
+
+        return open_store(target)
+
+    # -- scheduler events -------------------------------------------------------------------
+
+    def on_event(self, event: Any) -> None:
+        """Log and count what the scheduler reports: missed and skipped runs, job faults."""
+        from apscheduler.events import (
+            EVENT_JOB_ERROR,
+            EVENT_JOB_EXECUTED,
+            EVENT_JOB_MAX_INSTANCES,
+            EVENT_JOB_MISSED,
+        )
+
+        name = str(event.job_id)
+        if event.code == EVENT_JOB_MISSED:
+            self._board.missed(name)
+            emit(
+                log,
+                logging.WARNING,
+                "run_missed",
+                suite=name,
+                scheduled_at=event.scheduled_run_time,
+                reason="started later than the misfire grace time allows",
+            )
+        elif event.code == EVENT_JOB_MAX_INSTANCES:
+            self._board.skipped(name)
+            emit(
+                log,
+                logging.WARNING,
+                "run_skipped",
+                suite=name,
+                scheduled_at=list(event.scheduled_run_times),
+                reason="the previous run is still going",
+            )
+        elif event.code == EVENT_JOB_ERROR:
+            self._board.job_error(name)
+            emit(
+                log,
+                logging.ERROR,
+                "job_error",
+                suite=name,
+                error_type=type(event.exception).__name__,
+                error=str(event.exception),
+                exc=event.traceback,
+            )
+        elif event.code == EVENT_JOB_EXECUTED:
+            emit(log, logging.DEBUG, "job_executed", suite=name)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def snapshot(self) -> DaemonSnapshot:
+        """Return the daemon's state now."""
+        return self._board.snapshot(self.next_run_times())
+
+    def next_run_times(self) -> dict[str, datetime | None]:
+        """Return each scheduled suite's next run time (None while paused)."""
+        if self._scheduler is None:
+            return {}
+        return {str(job.id): job.next_run_time for job in self._scheduler.get_jobs()}
+
+    def _export(
+        self, suite: SuiteConfig, outcome: SuiteOutcome | None, started_at: datetime
+    ) -> None:
+        """Hand ``/metrics`` what the run tells; a failing export is logged, never raised."""
+        if self._metrics is None or self._snapshot is None:
+            return
+        status = self._board.snapshot().suites.get(suite.name)
+        try:
+            self._metrics.update(
+                self._snapshot(
+                    suite,
+                    outcome,
+                    started_at=started_at,
+                    finished_at=datetime.now(timezone.utc),
+                    last_success_at=status.last_success_at if status else None,
+                )
+            )
+        except Exception as error:
+            emit(
+                log,
+                logging.ERROR,
+                "export_failed",
+                suite=suite.name,
+                error_type=type(error).__name__,
+                error=str(error),
+                exc=None if isinstance(error, MonitorError) else _traceback(error),
+            )
+
+    def _add_job(self, name: str, trigger: Any, grace: int) -> None:
+        options: dict[str, Any] = {}
+        if self._initial_run:
+            options["next_run_time"] = datetime.now(timezone.utc)
+        self._scheduler.add_job(
+            self.run_job,
+            trigger,
+            args=(name,),
+            id=name,
+            name=name,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=grace,
+            replace_existing=True,
+            **options,
+        )
+
+    def _log_schedule(self, names: list[str]) -> None:
+        for name in names:
+            job = self._scheduler.get_job(name)
+            if job is None:
+                continue
+            emit(
+                log,
+                logging.INFO,
+                "suite_scheduled",
+                suite=name,
+                trigger=str(job.trigger),
+                misfire_grace_seconds=job.misfire_grace_time,
+                next_run_at=job.next_run_time,
+            )
+
+
+def _plan(suite: SuiteConfig) -> tuple[Any, int]:
+    """Return the suite's trigger and misfire grace time; raise for a schedule that fails."""
+    trigger = build_trigger(suite.schedule)
+    return trigger, misfire_grace_seconds(trigger)
+
+
+def _traceback(error: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
