@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Sequence
 
 from monitor import errors
-from monitor.cli import baseline, config, evaluate, ksweep, pipelines, report, run
+from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, report, run
 
 #: Exit code of each error family; the first matching class wins, so subclasses come first.
 EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
@@ -27,7 +27,7 @@ EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
 #: Exit code of an error the monitor did not expect (a bug, or a fault outside it).
 UNEXPECTED = 1
 
-_COMMANDS = (run, baseline, config, evaluate, ksweep, pipelines, report)
+_COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,137 @@
+"""``retrieval-monitor daemon``: run every suite on its schedule until stopped (Deployment).
+
+Each suite runs on its ``schedule`` (cron or interval) and once at start-up (unless
+``--no-initial-run``), through the same composer as ``run``; ``/metrics`` is served on
+``--metrics-address``:``--metrics-port`` (default: the first ``kind: http`` exporter of the
+config, else 127.0.0.1:9108). Logs are ``key=value`` lines on stderr.
+
+Signals: SIGTERM and SIGINT stop scheduling and wait up to ``--shutdown-grace`` seconds for
+the running suites, then exit 0 (a run still going is abandoned: every store write is one
+transaction and a run's record is written at its end, so nothing is half-written; a second
+signal abandons it at once).
+SIGHUP reloads the config: a config that does not load is logged and the old one kept.
+
+Exit codes: 0 stopped by a signal; 2 a config or usage error at start-up; 1 the store
+cannot be opened at start-up, or an unexpected error. A failing suite never stops the
+daemon: it is logged (``event=run_failed``) and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from monitor.cli.run import add_config_options, load, store_target
+
+if TYPE_CHECKING:
+    from monitor.config.model import MonitorConfig
+    from monitor.daemon import SnapshotBuilder
+
+log = logging.getLogger("monitor.daemon")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``daemon`` sub-command."""
+    parser = subparsers.add_parser(
+        "daemon",
+        help="run the suites on their schedules and serve /metrics (Deployment, systemd)",
+        description=(
+            "Run every suite on its schedule until SIGTERM or SIGINT, serving /metrics. "
+            "SIGHUP reloads the config. Config and store as for `run`."
+        ),
+    )
+    add_config_options(parser)
+    parser.add_argument(
+        "--metrics-address",
+        metavar="ADDRESS",
+        help="address to serve /metrics on (default: the config's http exporter, or 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="port to serve /metrics on (default: the config's http exporter, or 9108)",
+    )
+    parser.add_argument(
+        "--no-initial-run",
+        action="store_true",
+        help="wait for each suite's first scheduled time instead of running it at start-up",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a stop waits for the running suites before abandoning them (default 30)",
+    )
+    parser.set_defaults(handler=daemon)
+
+
+def daemon(args: argparse.Namespace) -> int:
+    """Run the daemon until a stop signal; return 0."""
+    from monitor.daemon import Daemon, configure_logging, emit
+    from monitor.errors import UsageError
+    from monitor.exporters import start_http_exporter
+    from monitor.store import open_store
+
+    if not args.shutdown_grace >= 0:
+        raise UsageError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace}")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port must be from 0 to 65535, not {args.metrics_port}")
+    configure_logging(sys.stderr)
+    config = load(args)
+    # Open the store once before scheduling anything: a store that is unreachable or newer
+    # than this code stops the start-up with its exit code instead of failing every run.
+    open_store(store_target(args, config)).close()
+    endpoint = start_http_exporter(*metrics_address(args, config))
+    emit(log, logging.INFO, "metrics_serving", url=endpoint.url)
+    # What /metrics shows of each run: the job composer's SuiteSnapshot builder, once it has one.
+    snapshot: SnapshotBuilder | None = None
+    if snapshot is None:
+        emit(
+            log,
+            logging.WARNING,
+            "metrics_without_runs",
+            reason="no snapshot builder yet: /metrics serves no suite series",
+        )
+    service = Daemon(
+        config,
+        store_target=lambda new: store_target(args, new),
+        reload_config=lambda: load(args),
+        metrics=endpoint,
+        snapshot=snapshot,
+        initial_run=not args.no_initial_run,
+        shutdown_grace=args.shutdown_grace,
+    )
+    service.install_signal_handlers()
+    abandoned = service.serve()
+    if not abandoned:
+        endpoint.close()
+        return 0
+    # The pool's worker threads are joined at interpreter exit, which would wait for the
+    # abandoned runs without limit; end the process now instead.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def metrics_address(args: argparse.Namespace, config: MonitorConfig) -> tuple[str, int]:
+    """Return where to serve ``/metrics``: the options, the config's http exporter, defaults."""
+    from monitor.config.model import HttpExporterConfig
+
+    exporter = next(
+        (
+            exporter
+            for suite in config.suites.values()
+            for exporter in suite.exporters
+            if isinstance(exporter, HttpExporterConfig)
+        ),
+        HttpExporterConfig(),
+    )
+    address = args.metrics_address if args.metrics_address is not None else exporter.address
+    port = args.metrics_port if args.metrics_port is not None else exporter.port
+    return address, port
