@@ -1,0 +1,486 @@
+"""The deployment files in jobs/: they parse, carry the settings they promise, and agree with
+the command line (its options and its exit codes) and with each other."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from monitor.cli import build_parser, exit_code
+from monitor.cli.run import EVALSET_CHANGED, QUALITY_GATE
+from monitor.config import ScheduleConfig, load_config_text
+from monitor.daemon.schedule import build_trigger, shortest_gap
+from monitor.errors import ConfigError, SearchBackendError
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = ROOT / "jobs"
+K8S = JOBS / "kubernetes"
+SYSTEMD = JOBS / "systemd"
+
+#: The exit codes `run` documents (monitor/cli/run.py).
+DOCUMENTED_CODES = {0, 1, 2, 3, 4}
+CONFIG_ERROR = exit_code(ConfigError("monitor.yaml", "store", "a store"))
+BACKEND_FAILED = exit_code(SearchBackendError("down"))
+
+
+def documents(name: str) -> list[dict[str, Any]]:
+    """Return the YAML documents of ``jobs/kubernetes/<name>``."""
+    return [doc for doc in yaml.safe_load_all((K8S / name).read_text()) if doc is not None]
+
+
+def one(name: str, kind: str) -> dict[str, Any]:
+    """Return the only document of ``kind`` in ``jobs/kubernetes/<name>``."""
+    found = [doc for doc in documents(name) if doc["kind"] == kind]
+    assert 1 == len(found), f"{name} should hold one {kind}"
+    return found[0]
+
+
+def dig(node: Any, path: str) -> Any:
+    """Return the value at a dotted path: ``spec.template.spec``, ``containers.0`` indexes a
+    list, ``prometheus\\.io/port`` is one key with a dot."""
+    for part in re.split(r"(?<!\\)\.", path):
+        key = part.replace("\\.", ".")
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node
+
+
+def cronjob() -> dict[str, Any]:
+    return one("cronjob.yaml", "CronJob")
+
+
+def deployment() -> dict[str, Any]:
+    return one("deployment.yaml", "Deployment")
+
+
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    """Return the pod spec of a CronJob or a Deployment."""
+    if workload["kind"] == "CronJob":
+        return dig(workload, "spec.jobTemplate.spec.template.spec")  # type: ignore[no-any-return]
+    return dig(workload, "spec.template.spec")  # type: ignore[no-any-return]
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    containers = pod_spec(workload)["containers"]
+    assert 1 == len(containers)
+    return containers[0]  # type: ignore[no-any-return]
+
+
+def parse_cli(argv: list[str]) -> Any:
+    """Parse ``argv`` with the real command line; an unknown option fails the test."""
+    try:
+        return build_parser().parse_args(argv)
+    except SystemExit:
+        pytest.fail(f"the command line rejects {argv}")
+
+
+def monitor_args(command: str) -> list[str]:
+    """Return the arguments given to ``retrieval-monitor`` in a shell command line."""
+    words = shlex.split(command)
+    start = next(i for i, word in enumerate(words) if word.endswith("retrieval-monitor"))
+    args: list[str] = []
+    for word in words[start + 1 :]:
+        if word in ("|", "||", "&&", ";") or word.startswith((">", "2>")):
+            break
+        args.append(word)
+    return args
+
+
+def units(name: str) -> configparser.RawConfigParser:
+    parser = configparser.RawConfigParser(strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    parser.read_string((SYSTEMD / name).read_text())
+    return parser
+
+
+# -- Kubernetes ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["cronjob.yaml", "configmap.yaml", "secret.example.yaml", "deployment.yaml"]
+)
+def test_kubernetes_file_parses_into_objects_with_kind_and_name(name: str) -> None:
+    """Every Kubernetes file is YAML whose documents each have a kind and a name."""
+    docs = documents(name)
+    assert docs
+    for doc in docs:
+        assert {"apiVersion", "kind", "metadata"} <= set(doc)
+        assert doc["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("apiVersion", "batch/v1"),
+        ("spec.concurrencyPolicy", "Forbid"),
+        ("spec.jobTemplate.spec.template.spec.restartPolicy", "Never"),
+        ("spec.jobTemplate.spec.template.spec.containers.0.args.0", "run"),
+    ],
+)
+def test_cronjob_setting(path: str, expected: object) -> None:
+    """The CronJob carries the settings a one-shot monitor needs."""
+    assert expected == dig(cronjob(), path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "spec.startingDeadlineSeconds",
+        "spec.jobTemplate.spec.activeDeadlineSeconds",
+        "spec.jobTemplate.spec.ttlSecondsAfterFinished",
+    ],
+)
+def test_cronjob_time_limit_is_a_positive_number_of_seconds(path: str) -> None:
+    """The CronJob's deadlines and time-to-live are set."""
+    value = dig(cronjob(), path)
+    assert isinstance(value, int)
+    assert value > 0
+
+
+def test_cronjob_retries_once_or_twice() -> None:
+    """backoffLimit allows one or two retries for transient failures."""
+    assert dig(cronjob(), "spec.jobTemplate.spec.backoffLimit") in (1, 2)
+
+
+def test_cronjob_active_deadline_is_below_the_schedule_interval() -> None:
+    """A hung run is stopped before the next run is due."""
+    job = cronjob()
+    schedule = ScheduleConfig(cron=job["spec"]["schedule"], interval_seconds=None, timezone="UTC")
+    gap = shortest_gap(build_trigger(schedule), datetime(2026, 1, 1, tzinfo=timezone.utc))
+    assert gap is not None
+    assert dig(job, "spec.jobTemplate.spec.activeDeadlineSeconds") < gap.total_seconds()
+
+
+def test_cronjob_fails_the_job_at_once_on_the_deterministic_exit_codes() -> None:
+    """Exit 2 (config, eval set) and 4 (quality gate) fail the Job; 3 and 1 are retried."""
+    rules = dig(cronjob(), "spec.jobTemplate.spec.podFailurePolicy.rules")
+    fail = [rule for rule in rules if rule["action"] == "FailJob" and "onExitCodes" in rule]
+    assert 1 == len(fail)
+    codes = fail[0]["onExitCodes"]
+    assert ("In", "retrieval-monitor") == (codes["operator"], codes["containerName"])
+    assert {CONFIG_ERROR, EVALSET_CHANGED, QUALITY_GATE} == set(codes["values"])
+    assert set(codes["values"]) <= DOCUMENTED_CODES
+    assert BACKEND_FAILED not in codes["values"]
+
+
+def test_cronjob_does_not_count_evictions_as_failures() -> None:
+    """A pod evicted or preempted is retried without using up the backoff limit."""
+    rules = dig(cronjob(), "spec.jobTemplate.spec.podFailurePolicy.rules")
+    ignored = [rule for rule in rules if rule["action"] == "Ignore"]
+    assert [{"type": "DisruptionTarget"}] == [c for r in ignored for c in r["onPodConditions"]]
+
+
+def test_cronjob_schedule_is_the_configs_schedule() -> None:
+    """The CronJob runs at the time the config gives its suites (for the daemon)."""
+    text = one("configmap.yaml", "ConfigMap")["data"]["monitor.yaml"]
+    config = load_config_text(text, "configmap.yaml", env=pod_env(cronjob()))
+    assert {cronjob()["spec"]["schedule"]} == {s.schedule.cron for s in config.suites.values()}
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("apiVersion", "apps/v1"),
+        ("spec.replicas", 1),
+        ("spec.strategy.type", "Recreate"),
+        ("spec.template.metadata.annotations.prometheus\\.io/scrape", "true"),
+        ("spec.template.metadata.annotations.prometheus\\.io/path", "/metrics"),
+        ("spec.template.spec.containers.0.args.0", "daemon"),
+        ("spec.template.spec.containers.0.readinessProbe.httpGet.path", "/metrics"),
+        ("spec.template.spec.containers.0.livenessProbe.httpGet.path", "/metrics"),
+    ],
+)
+def test_deployment_setting(path: str, expected: object) -> None:
+    """The Deployment runs one daemon, replaced (not rolled), probed and scraped on /metrics."""
+    assert expected == dig(deployment(), path)
+
+
+def test_deployment_serves_metrics_on_the_port_it_announces() -> None:
+    """--metrics-port, the container port, the probes, the annotation and the Service agree."""
+    workload = deployment()
+    box = container(workload)
+    args = parse_cli(box["args"])
+    ports = {port["name"]: port["containerPort"] for port in box["ports"]}
+    annotations = workload["spec"]["template"]["metadata"]["annotations"]
+    service = one("deployment.yaml", "Service")
+    assert "0.0.0.0" == args.metrics_address
+    assert args.metrics_port == ports["metrics"]
+    assert str(args.metrics_port) == annotations["prometheus.io/port"]
+    assert "metrics" == box["readinessProbe"]["httpGet"]["port"]
+    assert "metrics" == box["livenessProbe"]["httpGet"]["port"]
+    assert [("metrics", "metrics")] == [
+        (port["name"], port["targetPort"]) for port in service["spec"]["ports"]
+    ]
+
+
+def test_deployment_stop_timeout_leaves_room_for_the_shutdown_grace() -> None:
+    """The kubelet waits longer than the daemon's grace before it kills the pod."""
+    workload = deployment()
+    args = parse_cli(container(workload)["args"])
+    assert pod_spec(workload)["terminationGracePeriodSeconds"] > args.shutdown_grace
+
+
+def test_service_selects_the_daemon_pods() -> None:
+    """The Service's selector matches the Deployment's pod labels."""
+    selector = one("deployment.yaml", "Service")["spec"]["selector"]
+    labels = deployment()["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items()
+    assert selector == deployment()["spec"]["selector"]["matchLabels"]
+
+
+WORKLOADS = [pytest.param(cronjob, id="cronjob"), pytest.param(deployment, id="deployment")]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_runs_as_a_non_root_user(workload: Any) -> None:
+    """Pods run as a numeric non-root user with no privilege escalation and no capabilities."""
+    spec = pod_spec(workload())
+    box = container(workload())
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] > 0
+    assert "RuntimeDefault" == spec["securityContext"]["seccompProfile"]["type"]
+    assert box["securityContext"]["allowPrivilegeEscalation"] is False
+    assert box["securityContext"]["readOnlyRootFilesystem"] is True
+    assert ["ALL"] == box["securityContext"]["capabilities"]["drop"]
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_requests_and_limits_cpu_and_memory(workload: Any) -> None:
+    """The container states its resource requests and limits."""
+    resources = container(workload())["resources"]
+    for side in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(resources[side])
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_arguments_are_accepted_by_the_command_line(workload: Any) -> None:
+    """The container's arguments parse with the real command line and name the mounted config."""
+    box = container(workload())
+    args = parse_cli(box["args"])
+    mounts = {mount["name"]: mount["mountPath"] for mount in box["volumeMounts"]}
+    assert Path(mounts["config"]) / "monitor.yaml" == args.config
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_mounts_the_configmap_and_reads_secrets_from_the_secret(workload: Any) -> None:
+    """Config comes from the ConfigMap; every secret variable from a key the Secret has."""
+    spec = pod_spec(workload())
+    configmap = one("configmap.yaml", "ConfigMap")
+    secret = one("secret.example.yaml", "Secret")
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    assert configmap["metadata"]["name"] == volumes["config"]["configMap"]["name"]
+    refs = [
+        env["valueFrom"]["secretKeyRef"]
+        for env in container(workload())["env"]
+        if "secretKeyRef" in env.get("valueFrom", {})
+    ]
+    assert refs
+    for ref in refs:
+        assert secret["metadata"]["name"] == ref["name"]
+        assert ref["key"] in secret["stringData"]
+
+
+def pod_env(workload: dict[str, Any]) -> dict[str, str]:
+    """Return the environment a pod of ``workload`` gets, secrets from the example Secret."""
+    secret = one("secret.example.yaml", "Secret")["stringData"]
+    env: dict[str, str] = {}
+    for item in container(workload)["env"]:
+        if "value" in item:
+            env[item["name"]] = str(item["value"])
+        else:
+            env[item["name"]] = secret[item["valueFrom"]["secretKeyRef"]["key"]]
+    return env
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_configmap_config_loads_in_the_pods_environment(workload: Any) -> None:
+    """The mounted config is valid, with every ${VAR} it needs set by the pod."""
+    text = one("configmap.yaml", "ConfigMap")["data"]["monitor.yaml"]
+    config = load_config_text(text, "configmap.yaml", env=pod_env(workload()))
+    assert "postgresql" == config.store.kind
+    assert config.suites
+
+
+# -- cron ------------------------------------------------------------------------------------
+
+
+def crontab_jobs() -> list[str]:
+    """Return the crontab's job lines (not comments, blank lines or VAR=value lines)."""
+    lines = (JOBS / "cron" / "retrieval-monitor.crontab").read_text().splitlines()
+    return [
+        line
+        for line in lines
+        if line.strip()
+        and not line.lstrip().startswith("#")
+        and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", line)
+    ]
+
+
+def test_crontab_has_one_job_with_a_five_field_schedule() -> None:
+    """One line: five schedule fields that make a valid cron expression, then the command."""
+    (line,) = crontab_jobs()
+    fields = line.split(None, 5)
+    build_trigger(ScheduleConfig(cron=" ".join(fields[:5]), interval_seconds=None))
+    assert not fields[5][0].isdigit()
+
+
+def test_crontab_job_runs_retrieval_monitor_run_under_flock() -> None:
+    """The command is `retrieval-monitor run` with valid options, behind a non-blocking flock."""
+    (line,) = crontab_jobs()
+    command = line.split(None, 5)[5]
+    args = parse_cli(monitor_args(command))
+    assert "run" == args.command
+    assert ["flock", "-n"] == shlex.split(command)[:2]
+    assert "%" not in command  # cron turns % into newlines
+
+
+# -- systemd ---------------------------------------------------------------------------------
+
+HARDENING = {
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "DynamicUser": "yes",
+    "CapabilityBoundingSet": "",
+}
+
+
+@pytest.mark.parametrize("name", ["retrieval-monitor.service", "retrieval-monitor-daemon.service"])
+@pytest.mark.parametrize(("key", "expected"), HARDENING.items())
+def test_service_is_hardened(name: str, key: str, expected: str) -> None:
+    """Both services run as an unprivileged dynamic user in a read-only system."""
+    assert expected == units(name)["Service"][key]
+
+
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [("retrieval-monitor.service", "run"), ("retrieval-monitor-daemon.service", "daemon")],
+)
+def test_service_command_is_accepted_by_the_command_line(name: str, command: str) -> None:
+    """ExecStart calls retrieval-monitor with options the command line accepts."""
+    exec_start = units(name)["Service"]["ExecStart"]
+    assert shlex.split(exec_start)[0].endswith("/retrieval-monitor")
+    assert command == parse_cli(monitor_args(exec_start)).command
+
+
+@pytest.mark.parametrize(
+    ("name", "section", "key", "expected"),
+    [
+        ("retrieval-monitor.service", "Service", "Type", "oneshot"),
+        ("retrieval-monitor.timer", "Timer", "Persistent", "true"),
+        ("retrieval-monitor.timer", "Timer", "Unit", "retrieval-monitor.service"),
+        ("retrieval-monitor.timer", "Install", "WantedBy", "timers.target"),
+        ("retrieval-monitor-daemon.service", "Service", "Restart", "on-failure"),
+        ("retrieval-monitor-daemon.service", "Service", "KillSignal", "SIGTERM"),
+        ("retrieval-monitor-daemon.service", "Service", "ExecReload", "/bin/kill -HUP $MAINPID"),
+        ("retrieval-monitor-daemon.service", "Install", "WantedBy", "multi-user.target"),
+    ],
+)
+def test_unit_setting(name: str, section: str, key: str, expected: str) -> None:
+    """Each unit carries the setting its job needs."""
+    assert expected == units(name)[section][key]
+
+
+def test_timer_has_a_calendar_schedule() -> None:
+    """The timer fires on a calendar time."""
+    assert units("retrieval-monitor.timer")["Timer"]["OnCalendar"]
+
+
+def test_daemon_service_does_not_restart_on_a_config_error() -> None:
+    """Exit 2 (a bad config) is not restarted: a restart cannot fix it."""
+    service = units("retrieval-monitor-daemon.service")["Service"]
+    assert str(CONFIG_ERROR) == service["RestartPreventExitStatus"]
+
+
+def test_daemon_service_stop_timeout_leaves_room_for_the_shutdown_grace() -> None:
+    """systemd waits longer than the daemon's grace before it kills it."""
+    service = units("retrieval-monitor-daemon.service")["Service"]
+    args = parse_cli(monitor_args(service["ExecStart"]))
+    assert int(service["TimeoutStopSec"]) > args.shutdown_grace
+
+
+# -- Docker ----------------------------------------------------------------------------------
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """Return the Dockerfile's instructions as (INSTRUCTION, arguments), continuations joined."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in (JOBS / "docker" / "Dockerfile").read_text().splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):  # a comment inside a continued instruction
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        text = pending + line
+        pending = ""
+        word, _, rest = text.partition(" ")
+        instructions.append((word.upper(), rest.strip()))
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return instructions
+
+
+def final_stage() -> list[tuple[str, str]]:
+    instructions = dockerfile()
+    last = max(i for i, (word, _) in enumerate(instructions) if word == "FROM")
+    return instructions[last:]
+
+
+def test_dockerfile_uses_only_known_instructions() -> None:
+    """Every line is a Dockerfile instruction."""
+    known = {"FROM", "ENV", "WORKDIR", "COPY", "RUN", "USER", "EXPOSE", "ENTRYPOINT", "CMD", "ARG"}
+    assert {word for word, _ in dockerfile()} <= known
+
+
+def test_dockerfile_builds_on_a_slim_python_image() -> None:
+    """Every stage starts from a python slim image."""
+    bases = [args.split()[0] for word, args in dockerfile() if word == "FROM"]
+    assert bases
+    for base in bases:
+        assert re.fullmatch(r"python:3\.\d+-slim(-\w+)?", base), base
+
+
+def test_dockerfile_copies_the_project_and_installs_it_with_pip() -> None:
+    """The build copies pyproject.toml and the monitor package (which exist) and pip-installs."""
+    copied = [word for kind, args in dockerfile() if kind == "COPY" for word in args.split()[:-1]]
+    assert {"pyproject.toml", "monitor"} <= set(copied)
+    for source in copied:
+        if not source.startswith("--"):
+            assert (ROOT / source).exists(), source
+    final_runs = [args for word, args in final_stage() if word == "RUN"]
+    assert any(re.search(r"\bpip install\b.*retrieval-monitor", run) for run in final_runs)
+
+
+def test_dockerfile_runs_as_a_numeric_non_root_user() -> None:
+    """The final stage switches to a numeric non-root user after its last RUN."""
+    stage = final_stage()
+    users = [i for i, (word, _) in enumerate(stage) if word == "USER"]
+    runs = [i for i, (word, _) in enumerate(stage) if word == "RUN"]
+    assert users
+    assert max(users) > max(runs)
+    user = stage[max(users)][1].split(":")[0]
+    assert user.isdigit()
+    assert int(user) > 0
+
+
+def test_dockerfile_entrypoint_is_retrieval_monitor_in_exec_form() -> None:
+    """ENTRYPOINT is the exec form of retrieval-monitor, so it gets the signals as PID 1."""
+    (entrypoint,) = [args for word, args in final_stage() if word == "ENTRYPOINT"]
+    assert ["retrieval-monitor"] == json.loads(entrypoint)
+
+
+def test_dockerfile_default_command_is_accepted_by_the_command_line() -> None:
+    """CMD is a daemon invocation the command line accepts."""
+    (cmd,) = [args for word, args in final_stage() if word == "CMD"]
+    assert "daemon" == parse_cli(json.loads(cmd)).command
