@@ -9,12 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import ScheduleConfig
-from monitor.daemon.schedule import (
-    MAX_MISFIRE_GRACE_SECONDS,
-    build_trigger,
-    crontab_weekdays,
-    misfire_grace_seconds,
-)
+from monitor.cron import crontab_weekdays
+from monitor.daemon.schedule import MAX_MISFIRE_GRACE_SECONDS, build_trigger, misfire_grace_seconds
 from monitor.errors import UsageError
 
 #: A Sunday.
@@ -121,3 +117,17 @@ def test_misfire_grace_of_a_schedule_that_never_fires_again_is_the_cap() -> None
             return None
 
     assert MAX_MISFIRE_GRACE_SECONDS == misfire_grace_seconds(Never(), SUNDAY)
+
+
+def test_the_config_accepts_seven_as_sunday() -> None:
+    """A crontab weekday 7 (Sunday) validates in the config, as crontab(5) allows."""
+    from monitor.config import load_config_text
+
+    text = """
+suites:
+  s:
+    evalset: {bundled: larkfield}
+    search: {kind: replay, bundled: larkfield/keyword}
+    schedule: {cron: "0 3 * * 7"}
+"""
+    assert "0 3 * * 7" == load_config_text(text).suite("s").schedule.cron

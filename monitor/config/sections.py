@@ -28,7 +28,7 @@ from monitor.config.model import (
     TextfileExporterConfig,
 )
 from monitor.config.nodes import Node
-from monitor.errors import MetricError
+from monitor.errors import MetricError, UsageError
 from monitor.metrics.spec import (
     DEFAULT_CUTOFFS,
     MEASURES,
@@ -272,11 +272,11 @@ def _cron(f: Fields, node: Node) -> str:
     if len(text.split()) != 5:
         raise f.error(node, expected, show=True)
     # apscheduler is imported here only: a config without cron never pays for it.
-    from apscheduler.triggers.cron import CronTrigger
+    from monitor.cron import cron_trigger
 
     try:
-        CronTrigger.from_crontab(text, timezone="UTC")
-    except (ValueError, TypeError) as exc:
+        cron_trigger(text, timezone="UTC")
+    except UsageError as exc:
         raise f.error(node, f"{expected} ({exc})", show=True) from None
     return " ".join(text.split())
 

@@ -9,12 +9,7 @@ has counted (runs, failures, missed and skipped runs, reloads).
 
 from monitor.daemon.logfmt import LogfmtFormatter, configure_logging, emit
 from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
-from monitor.daemon.schedule import (
-    MAX_MISFIRE_GRACE_SECONDS,
-    build_trigger,
-    crontab_weekdays,
-    misfire_grace_seconds,
-)
+from monitor.daemon.schedule import MAX_MISFIRE_GRACE_SECONDS, build_trigger, misfire_grace_seconds
 from monitor.daemon.service import DEFAULT_SHUTDOWN_GRACE_SECONDS, WORKERS, Daemon, SuiteRunner
 from monitor.daemon.status import DaemonSnapshot, StatusBoard, SuiteStatus
 
@@ -32,7 +27,6 @@ __all__ = [
     "SuiteStatus",
     "build_trigger",
     "configure_logging",
-    "crontab_weekdays",
     "emit",
     "misfire_grace_seconds",
 ]

@@ -1,9 +1,6 @@
 """Turn a suite's ``schedule`` into an APScheduler 3.x trigger and a misfire grace time.
 
-Cron expressions mean what crontab(5) says. APScheduler 3.x numbers weekdays from Monday
-(0 = Monday, its issue 286), so ``0 3 * * 1-5`` given to ``CronTrigger.from_crontab`` as is
-would run Tuesday to Saturday. :func:`crontab_weekdays` rewrites the weekday field into day
-names first (0 and 7 are Sunday), which both readings agree on.
+Cron expressions mean what crontab(5) says (see :mod:`monitor.cron`).
 
 A run that starts late (the workers were busy, the host was suspended) still runs while it
 is at most :func:`misfire_grace_seconds` late: half the schedule's shortest gap between two
@@ -20,6 +17,7 @@ import itertools
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from monitor.cron import cron_trigger
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
@@ -31,9 +29,6 @@ MAX_MISFIRE_GRACE_SECONDS = 3600
 #: Fire times looked at to find a cron schedule's shortest gap.
 _SAMPLES = 8
 
-#: Crontab's weekday numbers: 0 (and 7) is Sunday.
-_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-
 
 def build_trigger(schedule: ScheduleConfig) -> Any:
     """Return the trigger for ``schedule``: a CronTrigger in its time zone, or an IntervalTrigger.
@@ -41,60 +36,12 @@ def build_trigger(schedule: ScheduleConfig) -> Any:
     A cron schedule without a time zone uses the host's local time.
     """
     if schedule.cron is not None:
-        from apscheduler.triggers.cron import CronTrigger
-
-        minute, hour, day, month, weekday = schedule.cron.split()
-        expression = " ".join((minute, hour, day, month, crontab_weekdays(weekday)))
-        return CronTrigger.from_crontab(expression, timezone=schedule.timezone)
+        return cron_trigger(schedule.cron, schedule.timezone)
     if schedule.interval_seconds is not None:
         from apscheduler.triggers.interval import IntervalTrigger
 
         return IntervalTrigger(seconds=schedule.interval_seconds)
     raise UsageError("a schedule needs a cron expression or an interval")
-
-
-def crontab_weekdays(field: str) -> str:
-    """Return a crontab weekday field as day names, which APScheduler 3.x reads the same way.
-
-    ``1-5`` becomes ``mon,tue,wed,thu,fri``, ``0`` and ``7`` ``sun``, ``*/2``
-    ``sun,tue,thu,sat``; ``*`` and names stay as they are. Raise UsageError for a field that
-    is not a crontab weekday list.
-    """
-    if field in ("*", "?"):
-        return "*"
-    days: set[int] = set()
-    for item in field.split(","):
-        base, slash, step_text = item.partition("/")
-        try:
-            step = int(step_text) if slash else 1
-            if base == "*":
-                first, last = 0, 6
-            elif "-" in base:
-                start, _, end = base.partition("-")
-                first, last = _weekday(start), _weekday(end)
-                if last == 0 < first:  # sat-sun: Sunday closes the week
-                    last = 7
-            else:
-                first = _weekday(base)
-                last = 7 if slash else first
-        except ValueError:
-            raise UsageError(f"cron weekday field {field!r}: cannot read {item!r}") from None
-        if step < 1 or first > last:
-            raise UsageError(f"cron weekday field {field!r}: cannot read {item!r}")
-        days.update(day % 7 for day in range(first, last + 1, step))
-    if len(days) == 7:
-        return "*"
-    return ",".join(_DAY_NAMES[day] for day in sorted(days))
-
-
-def _weekday(text: str) -> int:
-    name = text.strip().lower()
-    if name in _DAY_NAMES:
-        return _DAY_NAMES.index(name)
-    number = int(name)
-    if not 0 <= number <= 7:
-        raise ValueError(text)
-    return number
 
 
 def misfire_grace_seconds(trigger: Any, now: datetime | None = None) -> int:
