@@ -1,15 +1,20 @@
 """The lifecycle: firing, reminders, resolve, scopes, and the outbox across runs.
 
-Each test runs against the in-memory fake and the real SQLite store.
+Each test runs against the in-memory fake, the real SQLite store, and (a service test) a
+PostgreSQL store at ``MONITOR_POSTGRES_URL``.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
+from conftest import unavailable
 
 from monitor.alerts.lifecycle import NAMESPACE, AlertLifecycle, AlertStore
 from monitor.alerts.model import Alert, RegressionDetails, failures_checked
@@ -18,17 +23,40 @@ from monitor.alerts.testing import ManualClock, MemoryStore, RecordingNotifier, 
 from monitor.errors import NotifyError, UsageError
 from monitor.store import open_store
 
+#: The database scripts/start-postgres.sh starts.
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
 EVIDENCE = RegressionDetails("recall@5", "max_drop", 0.05, 0.70, 0.81)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """Return a URL to a fresh schema of the PostgreSQL at MONITOR_POSTGRES_URL."""
+    psycopg = pytest.importorskip("psycopg")
+    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    try:
+        admin = psycopg.connect(url, autocommit=True, connect_timeout=3)
+    except psycopg.Error as exc:
+        unavailable(f"no PostgreSQL at {urlsplit(url).hostname}:{urlsplit(url).port} ({exc})")
+    name = f"alerts_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f"CREATE SCHEMA {name}")
+        parts = urlsplit(url)
+        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
+        yield urlunsplit(parts._replace(query=f"{parts.query}&{options}".lstrip("&")))
+        admin.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AlertStore]:
-    """Return an empty store: the in-memory fake or a SQLite file."""
+    """Return an empty store: the in-memory fake, a SQLite file or a PostgreSQL schema."""
     if request.param == "memory":
         yield MemoryStore()
         return
-    with open_store(tmp_path / "monitor.db") as sqlite:
-        yield sqlite  # type: ignore[misc]
+    where = tmp_path / "monitor.db"
+    if request.param == "postgresql":
+        where = request.getfixturevalue("postgres_url")
+    with open_store(where) as opened:
+        yield opened  # type: ignore[misc]
 
 
 @pytest.fixture
