@@ -11,6 +11,8 @@ import dataclasses
 import math
 import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -606,3 +608,29 @@ def test_a_newer_database_is_refused(store_url: str, monkeypatch: pytest.MonkeyP
         open_store(store_url)
     assert (SCHEMA_VERSION + 1, SCHEMA_VERSION) == (caught.value.found, caught.value.supported)
     assert "upgrade retrieval-monitor" in str(caught.value)
+
+
+def test_a_lock_of_a_killed_process_on_this_host_is_taken_over(
+    store: SqlStore, store_url: str
+) -> None:
+    """A holder killed with SIGKILL does not block its suite until the lock expires."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from monitor.store import open_store; "
+            "s = open_store(sys.argv[1]); s.lock('nightly', ttl_seconds=3600).__enter__(); "
+            "print('held', flush=True); time.sleep(60)",
+            store_url,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert "held" == holder.stdout.readline().strip()
+    finally:
+        holder.kill()
+        holder.wait()
+    with store.lock("nightly", ttl_seconds=3600) as successor:
+        assert os.getpid() == successor.pid

@@ -2,8 +2,10 @@
 
 A lock names its holder (host, pid), when it was taken and when it expires. Taking a held
 lock fails unless it has expired, in which case the holder is presumed dead and the lock is
-taken over. Each holder gets a token, so a holder whose lock was taken over cannot release
-its successor's lock. Times come from the clock of the process taking the lock.
+taken over, or unless its holder is a process of this host that no longer exists (a run
+killed by the OOM killer or ``kill -9`` need not block its suite until the lock expires).
+Each holder gets a token, so a holder whose lock was taken over cannot release its
+successor's lock. Times come from the clock of the process taking the lock.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def acquire(tx: Transaction, suite: str, ttl_seconds: float, now: datetime) -> L
         row = tx.one("SELECT host, pid, acquired_at FROM locks WHERE suite = ?", (suite,))
         if row is not None:
             host, pid, since = row
+            if _dead_here(host, int(pid)) and _take_over(tx, suite, values, host, int(pid)):
+                return holder
             raise StoreLockedError(tx.location, suite, host, int(pid), d.read_timestamp(since))
     raise StoreLockedError(tx.location, suite, "an unknown host", 0, now)
 
@@ -68,6 +72,33 @@ def _take_over_expired(
             "UPDATE locks SET host = ?, pid = ?, token = ?, acquired_at = ?, expires_at = ?"
             " WHERE suite = ? AND expires_at < ?",
             (*values, suite, tx.dialect.timestamp(now)),
+        )
+        > 0
+    )
+
+
+def _dead_here(host: str, pid: int) -> bool:
+    """Return whether ``pid`` names a process of this host that has ended."""
+    if host != socket.gethostname() or pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    return False
+
+
+def _take_over(
+    tx: Transaction, suite: str, values: tuple[object, ...], host: str, pid: int
+) -> bool:
+    # Conditional on the holder seen, so two processes cannot both take the lock over.
+    return (
+        tx.execute(
+            "UPDATE locks SET host = ?, pid = ?, token = ?, acquired_at = ?, expires_at = ?"
+            " WHERE suite = ? AND host = ? AND pid = ?",
+            (*values, suite, host, pid),
         )
         > 0
     )
