@@ -7,12 +7,15 @@ import secrets
 from pathlib import Path
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes_atomic(
+    path: str | os.PathLike[str], data: bytes, *, mode: int | None = None
+) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 
     The temporary file sits beside ``path`` (so the rename cannot cross file systems), is
     flushed to disk, then replaces ``path`` with :func:`os.replace`. Missing parent folders
-    are created. The new file's mode follows the umask, as a plain ``open()`` would.
+    are created. The new file's mode follows the umask, as a plain ``open()`` would, unless
+    ``mode`` is given (e.g. 0o644 for a file another user's process must read).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -20,6 +23,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -29,6 +34,6 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` atomically."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
+    """Write ``text`` as UTF-8 to ``path`` atomically (``mode`` as in write_bytes_atomic)."""
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode)

@@ -13,8 +13,6 @@ a lock file beside it (``.NAME.lock``) keeps two writers from losing each other'
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -25,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from monitor.errors import ExportError, UsageError
 from monitor.exporters.gauges import merge, render_families
 from monitor.exporters.snapshot import SuiteSnapshot
+from monitor.io import write_text_atomic
 
 #: The file's mode: node_exporter usually runs as another user than the monitor.
 FILE_MODE: Final = 0o644
@@ -82,21 +81,5 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, with FILE_MODE.
-
-    Like :func:`monitor.io.write_text_atomic`, but the file gets :data:`FILE_MODE` before the
-    rename: a temporary file is created private (0600), which node_exporter, running as its
-    own user, could not read.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), FILE_MODE)
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically, readable by node_exporter's own user."""
+    write_text_atomic(path, text, mode=FILE_MODE)
