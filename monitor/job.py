@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from monitor.errors import MonitorError, SearchBackendError, UsageError
 
 if TYPE_CHECKING:
+    from monitor.alerts import Notifier
     from monitor.compare import Comparison
     from monitor.config.model import EvalSetConfig, SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
+    from monitor.publish import Published, Sink
     from monitor.runner import RunResult
     from monitor.store import Store
     from monitor.store.records import RunRecord
@@ -45,7 +48,7 @@ class SuiteOutcome:
     result: RunResult
     evalset: EvalSet
     seeded_baseline: int | None = None
-    notes: tuple[str, ...] = field(default=())
+    published: Published = field(default_factory=lambda: _nothing_published())
 
     @property
     def run_id(self) -> int | None:
@@ -73,10 +76,76 @@ def run_suite(
     *,
     config_hash: str = "",
     progress: bool | None = None,
+    sinks: Sequence[Sink] = (),
+    notifiers: Mapping[str, Notifier] | None = None,
 ) -> SuiteOutcome:
-    """Run ``suite`` once: search, measure, store, compare; return what it produced."""
-    with store.lock(suite.name, ttl_seconds=_lock_ttl(suite)):
-        return _run_locked(suite, store, config_hash, progress)
+    """Run ``suite`` once: search, measure, store, compare, export, alert.
+
+    ``sinks`` also receive the run's gauges (``--metrics-out``); ``notifiers`` replace the
+    suite's configured ones (tests). A run that fails still exports its failure gauges and
+    raises its monitor-failure alert before the error propagates.
+    """
+    from monitor.alerts import build_notifiers
+    from monitor.alerts.base import close_notifiers
+    from monitor.publish import Published, alert, export, suite_snapshot
+
+    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
+    try:
+        with store.lock(suite.name, ttl_seconds=_lock_ttl(suite)):
+            started = _now()
+            try:
+                outcome = _run_locked(suite, store, config_hash, progress)
+            except MonitorError as error:
+                _publish_failure(suite, store, error, started, sinks, built)
+                raise
+            snapshot = suite_snapshot(
+                suite,
+                outcome,
+                started_at=outcome.run.started_at,
+                finished_at=outcome.run.finished_at,
+                last_success_at=outcome.run.finished_at,
+            )
+            errors = export(snapshot, suite, sinks)
+            alerts = alert(suite, store, outcome, None, at=_now(), notifiers=built)
+            return replace(
+                outcome,
+                published=Published(
+                    export_errors=tuple(errors),
+                    firing=alerts.firing,
+                    resolved=alerts.resolved,
+                    undelivered=alerts.undelivered,
+                ),
+            )
+    finally:
+        if notifiers is None:
+            close_notifiers(built.values())
+
+
+def _publish_failure(
+    suite: SuiteConfig,
+    store: Store,
+    error: MonitorError,
+    started: datetime,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+) -> None:
+    """Export the failure gauges and raise the failure alert; never mask ``error``."""
+    from monitor.publish import alert, export, suite_snapshot
+
+    finished = _now()
+    try:
+        last = store.latest_run(suite.name)
+        last_success = last.finished_at if last is not None else None
+    except MonitorError:
+        last_success = None
+    snapshot = suite_snapshot(
+        suite, None, started_at=started, finished_at=finished, last_success_at=last_success
+    )
+    export(snapshot, suite, sinks)
+    try:
+        alert(suite, store, None, error, at=finished, notifiers=notifiers)
+    except MonitorError as failure:
+        log.error("suite=%s the failure alert could not be raised: %s", suite.name, failure)
 
 
 def _run_locked(
@@ -268,6 +337,12 @@ def _lock_ttl(suite: SuiteConfig) -> float:
     if runner.deadline_seconds is not None:
         return runner.deadline_seconds * 2 + 60
     return 6 * 3600.0
+
+
+def _nothing_published() -> Published:
+    from monitor.publish import Published
+
+    return Published()
 
 
 def _number(value: float | None) -> float:

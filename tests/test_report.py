@@ -57,6 +57,7 @@ def _no_local_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _report(store: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, str, str]:
+    capsys.readouterr()  # drop what filling the store printed (the stdout notifier's alerts)
     code = main(["report", "--suite", SUITE, "--store", str(store), *options])
     out, err = capsys.readouterr()
     return code, out, err

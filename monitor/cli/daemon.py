@@ -28,7 +28,6 @@ from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig
-    from monitor.daemon import SnapshotBuilder
 
 log = logging.getLogger("monitor.daemon")
 
@@ -88,21 +87,14 @@ def daemon(args: argparse.Namespace) -> int:
     open_store(store_target(args, config)).close()
     endpoint = start_http_exporter(*metrics_address(args, config))
     emit(log, logging.INFO, "metrics_serving", url=endpoint.url)
-    # What /metrics shows of each run: the job composer's SuiteSnapshot builder, once it has one.
-    snapshot: SnapshotBuilder | None = None
-    if snapshot is None:
-        emit(
-            log,
-            logging.WARNING,
-            "metrics_without_runs",
-            reason="no snapshot builder yet: /metrics serves no suite series",
-        )
+    from monitor.publish import suite_snapshot
+
     service = Daemon(
         config,
         store_target=lambda new: store_target(args, new),
         reload_config=lambda: load(args),
         metrics=endpoint,
-        snapshot=snapshot,
+        snapshot=suite_snapshot,
         initial_run=not args.no_initial_run,
         shutdown_grace=args.shutdown_grace,
     )

@@ -1,10 +1,12 @@
 """``retrieval-monitor run``: run the suites once and exit (for cron and Kubernetes CronJobs).
 
 Exit codes (the contract in the README): 0 the run completed (regressions are reported by
-alerts and gauges, not by failure); 2 a config or usage error, or an eval set missing or
-changed since the baseline; 3 the search backend failed or the error budget was exceeded;
-4 a quality gate failed, only with ``--fail-on-regression``; 1 an unexpected error. With
-several suites, every suite runs and the most serious code wins (1, 3, 2, 4, then 0).
+alerts and gauges, not by failure), or another process is running the suite right now; 2 a
+config or usage error, or an eval set missing or changed since the baseline; 3 the search
+backend failed or the error budget was exceeded; 4 a quality gate failed, only with
+``--fail-on-regression``; 1 an unexpected error, or the gauges could not be exported (the run
+is stored). With several suites, every suite runs and the most serious code wins (1, 3, 2,
+4, then 0).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig
+    from monitor.exporters import SuiteSnapshot
+    from monitor.publish import Published
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")
 EVALSET_CHANGED = 2
 QUALITY_GATE = 4
+EXPORT_FAILED = 1
 _SERIOUSNESS = (1, 3, 2, 4, 0)
 
 
@@ -47,6 +52,12 @@ def register(subparsers: Any) -> None:
         help="exit 4 when a rule breaches (a quality gate for CI pipelines)",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--metrics-out",
+        type=Path,
+        metavar="FILE",
+        help="write the runs' gauges to FILE in the Prometheus text format (atomically)",
+    )
     parser.add_argument(
         "--failed-queries",
         metavar="PATH",
@@ -89,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
     from monitor.cli import exit_code
     from monitor.config import config_hash
-    from monitor.errors import MonitorError
+    from monitor.errors import MonitorError, StoreLockedError
     from monitor.job import run_suite
     from monitor.report import render_comparison
     from monitor.store import open_store
@@ -97,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     config = load(args)
     names = args.suite or list(config.suites)
     suites = [config.suite(name) for name in names]
+    snapshots: list[SuiteSnapshot] = []
     codes: list[int] = []
     reports: list[dict[str, Any]] = []
     with open_store(store_target(args, config)) as store:
@@ -107,13 +119,20 @@ def run(args: argparse.Namespace) -> int:
                     store,
                     config_hash=config_hash(suite),
                     progress=False if args.no_progress else None,
+                    sinks=[snapshots.append] if args.metrics_out else (),
                 )
+            except StoreLockedError as error:
+                print(f"retrieval-monitor: suite {suite.name}: skipped: {error}", file=sys.stderr)
+                codes.append(0)
+                reports.append({"suite": suite.name, "skipped": str(error)})
+                continue
             except MonitorError as error:
                 print(f"retrieval-monitor: suite {suite.name}: error: {error}", file=sys.stderr)
                 codes.append(exit_code(error))
                 reports.append({"suite": suite.name, "error": str(error)})
                 continue
             comparison = outcome.comparison
+            published = outcome.published
             if args.failed_queries:
                 from monitor.runner import write_failed_queries
 
@@ -126,18 +145,58 @@ def run(args: argparse.Namespace) -> int:
                         "run_id": outcome.run_id,
                         "means": dict(outcome.run.means),
                         "comparison": comparison.to_dict(),
+                        "alerts": {
+                            "firing": list(published.firing),
+                            "resolved": list(published.resolved),
+                            "undelivered": published.undelivered,
+                        },
+                        "export_errors": list(published.export_errors),
                     }
                 )
             else:
                 print(render_comparison(comparison, outcome.run.means))
+                print(_published_text(published))
                 print()
+            for problem in published.export_errors:
+                print(
+                    f"retrieval-monitor: suite {suite.name}: export failed: {problem}",
+                    file=sys.stderr,
+                )
             if comparison.verdict == "evalset_changed":
                 codes.append(EVALSET_CHANGED)
+            elif published.export_errors:
+                codes.append(EXPORT_FAILED)
             elif comparison.regression and args.fail_on_regression:
                 codes.append(QUALITY_GATE)
             else:
                 codes.append(0)
+    if args.metrics_out is not None:
+        _write_metrics(args.metrics_out, snapshots)
     if args.format == "json":
         json.dump({"suites": reports}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return min(codes, key=_SERIOUSNESS.index, default=0)
+
+
+def _published_text(published: Published) -> str:
+    firing = ", ".join(published.firing) or "none"
+    text = f"alerts firing: {firing}"
+    if published.resolved:
+        text += f"; resolved: {', '.join(published.resolved)}"
+    if published.undelivered:
+        text += f"; {published.undelivered} notification(s) kept in the outbox for the next run"
+    return text
+
+
+def _write_metrics(path: Path, snapshots: list[SuiteSnapshot]) -> None:
+    """Write every suite's gauges, merged into one exposition, to ``path`` atomically."""
+    from prometheus_client.metrics_core import Metric
+
+    from monitor.exporters import merge
+    from monitor.exporters.gauges import render_families
+    from monitor.io import write_text_atomic
+
+    families: list[Metric] = []
+    for snapshot in snapshots:
+        families = merge(families, snapshot)
+    write_text_atomic(path, render_families(families))

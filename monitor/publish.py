@@ -1,0 +1,256 @@
+"""The last two stages of a run: export the gauges, then raise and resolve alerts.
+
+:func:`suite_snapshot` turns a run (or a failed attempt) into the exporters' record;
+:func:`export` hands it to the suite's configured exporters (Pushgateway, textfile) and to
+any extra sinks (the daemon's ``/metrics``, the CLI's ``--metrics-out``); :func:`alert`
+drives the alert lifecycle of the suite's notifiers. Neither raises for a failed delivery:
+an export error is returned for the caller's exit code, an undelivered notification stays in
+the store's outbox for the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from monitor.errors import (
+    ErrorBudgetExceeded,
+    InputError,
+    MonitorError,
+    SearchBackendError,
+    StoreError,
+    StoreLockedError,
+)
+
+if TYPE_CHECKING:
+    from monitor.alerts import Alert, FailureReason, Notifier
+    from monitor.config.model import SuiteConfig
+    from monitor.exporters import SuiteSnapshot
+    from monitor.job import SuiteOutcome
+    from monitor.store import Store
+
+log = logging.getLogger(__name__)
+
+#: Something that takes a snapshot: an exporter endpoint's ``update``, a file writer.
+Sink = Callable[["SuiteSnapshot"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What the export and alert stages did: export errors, alerts firing and resolved."""
+
+    export_errors: tuple[str, ...] = ()
+    firing: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()
+    undelivered: int = 0
+
+
+def suite_snapshot(
+    suite: SuiteConfig,
+    outcome: SuiteOutcome | None,
+    *,
+    started_at: datetime,
+    finished_at: datetime,
+    last_success_at: datetime | None,
+) -> SuiteSnapshot:
+    """Return what one run of ``suite`` tells Prometheus (``outcome`` None: the run failed)."""
+    from monitor.exporters import SuiteSnapshot
+
+    if outcome is None:
+        return SuiteSnapshot(
+            suite=suite.name,
+            pipeline=suite.pipeline,
+            labels=suite.labels,
+            success=False,
+            started_at=started_at,
+            finished_at=finished_at,
+            last_success_at=last_success_at,
+        )
+    run, comparison = outcome.run, outcome.comparison
+    changes = comparison.metrics
+    segments: dict[str, dict[str, dict[str, float]]] = {}
+    for segment in comparison.segments:
+        values = segments.setdefault(segment.key, {}).setdefault(segment.value, {})
+        values[segment.metric] = segment.current
+    index_size = run.stats.get("index_size")
+    return SuiteSnapshot(
+        suite=suite.name,
+        pipeline=run.pipeline,
+        labels=suite.labels,
+        success=True,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        means=run.means,
+        baseline={c.metric: c.baseline for c in changes} if changes else None,
+        baseline_ci={
+            c.metric: (c.ci_low, c.ci_high)
+            for c in changes
+            if c.ci_low is not None and c.ci_high is not None
+        },
+        rules={rule.rule: rule.breached for rule in comparison.rules},
+        latency={k: v for k, v in run.latency.items() if not math.isnan(v)},
+        error_rate=_known(run.rates.get("error_rate")),
+        zero_result_rate=_known(run.rates.get("zero_result_rate")),
+        mean_top1_score=_known(run.rates.get("mean_top1_score")),
+        queries_evaluated=outcome.result.total,
+        queries_failed=outcome.result.failed,
+        evalset_fingerprint=run.evalset_fingerprint,
+        baseline_run_id=comparison.baseline_run_id,
+        index_size=index_size if isinstance(index_size, int) else None,
+        segments=segments,
+        last_success_at=run.finished_at,
+    )
+
+
+def export(snapshot: SuiteSnapshot, suite: SuiteConfig, sinks: Iterable[Sink] = ()) -> list[str]:
+    """Send ``snapshot`` to the suite's exporters and ``sinks``; return the errors, logged."""
+    from monitor.config.model import PushgatewayExporterConfig, TextfileExporterConfig
+
+    targets: list[tuple[str, Sink]] = []
+    for exporter in suite.exporters:
+        if isinstance(exporter, PushgatewayExporterConfig):
+            targets.append(("pushgateway", partial(_push, exporter.url.reveal(), exporter.job)))
+        elif isinstance(exporter, TextfileExporterConfig):
+            targets.append(("textfile", partial(_write, exporter.path)))
+        # An http exporter is the daemon's /metrics, fed through ``sinks``.
+    targets.extend(("sink", sink) for sink in sinks)
+    errors = []
+    for name, send in targets:
+        try:
+            send(snapshot)
+        except MonitorError as error:
+            log.error("suite=%s exporter=%s export failed: %s", suite.name, name, error)
+            errors.append(f"{name}: {error}")
+    return errors
+
+
+def _push(url: str, job: str, snapshot: SuiteSnapshot) -> None:
+    from monitor.exporters import push_snapshot
+
+    push_snapshot(snapshot, url, job=job)
+
+
+def _write(path: Path, snapshot: SuiteSnapshot) -> None:
+    from monitor.exporters import write_textfile
+
+    write_textfile(snapshot, path)
+
+
+def failure_reason(error: BaseException) -> FailureReason | None:
+    """Return the monitor-failure alert an error raises, or None (config errors, a held lock)."""
+    from monitor.alerts import FailureReason
+
+    table: Sequence[tuple[type[BaseException], FailureReason | None]] = (
+        (StoreLockedError, None),
+        (StoreError, FailureReason.STORE_UNWRITABLE),
+        (ErrorBudgetExceeded, FailureReason.ERROR_BUDGET_EXCEEDED),
+        (SearchBackendError, FailureReason.SEARCH_BACKEND_DOWN),
+        (InputError, FailureReason.EVALSET_MISSING),
+    )
+    return next((reason for kind, reason in table if isinstance(error, kind)), None)
+
+
+def alert(
+    suite: SuiteConfig,
+    store: Store,
+    outcome: SuiteOutcome | None,
+    error: BaseException | None,
+    *,
+    at: datetime,
+    notifiers: Mapping[str, Notifier] | None = None,
+) -> Published:
+    """Raise, repeat or resolve the suite's alerts after a run (or a failed attempt).
+
+    A completed run resolves any monitor-failure alert and sets the regression alerts to its
+    breached rules (rules it skipped keep their state). A failed run raises the matching
+    monitor-failure alert and leaves regression alerts as they were. When the store itself
+    failed, the failure alert is sent directly, without the lifecycle's state.
+    """
+    from monitor.alerts import (
+        Alert,
+        AlertLifecycle,
+        FailureReason,
+        build_notifiers,
+        failures_checked,
+        send_now,
+    )
+    from monitor.alerts.base import close_notifiers
+
+    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
+    if not built:
+        return Published()
+    try:
+        if outcome is None:
+            reason = failure_reason(error) if error is not None else None
+            if reason is None:
+                return Published()
+            failure = _failure_alert(suite, reason, error, at)
+            if reason is FailureReason.STORE_UNWRITABLE:
+                send_now([failure], built)
+                return Published(firing=(failure.rule,))
+            lifecycle = AlertLifecycle(store, built)
+            lifecycle.flush()
+            report = lifecycle.update(
+                suite.name, "monitor_failure", [failure], evaluated=failures_checked(reason)
+            )
+            return Published(
+                firing=tuple(a.rule for a in report.firing), undelivered=len(report.undelivered)
+            )
+        lifecycle = AlertLifecycle(store, built)
+        lifecycle.flush()
+        cleared = lifecycle.update(
+            suite.name, "monitor_failure", [], evaluated=failures_checked(None)
+        )
+        comparison = outcome.comparison
+        segment = comparison.driving_segment()
+        firing = [
+            Alert.from_outcome(
+                suite.name,
+                rule,
+                at=at,
+                worse_queries=comparison.worse_queries,
+                segment=segment,
+                run_id=comparison.run_id,
+                baseline_run_id=comparison.baseline_run_id,
+                labels=suite.labels,
+                links=suite.links,
+                pipeline=suite.pipeline,
+            )
+            for rule in comparison.breaches
+        ]
+        evaluated = {rule.rule for rule in comparison.rules if rule.status != "skipped"}
+        report = lifecycle.update(suite.name, "regression", firing, evaluated=evaluated)
+        return Published(
+            firing=tuple(a.rule for a in report.firing),
+            resolved=tuple(a.rule for a in (*cleared.resolved, *report.resolved)),
+            undelivered=len(report.undelivered) + len(cleared.undelivered),
+        )
+    finally:
+        if notifiers is None:
+            close_notifiers(built.values())
+
+
+def _failure_alert(
+    suite: SuiteConfig, reason: FailureReason, error: BaseException | None, at: datetime
+) -> Alert:
+    from monitor.alerts import Alert
+
+    return Alert.monitor_failure(
+        suite.name,
+        reason,
+        str(error),
+        at=at,
+        labels=suite.labels,
+        links=suite.links,
+        pipeline=suite.pipeline,
+    )
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
