@@ -47,7 +47,23 @@ def load_run(path: str | Path) -> dict[str, Ranking]:
 
 def load_trec_run(path: str | Path) -> dict[str, Ranking]:
     """Load a TREC run file as ``{qid: [doc ids, best first]}`` (trec_eval's order)."""
-    path = Path(path)
+    qids, docs, _ = _ranked_trec_columns(Path(path))
+    return {qid: docs[lo:hi] for qid, lo, hi in _query_slices(qids)}
+
+
+def load_scored_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
+    """Load a TREC run file as ``{qid: [(doc id, score), ...] best first}``."""
+    qids, docs, scores = _ranked_trec_columns(Path(path))
+    pairs = list(zip(docs, scores, strict=True))
+    return {qid: pairs[lo:hi] for qid, lo, hi in _query_slices(qids)}
+
+
+def _ranked_trec_columns(path: Path) -> tuple[np.ndarray, list[str], list[float]]:
+    """Read a TREC run; return its qid array, doc ids and scores in trec_eval's order.
+
+    The fast reader (pandas) handles well-formed files; on any fault the file is read again
+    line by line to name the first bad line.
+    """
     try:
         frame = pd.read_csv(
             path,
@@ -70,13 +86,14 @@ def load_trec_run(path: str | Path) -> dict[str, Ranking]:
     if bad:
         _raise_first_bad_trec_line(path)
     frame = frame.sort_values(["qid", "score", "doc"], ascending=[True, False, False])
-    qids = frame["qid"].to_numpy()
-    docs = frame["doc"].tolist()
+    return frame["qid"].to_numpy(), frame["doc"].tolist(), frame["score"].tolist()
+
+
+def _query_slices(qids: np.ndarray) -> list[tuple[str, int, int]]:
+    """Return (qid, start, end) of each run of equal qids in a sorted qid array."""
     starts = np.flatnonzero(np.concatenate(([True], qids[1:] != qids[:-1])))
     ends = np.append(starts[1:], len(qids))
-    return {
-        str(qids[lo]): docs[lo:hi] for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)
-    }
+    return [(str(qids[lo]), lo, hi) for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _raise_first_bad_trec_line(path: Path) -> None:

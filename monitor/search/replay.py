@@ -16,7 +16,6 @@ hold is answered with no hits, as trec_eval counts it.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -110,33 +109,11 @@ def load_run(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
     if format == "json" or (format == "auto" and text.lstrip().startswith(("{", "["))):
         return _json_run(path, text)
-    return _trec_run(path, text)
+    from monitor.runs import load_scored_trec_run
 
-
-def _trec_run(path: Path, text: str) -> dict[str, list[Hit]]:
-    scored: dict[str, list[tuple[float, str]]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) != 6:
-            raise InputError(
-                path, "a TREC run line 'qid Q0 docno rank score tag'", line=number, found=line
-            )
-        try:
-            score = float(fields[4])
-        except ValueError:
-            score = math.nan
-        if math.isnan(score):
-            raise InputError(path, "a numeric score in field 5", line=number, found=fields[4])
-        scored.setdefault(fields[0], []).append((score, fields[2]))
-    if not scored:
-        raise InputError(path, "at least one TREC run line, not an empty file", line=1)
-    # trec_eval's order: score descending, then doc id descending (strcmp on UTF-8 bytes,
-    # which orders like Python's code point comparison).
     return {
-        qid: [Hit(doc, score) for score, doc in sorted(pairs, reverse=True)]
-        for qid, pairs in scored.items()
+        qid: [Hit(doc, score) for doc, score in pairs]
+        for qid, pairs in load_scored_trec_run(path).items()
     }
 
 
