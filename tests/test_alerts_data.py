@@ -39,13 +39,6 @@ SCHEMA_DIR = Path(
     )
 )
 
-#: The one lint promtool reports on the exposition, by design: latency percentiles are a gauge
-#: with a ``quantile`` label (exact per-run percentiles with no cumulative _sum/_count, so not
-#: a summary), and promlint expects ``quantile`` on summaries only.
-QUANTILE_LINT = (
-    'retrieval_search_latency_seconds non-summary metrics should not have "quantile" label'
-)
-
 #: Values the dashboard's variables take when its queries are checked.
 VARIABLES = {"suite": "nightly", "k": "5"}
 
@@ -199,12 +192,9 @@ def test_the_rules_read_only_exported_gauges() -> None:
 
 
 def test_the_exposition_passes_promtool_check_metrics() -> None:
-    """promtool finds nothing in a full exposition but the documented quantile lint."""
+    """promtool finds nothing at all in a full exposition."""
     result = run(tool("promtool", "prometheus"), "check", "metrics", stdin=render(make_snapshot()))
-    findings = {
-        line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()
-    }
-    assert {QUANTILE_LINT} == findings
+    assert (0, "") == (result.returncode, (result.stdout + result.stderr).strip())
 
 
 def test_a_failed_runs_exposition_passes_promtool_check_metrics() -> None:

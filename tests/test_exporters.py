@@ -229,14 +229,13 @@ def test_the_k_label_is_the_cutoff_or_all(metric: str, k: str) -> None:
     assert 0.5 == value(text, f"retrieval_{measure}_ratio", k=k)
 
 
-def test_latency_quantiles_are_a_gauge_with_a_quantile_label() -> None:
-    """p50, p95 and p99 are one gauge with quantile 0.5, 0.95 and 0.99."""
+def test_latency_percentiles_are_a_gauge_with_a_percentile_label() -> None:
+    """p50, p95 and p99 are one gauge with percentile 50, 95 and 99."""
     text = render(make_snapshot())
     got = {
-        q: value(text, "retrieval_search_latency_seconds", quantile=q)
-        for q in ("0.5", "0.95", "0.99")
+        p: value(text, "retrieval_search_latency_seconds", percentile=p) for p in ("50", "95", "99")
     }
-    assert {"0.5": 0.01, "0.95": 0.05, "0.99": 0.09} == got
+    assert {"50": 0.01, "95": 0.05, "99": 0.09} == got
     assert "# TYPE retrieval_search_latency_seconds gauge" in text
 
 

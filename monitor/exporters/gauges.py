@@ -13,9 +13,11 @@ dashboard's "measure against its baseline" panel then takes its ``measure`` and 
 variables from ``label_values(retrieval_baseline_ratio, measure)``, and one query draws the
 band for whichever measure the panel repeats over.
 
-Latency quantiles are a gauge with a ``quantile`` label, not a summary: they are exact
-percentiles of one run's queries, computed once by the runner, with no ``_sum``/``_count``
-over a sliding window for ``rate()`` to use; a summary would promise both.
+Latency percentiles are a gauge with a ``percentile`` label (``50``, ``95``, ``99``), not a
+summary: they are exact percentiles of one run's queries, computed once by the runner, with
+no ``_sum``/``_count`` over a sliding window for ``rate()`` to use; a summary would promise
+both. The label is not ``quantile``, which Prometheus reserves for summaries (promtool's lint
+flags it on any other type).
 
 Each gauge belongs to a *side*:
 
@@ -54,8 +56,8 @@ FAILURE_SIDES: Final[frozenset[Side]] = frozenset({"attempt", "last_success"})
 #: What a failed run pushes to a Pushgateway group that already holds the last success.
 ATTEMPT_SIDE: Final[frozenset[Side]] = frozenset({"attempt"})
 
-#: The ``quantile`` label of each latency percentile the snapshot carries.
-LATENCY_QUANTILES: Final = (("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99"))
+#: The ``percentile`` label of each latency percentile the snapshot carries.
+LATENCY_PERCENTILES: Final = (("50", "p50"), ("95", "p95"), ("99", "p99"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +104,10 @@ def _rules(snapshot: SuiteSnapshot) -> Iterator[Series]:
         yield (rule,), 1.0 if fired else 0.0
 
 
-def _quantiles(snapshot: SuiteSnapshot) -> Iterator[Series]:
-    for quantile, key in LATENCY_QUANTILES:
+def _percentiles(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for percentile, key in LATENCY_PERCENTILES:
         if key in snapshot.latency:
-            yield (quantile,), snapshot.latency[key]
+            yield (percentile,), snapshot.latency[key]
 
 
 def _latency(key: str) -> Reader:
@@ -196,9 +198,9 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         "retrieval_search_latency_seconds",
         "Search latency percentile over the answered queries of the latest successful run "
         "(exact, computed once per run; not a sliding-window summary).",
-        ("quantile",),
+        ("percentile",),
         "success",
-        _quantiles,
+        _percentiles,
     ),
     Gauge(
         "retrieval_search_latency_mean_seconds",

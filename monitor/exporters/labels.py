@@ -30,6 +30,7 @@ RESERVED_LABELS: Final = frozenset(
         "measure",
         "rule",
         "quantile",
+        "percentile",
         "segment",
         "segment_value",
         "fingerprint",
