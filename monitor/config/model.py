@@ -84,12 +84,19 @@ class StoreConfig:
 @dataclass(frozen=True, slots=True)
 class EvalSetConfig:
     """The frozen eval set: a file (``path``, optional ``format`` and TREC ``queries``) or a
-    bundled set (``bundled: larkfield``), read lazily by whoever runs the suite."""
+    bundled set (``bundled: larkfield``), read lazily by whoever runs the suite.
+
+    With ``reference`` (a search spec, e.g. exact brute-force kNN) the set's own judgments are
+    replaced by that search's top ``reference_k`` for each query: recall then measures how
+    much of the exact result the monitored (approximate) index finds, apart from labels.
+    """
 
     path: Path | None = None
     format: str | None = None
     queries: Path | None = None
     bundled: str | None = None
+    reference: SearchConfig | None = None
+    reference_k: int = 10
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,6 +187,12 @@ def _evalset() -> Schema:
             "format": _text(vocab.FORMAT.pattern),
             "queries": _text(description="Queries TSV for a TREC qrels file."),
             "bundled": _text(vocab.BUNDLED_SET.pattern, "A bundled eval set, e.g. larkfield."),
+            "reference": {
+                **_search(),
+                "description": "A reference search (e.g. exact kNN) whose top reference_k "
+                "results replace the set's judgments.",
+            },
+            "reference_k": {"type": "integer", "minimum": 1},
         },
         oneOf=[
             {"required": ["path"], "not": {"required": ["bundled"]}},

@@ -65,8 +65,15 @@ def _kind(f: Fields, node: Node, known: tuple[str, ...], what: str) -> str:
 
 
 def evalset(f: Fields, node: Node) -> EvalSetConfig:
-    """Read ``evalset``: ``{path, format?, queries?}`` or ``{bundled: larkfield}``."""
+    """Read ``evalset``: ``{path, format?, queries?}`` or ``{bundled: larkfield}``, each with
+    an optional ``reference`` search (and ``reference_k``) whose results are the judgments."""
     entries = f.mapping(node, vocab.EVALSET_KEYS, "the eval set: path or bundled")
+    reference = search(f, entries["reference"]) if "reference" in entries else None
+    reference_k = 10
+    if "reference_k" in entries:
+        if reference is None:
+            raise f.error(entries["reference_k"], "'reference_k' only beside 'reference'")
+        reference_k = f.integer(entries["reference_k"], minimum=1)
     if "bundled" in entries:
         for key in ("path", "format", "queries"):
             if key in entries:
@@ -78,7 +85,7 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
             "a bundled eval set name such as larkfield",
             pattern=vocab.BUNDLED_SET,
         )
-        return EvalSetConfig(bundled=name)
+        return EvalSetConfig(bundled=name, reference=reference, reference_k=reference_k)
     path = f.path(
         f.require(node, entries, "path", " (or 'bundled')"), "an eval set file", must_exist=True
     )
@@ -94,7 +101,9 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
         if not is_trec:
             raise f.error(entries["queries"], "'queries' only with TREC qrels (format: trec)")
         queries = f.path(entries["queries"], "a queries TSV file", must_exist=True)
-    return EvalSetConfig(path=path, format=fmt, queries=queries)
+    return EvalSetConfig(
+        path=path, format=fmt, queries=queries, reference=reference, reference_k=reference_k
+    )
 
 
 def search(f: Fields, node: Node) -> SearchConfig:

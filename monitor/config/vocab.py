@@ -34,7 +34,7 @@ SUITE_KEYS = (
 MERGED_KEYS = ("runner", "significance", "labels", "links")
 
 STORE_KEYS = ("url", "path")
-EVALSET_KEYS = ("path", "format", "queries", "bundled")
+EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k")
 RUNNER_KEYS = (
     "concurrency",
     "timeout_seconds",
