@@ -1,11 +1,12 @@
 """Compose one run of a suite: the single path both ``run`` and ``daemon`` take.
 
-load eval set -> run search -> metrics -> store -> compare with baseline -> (export, alert)
+load eval set -> run search -> metrics -> store -> compare with baseline -> export -> alert
 
 :func:`run_suite` holds the suite's store lock for the whole run, so two schedulers starting
 the same suite at once cannot both proceed. A search backend that fails (error budget,
-backend down) still leaves a ``failed`` run in the store, so history and gauges show it,
-and the error is raised again for the caller to map to its exit code.
+backend down) still leaves a ``failed`` run in the store, exports its failure gauges and
+raises its monitor-failure alert; the error is then raised again for the caller to map to
+its exit code.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from monitor.errors import MonitorError, SearchBackendError, UsageError
+from monitor.publish import Published
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from monitor.config.model import EvalSetConfig, SearchConfig, SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
-    from monitor.publish import Published, Sink
+    from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.store import Store
     from monitor.store.records import RunRecord
@@ -48,7 +50,7 @@ class SuiteOutcome:
     result: RunResult
     evalset: EvalSet
     seeded_baseline: int | None = None
-    published: Published = field(default_factory=lambda: _nothing_published())
+    published: Published = field(default_factory=Published)
 
     @property
     def run_id(self) -> int | None:
@@ -109,7 +111,7 @@ def run_suite(
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
-    from monitor.publish import Published, alert, export, suite_snapshot
+    from monitor.publish import alert, export, suite_snapshot
 
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     try:
@@ -359,12 +361,6 @@ def _lock_ttl(suite: SuiteConfig) -> float:
     if runner.deadline_seconds is not None:
         return runner.deadline_seconds * 2 + 60
     return 6 * 3600.0
-
-
-def _nothing_published() -> Published:
-    from monitor.publish import Published
-
-    return Published()
 
 
 def _number(value: float | None) -> float:

@@ -27,7 +27,6 @@ def render_comparison(
     comparison: Comparison,
     means: Mapping[str, float],
     *,
-    width: int = 100,
     queries: int = 5,
 ) -> str:
     """Return the comparison as text, ``means`` being the current run's metric means."""
@@ -89,7 +88,7 @@ def render_comparison(
             )
     if comparison.warnings:
         lines += ["", *(f"warning: {w}" for w in comparison.warnings)]
-    return "\n".join(line[:width] if len(line) > width + 40 else line for line in lines)
+    return "\n".join(lines)
 
 
 def _rank(rank: int | None) -> str:
