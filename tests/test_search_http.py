@@ -367,3 +367,21 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_an_error_message_never_shows_the_query_string() -> None:
+    """A failing status is reported without the URL's query (it may carry an API key)."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(503, text="busy"))
+    search = build_search(
+        "http",
+        {
+            "url": "http://127.0.0.1:1/search",
+            "params": {"q": "{query}", "api_key": "s3cret"},
+            "ids": "hits[*].id",
+            "transport": transport,
+        },
+    )
+    with pytest.raises(SearchCallError) as caught:
+        search("refund policy", 5)
+    assert "s3cret" not in str(caught.value)
+    assert "http://127.0.0.1:1/search answered 503" in str(caught.value)

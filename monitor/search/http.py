@@ -121,7 +121,7 @@ class HttpSearch:
         if status >= 400:
             raise SearchCallError(
                 f"HTTPStatusError {status}",
-                f"{self.method} {response.request.url} answered {status} "
+                f"{self.method} {_shown(response.request.url)} answered {status} "
                 f"{response.reason_phrase}: {response.text[:200]}",
                 retryable=status == 429 or status >= 500,
             )
@@ -289,3 +289,8 @@ def _aligned(path: JsonPath, document: object, count: int) -> list[object]:
     if len(values) != count:
         raise SearchOutputError(f"{count} values at {path.text!r}, one per id", found=len(values))
     return values
+
+
+def _shown(url: httpx.URL) -> str:
+    """Return ``url`` without credentials or query string (which may carry an API key)."""
+    return str(url.copy_with(userinfo=b"", query=None, fragment=None))
