@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
 
 def daemon(args: argparse.Namespace) -> int:
     """Run the daemon until a stop signal; return 0."""
-    from monitor.daemon import Daemon, configure_logging, emit
+    from monitor.daemon import Daemon, SchedulerCollector, configure_logging, emit
     from monitor.errors import UsageError
     from monitor.exporters import start_http_exporter
     from monitor.store import open_store
@@ -98,6 +98,7 @@ def daemon(args: argparse.Namespace) -> int:
         initial_run=not args.no_initial_run,
         shutdown_grace=args.shutdown_grace,
     )
+    endpoint.register(SchedulerCollector(service.snapshot))
     service.install_signal_handlers()
     abandoned = service.serve()
     if not abandoned:

@@ -8,7 +8,7 @@ has counted (runs, failures, missed and skipped runs, reloads).
 """
 
 from monitor.daemon.logfmt import LogfmtFormatter, configure_logging, emit
-from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
+from monitor.daemon.metrics import MetricsEndpoint, SchedulerCollector, SnapshotBuilder
 from monitor.daemon.schedule import MAX_MISFIRE_GRACE_SECONDS, build_trigger, misfire_grace_seconds
 from monitor.daemon.service import DEFAULT_SHUTDOWN_GRACE_SECONDS, WORKERS, Daemon, SuiteRunner
 from monitor.daemon.status import DaemonSnapshot, StatusBoard, SuiteStatus
@@ -21,6 +21,7 @@ __all__ = [
     "DaemonSnapshot",
     "LogfmtFormatter",
     "MetricsEndpoint",
+    "SchedulerCollector",
     "SnapshotBuilder",
     "StatusBoard",
     "SuiteRunner",

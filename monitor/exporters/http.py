@@ -49,6 +49,7 @@ class HttpExporter(Collector):
         self._closed = False
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
+        self._registry = registry
         family, host = _family(address, port)
 
         class Server(ThreadingWSGIServer):
@@ -81,6 +82,10 @@ class HttpExporter(Collector):
         """Serve ``snapshot`` as its suite's latest run from the next scrape on."""
         with self._lock:
             self._families = merge(self._families, snapshot)
+
+    def register(self, collector: Collector) -> None:
+        """Also serve what ``collector`` yields (the daemon's scheduler counters)."""
+        self._registry.register(collector)
 
     def forget(self, suite: str) -> None:
         """Stop serving every series of ``suite`` (a suite removed from the config)."""
