@@ -149,3 +149,34 @@ def test_failed_queries_are_written_per_suite(workdir: Path) -> None:
     assert 0 == run(config, "--failed-queries", str(target))
     lines = (workdir / "failed-nightly.jsonl").read_text().splitlines()
     assert [f"q{i}" for i in range(10)] == [json.loads(line)["query_id"] for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--run", "99"], "99"),
+        (["--latest"], "no ok run to pin"),
+    ],
+)
+def test_pinning_a_run_that_is_not_there_exits_2(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """`baseline set` on a run that does not exist is a usage error: exit 2."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    code = main(["baseline", "set", "--suite", "nightly", "--config", str(config), *argv])
+    assert 2 == code
+    assert message in capsys.readouterr().err
+
+
+def test_a_notifier_that_cannot_be_built_exits_2(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A notifier whose signing secret variable is missing is a setup error: exit 2."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    config.write_text(
+        config.read_text()
+        + "    notifiers: [{kind: webhook, url: 'http://127.0.0.1:9/hook',"
+        + " secret_env: NOT_SET_ANYWHERE}]\n"
+    )
+    assert 2 == run(config)
+    assert "NOT_SET_ANYWHERE" in capsys.readouterr().err

@@ -18,6 +18,9 @@ from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, r
 EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
     (errors.SearchBackendError, 3),
     (errors.SearchSetupError, 2),
+    (errors.NotifierSetupError, 2),
+    (errors.BaselineError, 2),
+    (errors.StoreLookupError, 2),
     (errors.UsageError, 2),
     (errors.InputError, 2),
     (errors.ConfigError, 2),
