@@ -223,3 +223,22 @@ def test_unknown_key_without_close_match_has_no_suggestion() -> None:
     """An unknown key unlike every known one gets the list without a guess."""
     error = config_error(suite_file("runner: {zzz: 1}"))
     assert "did you mean" not in error.expected
+
+
+def test_http_exporters_of_suites_must_share_one_endpoint() -> None:
+    """Two suites with http exporters on different ports is an error naming the second."""
+    from monitor.config import load_config_text
+
+    text = """
+suites:
+  one:
+    evalset: {bundled: larkfield}
+    search: {kind: replay, bundled: larkfield/keyword}
+    exporters: [{kind: http, port: 9108}]
+  two:
+    evalset: {bundled: larkfield}
+    search: {kind: replay, bundled: larkfield/vector}
+    exporters: [{kind: http, port: 9109}]
+"""
+    with pytest.raises(ConfigError, match=r"suites\.two: expected the http exporter of suite 'one'"):
+        load_config_text(text)

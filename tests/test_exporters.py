@@ -26,7 +26,6 @@ from monitor.exporters import (
     K_ALL,
     MAX_SEGMENT_VALUES,
     RESERVED_LABELS,
-    HttpExporters,
     SuiteSnapshot,
     build_registry,
     families,
@@ -717,13 +716,3 @@ def test_close_frees_the_port_and_may_be_called_twice() -> None:
     running.close()
     with start_http_exporter("127.0.0.1", port) as again:
         assert port == again.port
-
-
-def test_one_server_per_address_and_port() -> None:
-    """HttpExporters hands every suite on an address the same server."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with HttpExporters() as servers:
-        first = servers.get("127.0.0.1", port)
-        assert first is servers.get("127.0.0.1", port)

@@ -16,7 +16,13 @@ from urllib.parse import urlsplit
 
 from monitor.config import sections, vocab
 from monitor.config.fields import Fields, mask_url
-from monitor.config.model import MonitorConfig, Secret, StoreConfig, SuiteConfig
+from monitor.config.model import (
+    HttpExporterConfig,
+    MonitorConfig,
+    Secret,
+    StoreConfig,
+    SuiteConfig,
+)
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError
 
@@ -123,7 +129,25 @@ def _parse(
                 found=name,
             )
         suites[name] = _suite(f, name, node, defaults)
+        _check_one_metrics_endpoint(f, node, suites)
     return MonitorConfig(source=source, store=store, suites=suites)
+
+
+def _check_one_metrics_endpoint(f: Fields, node: Node, suites: Mapping[str, SuiteConfig]) -> None:
+    """Refuse http exporters on different addresses: the daemon serves one ``/metrics``."""
+    seen: dict[tuple[str, int], str] = {}
+    for name, suite in suites.items():
+        for exporter in suite.exporters:
+            if isinstance(exporter, HttpExporterConfig):
+                seen.setdefault((exporter.address, exporter.port), name)
+    if len(seen) > 1:
+        (first, first_suite), (other, _) = list(seen.items())[:2]
+        raise f.error(
+            node,
+            f"the http exporter of suite {first_suite!r} ({first[0]}:{first[1]}) in every suite: "
+            "the daemon serves one /metrics endpoint for all of them",
+            found=f"{other[0]}:{other[1]}",
+        )
 
 
 def _store(f: Fields, node: Node | None, env: Mapping[str, str]) -> StoreConfig:

@@ -2,8 +2,7 @@
 
 The job composer builds a :class:`SuiteSnapshot` per run; the exporters read nothing else.
 
-- :func:`start_http_exporter`: a ``/metrics`` endpoint for the daemon (one per address and
-  port, every suite's latest run; :class:`HttpExporters` keeps one per address).
+- :func:`start_http_exporter`: the daemon's ``/metrics`` endpoint (every suite's latest run).
 - :func:`push_snapshot`: a Pushgateway push for one-shot runs.
 - :func:`write_textfile`: a ``.prom`` file for node_exporter's textfile collector.
 - :func:`render`: the text exposition, for ``--metrics-out`` and tests.
@@ -15,7 +14,7 @@ naming rules and the side each gauge belongs to).
 from __future__ import annotations
 
 from monitor.exporters.gauges import GAUGES, Gauge, build_registry, families, merge, render
-from monitor.exporters.http import HttpExporter, HttpExporters, start_http_exporter
+from monitor.exporters.http import HttpExporter, start_http_exporter
 from monitor.exporters.labels import K_ALL, RESERVED_LABELS, validate_labels
 from monitor.exporters.push import DEFAULT_JOB, PushHandler, push_snapshot
 from monitor.exporters.snapshot import LATENCY_KEYS, MAX_SEGMENT_VALUES, SuiteSnapshot
@@ -30,7 +29,6 @@ __all__ = [
     "RESERVED_LABELS",
     "Gauge",
     "HttpExporter",
-    "HttpExporters",
     "PushHandler",
     "SuiteSnapshot",
     "build_registry",

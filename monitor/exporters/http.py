@@ -134,38 +134,6 @@ def start_http_exporter(address: str = "127.0.0.1", port: int = 9108) -> HttpExp
     return HttpExporter(address, port)
 
 
-class HttpExporters:
-    """The daemon's HTTP exporters: one per address and port, however many suites use it."""
-
-    def __init__(self) -> None:
-        self._servers: dict[tuple[str, int], HttpExporter] = {}
-
-    def get(self, address: str, port: int) -> HttpExporter:
-        """Return the exporter on ``address:port``, starting it on first use."""
-        key = (address, port)
-        server = self._servers.get(key)
-        if server is None:
-            server = self._servers[key] = start_http_exporter(address, port)
-        return server
-
-    def close(self) -> None:
-        """Close every exporter started here."""
-        servers, self._servers = list(self._servers.values()), {}
-        for server in servers:
-            server.close()
-
-    def __enter__(self) -> HttpExporters:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
 def _family(address: str, port: int) -> tuple[socket.AddressFamily, str]:
     """Return the socket family and host to bind ``address`` with (IPv4 or IPv6)."""
     try:
