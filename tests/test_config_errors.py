@@ -240,5 +240,6 @@ suites:
     search: {kind: replay, bundled: larkfield/vector}
     exporters: [{kind: http, port: 9109}]
 """
-    with pytest.raises(ConfigError, match=r"suites\.two: expected the http exporter of suite 'one'"):
+    expected = r"suites\.two: expected the http exporter of suite 'one'"
+    with pytest.raises(ConfigError, match=expected):
         load_config_text(text)
