@@ -24,25 +24,17 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return qrels, run
 
 
+def evaluate(files: tuple[Path, Path], *options: str) -> int:
+    """Run `retrieval-monitor evaluate` on the test qrels and run with ``options``."""
+    qrels, run = files
+    return main(["evaluate", "--qrels", str(qrels), "--run", str(run), *options])
+
+
 def test_evaluate_json_has_the_documented_shape(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--format json --per-query` prints one object with metrics, queries and per_query."""
-    qrels, run = files
-    code = main(
-        [
-            "evaluate",
-            "--qrels",
-            str(qrels),
-            "--run",
-            str(run),
-            "--metrics",
-            "recall@2,mrr",
-            "--format",
-            "json",
-            "--per-query",
-        ]
-    )
+    code = evaluate(files, "--metrics", "recall@2,mrr", "--format", "json", "--per-query")
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert ["metrics", "queries", "per_query"] == list(out)
@@ -59,8 +51,7 @@ def test_evaluate_json_leaves_out_per_query_by_default(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without --per-query the JSON object holds only metrics and queries."""
-    qrels, run = files
-    main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--format", "json"])
+    evaluate(files, "--format", "json")
     out = json.loads(capsys.readouterr().out)
     assert ["metrics", "queries"] == list(out)
     assert 24 == len(out["metrics"])  # 6 default measures x k in 1, 3, 5, 10
@@ -70,21 +61,7 @@ def test_evaluate_csv_ends_with_the_means(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """CSV output has a header, a row per query and a last row `all`."""
-    qrels, run = files
-    main(
-        [
-            "evaluate",
-            "--qrels",
-            str(qrels),
-            "--run",
-            str(run),
-            "--metrics",
-            "mrr",
-            "--format",
-            "csv",
-            "--per-query",
-        ]
-    )
+    evaluate(files, "--metrics", "mrr", "--format", "csv", "--per-query")
     lines = capsys.readouterr().out.splitlines()
     assert ["query_id,mrr", "q1,1.0", "q2,0.0", "all,0.5"] == lines
 
@@ -93,21 +70,7 @@ def test_include_no_relevant_counts_them_as_zeros(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--include-no-relevant evaluates the query with no relevant judgment as zeros."""
-    qrels, run = files
-    main(
-        [
-            "evaluate",
-            "--qrels",
-            str(qrels),
-            "--run",
-            str(run),
-            "--metrics",
-            "mrr",
-            "--format",
-            "json",
-            "--include-no-relevant",
-        ]
-    )
+    evaluate(files, "--metrics", "mrr", "--format", "json", "--include-no-relevant")
     out = json.loads(capsys.readouterr().out)
     assert 3 == out["queries"]["evaluated"]
     assert pytest.approx(1 / 3) == out["metrics"]["mrr"]
@@ -126,8 +89,7 @@ def test_bad_metric_exits_2_with_a_clear_message(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], metrics: str, message: str
 ) -> None:
     """An unknown metric name or a bad cutoff exits 2 and says why, without a traceback."""
-    qrels, run = files
-    code = main(["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", metrics])
+    code = evaluate(files, "--metrics", metrics)
     err = capsys.readouterr().err
     assert 2 == code
     assert message in err
@@ -138,9 +100,9 @@ def test_malformed_run_names_file_and_line(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A bad TREC run line exits 2 with the file and line in the message."""
-    qrels, run = files
+    run = files[1]
     run.write_text("q1 Q0 a 1 1.0 t\nq1 Q0 b 2 high t\n")
-    code = main(["evaluate", "--qrels", str(qrels), "--run", str(run)])
+    code = evaluate(files)
     err = capsys.readouterr().err
     assert 2 == code
     assert f"{run}:2" in err
