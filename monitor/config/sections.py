@@ -363,7 +363,7 @@ def _rule_metric(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> Metric:
 
 
 def significance(f: Fields, node: Node | None) -> SignificanceConfig:
-    """Read ``significance``: alpha, bootstrap iterations, seed, optional persistence."""
+    """Read ``significance``: alpha, iterations, seed, optional persistence."""
     if node is None:
         return SignificanceConfig()
     entries = f.mapping(node, vocab.SIGNIFICANCE_KEYS, "alpha, iterations, seed, persistence")
