@@ -31,12 +31,13 @@ _extracted: ExitStack | None = None
 
 
 def data_path(*parts: str) -> Path:
-    """Return a filesystem path to the bundled file ``monitor/data/<parts...>``.
+    """Return a filesystem path to the bundled file or folder ``monitor/data/<parts...>``.
 
-    The path works with :func:`open`. When the package is installed as a zip file, the
-    file is extracted to a temporary file that lives until the interpreter exits.
+    The path works with :func:`open` (``data_path("larkfield")`` is the folder of the set and
+    its runs). When the package is installed as a zip file, it is extracted to a temporary
+    location that lives until the interpreter exits.
     """
-    resource = _resource(*parts)
+    resource = _resource(*parts, folder=True)
     if isinstance(resource, Path):
         return resource
     global _extracted
@@ -85,13 +86,13 @@ def larkfield_passages() -> list[dict[str, str]]:
     return passages
 
 
-def _resource(*parts: str) -> Traversable:
-    """Return the package data resource ``monitor/data/<parts...>``, checked to exist."""
+def _resource(*parts: str, folder: bool = False) -> Traversable:
+    """Return the package data file (or, with ``folder``, folder) ``monitor/data/<parts...>``."""
     relative = PurePosixPath(*parts) if parts else PurePosixPath()
     if not parts or relative.is_absolute() or ".." in relative.parts:
         raise UsageError(f"expected a relative path inside the bundled data, got {parts!r}")
     resource = resources.files("monitor").joinpath("data", *relative.parts)
-    if not resource.is_file():
+    if not (resource.is_file() or (folder and resource.is_dir())):
         raise UsageError(f"no bundled data file {relative.as_posix()!r}")
     return resource
 

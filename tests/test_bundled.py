@@ -137,3 +137,12 @@ def test_data_path_refuses_missing_or_outside_files(parts: tuple[str, ...]) -> N
     """A missing file, a path leaving the data folder or no path raises UsageError."""
     with pytest.raises(UsageError):
         data_path(*parts)
+
+
+def test_data_path_gives_the_folder_of_a_set() -> None:
+    """data_path("larkfield") is a folder holding the eval set and the runs."""
+    from monitor.bundled import data_path
+
+    folder = data_path("larkfield")
+    assert (folder / "evalset.jsonl").is_file()
+    assert (folder / "runs" / "rerank.json").is_file()
