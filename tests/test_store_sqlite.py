@@ -27,7 +27,7 @@ def test_a_plain_path_creates_the_file_and_its_folders(tmp_path: Path) -> None:
 
 
 def test_a_sqlite_url_and_its_path_open_the_same_database(tmp_path: Path) -> None:
-    """``sqlite:///abs/path.db`` and the plain path name the same file."""
+    """``sqlite:////abs/path.db`` (four slashes) and the plain path name the same file."""
     path = tmp_path / "runs.db"
     with open_store(f"sqlite:///{path}") as by_url:
         run_id = by_url.save_run(_run())
@@ -38,7 +38,7 @@ def test_a_sqlite_url_and_its_path_open_the_same_database(tmp_path: Path) -> Non
 def test_the_store_names_its_location_as_a_url(tmp_path: Path) -> None:
     """The store's location, used in its errors, is the sqlite URL of the absolute path."""
     with open_store(tmp_path / "runs.db") as store:
-        assert f"sqlite:///{str(tmp_path).lstrip('/')}/runs.db" == store.location
+        assert f"sqlite:////{str(tmp_path).lstrip('/')}/runs.db" == store.location
 
 
 def test_the_database_is_in_wal_mode(tmp_path: Path) -> None:
@@ -123,3 +123,18 @@ def test_records_are_frozen() -> None:
     run = _run()
     with pytest.raises(TypeError):
         run.means["ndcg@10"] = 1.0  # type: ignore[index]
+
+
+def test_a_three_slash_sqlite_url_is_relative_to_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///state/runs.db`` opens state/runs.db under the working folder."""
+    monkeypatch.chdir(tmp_path)
+    open_store("sqlite:///state/runs.db").close()
+    assert (tmp_path / "state" / "runs.db").is_file()
+
+
+def test_a_sqlite_url_with_a_host_is_refused() -> None:
+    """``sqlite://host/x.db`` is not a SQLite URL: a UsageError says which forms are."""
+    with pytest.raises(UsageError, match=r"sqlite:////absolute/path\.db"):
+        open_store("sqlite://host/x.db")

@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(render_comparison(comparison, outcome.run.means))
                 print(_published_text(published))
+                print(f"stored as run {outcome.run_id} in {getattr(store, 'location', store)}")
                 print()
             for problem in published.export_errors:
                 print(

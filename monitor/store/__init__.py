@@ -1,6 +1,6 @@
 """Keep every run, the baselines and the stages' state in a database.
 
-``open_store(url_or_path)`` opens SQLite (a path or ``sqlite:///abs/path.db``, the embedded
+``open_store(url_or_path)`` opens SQLite (a path or ``sqlite:////abs/path.db``, the embedded
 default) or PostgreSQL (``postgresql://user@host:port/db``, with the ``postgres`` extra) and
 brings its schema up to date. Both speak one set of SQL queries; what differs between them
 is in :mod:`monitor.store.dialect`.

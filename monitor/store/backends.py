@@ -28,7 +28,9 @@ _SQLITE_MINIMUM = (3, 35, 0)
 def open_store(url_or_path: str | os.PathLike[str]) -> Store:
     """Open (creating and migrating as needed) the store at ``url_or_path``.
 
-    ``sqlite:///abs/path.db`` or a plain path opens a SQLite file, creating its folders;
+    A plain path or a SQLite URL opens a SQLite file, creating its folders. URLs follow the
+    common convention: ``sqlite:///relative/path.db`` (three slashes) is relative to the
+    working folder, ``sqlite:////abs/path.db`` (four) absolute, ``sqlite:///:memory:`` in memory;
     ``postgresql://user@host:port/db`` opens a PostgreSQL database (needs the ``postgres``
     extra). Raise StoreError when the store cannot be opened, StoreSchemaError when its schema
     is newer than this code.
@@ -38,7 +40,12 @@ def open_store(url_or_path: str | os.PathLike[str]) -> Store:
         return open_sqlite(Path(target))
     scheme = target.split("://", 1)[0].lower()
     if scheme == "sqlite":
-        return open_sqlite(Path(target[len("sqlite://") :]))
+        if not target.startswith("sqlite:///"):
+            raise UsageError(
+                f"store URL {target!r}: expected sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or sqlite:///:memory:"
+            )
+        return open_sqlite(Path(target[len("sqlite:///") :]))
     if scheme in ("postgresql", "postgres"):
         return open_postgres(target)
     known = ", ".join(SCHEMES)
@@ -50,7 +57,7 @@ def open_sqlite(path: Path) -> SqlStore:
     memory = str(path) == ":memory:"
     if not memory:
         path = path.expanduser().absolute()
-    location = f"sqlite:///{str(path).lstrip('/')}" if not memory else "sqlite://:memory:"
+    location = f"sqlite:///{path}" if not memory else "sqlite:///:memory:"
     if sqlite3.sqlite_version_info < _SQLITE_MINIMUM:
         needed = ".".join(map(str, _SQLITE_MINIMUM))
         found = sqlite3.sqlite_version
