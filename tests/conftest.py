@@ -10,6 +10,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# Property tests check values, not speed: on a loaded 2-core machine an example can take
+# longer than hypothesis's default 200 ms deadline without anything being wrong.
+settings.register_profile("monitor", deadline=None)
+settings.load_profile("monitor")
 
 
 def services_required() -> bool:
