@@ -377,6 +377,34 @@ def test_a_rejected_message_holds_back_the_later_ones_of_its_alert(
     assert ([], 2) == (hook.sent, len(store.pending(OUTBOX_KIND)))
 
 
+def test_a_message_rejected_in_every_run_is_given_up_and_frees_its_alert(
+    store: AlertStore, clock: ManualClock, hook: RecordingNotifier
+) -> None:
+    """After five runs of 400s the firing is given up, and the resolve goes out."""
+    life = lifecycle(store, clock, hook)
+    hook.failures = [NotifyError("nightly/hook", "HTTP 400", status=400)] * 5
+    life.update("nightly", "regression", [regression(clock)])
+    for _ in range(4):
+        life.flush()
+    assert 0 == len(store.pending(OUTBOX_KIND))
+    life.update("nightly", "regression", [])
+    assert [("resolved", "recall@5 max_drop")] == hook.transitions()
+
+
+def test_a_receiver_that_is_down_is_never_given_up(
+    store: AlertStore, clock: ManualClock, hook: RecordingNotifier
+) -> None:
+    """Connection failures keep the message waiting however many runs they last."""
+    hook.down = True
+    life = lifecycle(store, clock, hook)
+    life.update("nightly", "regression", [regression(clock)])
+    for _ in range(8):
+        life.flush()
+    hook.down = False
+    life.flush()
+    assert [("firing", "recall@5 max_drop")] == hook.transitions()
+
+
 def test_a_receiver_that_is_down_is_not_retried_for_every_message(
     store: AlertStore, clock: ManualClock, hook: RecordingNotifier
 ) -> None:

@@ -474,6 +474,15 @@ def test_pending_filters_by_kind(store: SqlStore) -> None:
     assert [wanted] == [m.id for m in store.pending("email")]
 
 
+def test_an_abandoned_message_leaves_the_outbox(store: SqlStore) -> None:
+    """A given-up message is no longer pending, and its key can be enqueued anew."""
+    first = store.enqueue("alert", "hook|fp|firing", {"n": 1})
+    store.abandon(first, "rejected 5 times: HTTP 400")
+    second = store.enqueue("alert", "hook|fp|firing", {"n": 2})
+    assert first != second
+    assert [second] == [message.id for message in store.pending("alert")]
+
+
 def test_enqueue_twice_replaces_the_undelivered_message(store: SqlStore) -> None:
     """Enqueueing the same kind and key again updates the pending message's payload."""
     first = store.enqueue("slack", "k", {"value": 1})
@@ -500,7 +509,7 @@ def test_attempt_failed_counts_attempts_and_keeps_the_error(store: SqlStore) -> 
     assert message.last_attempt_at is not None
 
 
-@pytest.mark.parametrize("method", ["mark_delivered", "attempt_failed"])
+@pytest.mark.parametrize("method", ["mark_delivered", "attempt_failed", "abandon"])
 def test_outbox_updates_of_an_unknown_message_raise(store: SqlStore, method: str) -> None:
     """Marking a message that does not exist raises StoreLookupError."""
     args: tuple[Any, ...] = (99,) if method == "mark_delivered" else (99, "boom")

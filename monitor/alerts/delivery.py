@@ -37,10 +37,14 @@ class DeliveryPolicy:
     backoff_seconds: float = 0.5
     backoff_max_seconds: float = 8.0
     retry_after_max_seconds: float = 30.0
+    #: Runs in which a receiver may reject (4xx) an outbox message before it is given up.
+    max_rejections: int = 5
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise UsageError(f"delivery attempts must be 1 or more, not {self.attempts}")
+        if self.max_rejections < 1:
+            raise UsageError(f"max_rejections must be 1 or more, not {self.max_rejections}")
         for name in ("backoff_seconds", "backoff_max_seconds", "retry_after_max_seconds"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):

@@ -11,7 +11,10 @@ The payload holds the notifier's *name*, the transition and the alert's dictiona
 never a URL, key or signing secret. Messages are delivered oldest first. When one fails,
 the later messages of the same notifier and alert wait for the next run (a resolve never
 overtakes its firing), and after a connection error, timeout or 5xx the notifier gets no
-more messages in this flush.
+more messages in this flush. A receiver that is down is waited for without limit; a message
+the receiver *rejects* (a 4xx other than 429) in :attr:`DeliveryPolicy.max_rejections` runs
+is given up with an error in the log, so that it stops holding back that alert's later
+messages.
 
 A crash between putting a message in the outbox and saving the alert state may send that
 one notification twice on the next run; it never loses one.
@@ -47,6 +50,8 @@ class OutboxMessageLike(Protocol):
     @property
     def key(self) -> str: ...
     @property
+    def attempts(self) -> int: ...
+    @property
     def payload(self) -> Mapping[str, object]: ...
 
 
@@ -67,6 +72,10 @@ class OutboxStore(Protocol):
 
     def attempt_failed(self, message_id: int, error: str) -> None:
         """Record a failed delivery of the message."""
+        ...
+
+    def abandon(self, message_id: int, reason: str) -> None:
+        """Give up on the message: it leaves the outbox."""
         ...
 
 
@@ -156,10 +165,25 @@ def flush_outbox(
             continue
         outcome = _attempt(store, notifiers[name], notification, message.id, policy, sleep, rng)
         outcomes.append(outcome)
-        if not outcome.delivered:
-            held.add(stream)
-            if outcome.retryable:
-                down.add(name)
+        if outcome.delivered:
+            continue
+        if not outcome.retryable and message.attempts + 1 >= policy.max_rejections:
+            # The receiver keeps refusing this message (a 4xx): holding it longer would hold
+            # back every later message of this alert, so it is given up, loudly.
+            store.abandon(message.id, f"rejected {message.attempts + 1} times: {outcome.error}")
+            log.error(
+                "%s rejected the %s of alert %s %d times; given up (outbox message %d): %s",
+                name,
+                notification.transition,
+                notification.alert.fingerprint,
+                message.attempts + 1,
+                message.id,
+                outcome.error,
+            )
+            continue
+        held.add(stream)
+        if outcome.retryable:
+            down.add(name)
     return outcomes
 
 

@@ -82,6 +82,11 @@ class MemoryStore:
         message = self.messages[message_id - 1]
         self.messages[message_id - 1] = _replace(message, delivered=True)
 
+    def abandon(self, message_id: int, reason: str) -> None:
+        """Give up on the message: it counts as done, with ``reason`` as its last error."""
+        message = self.messages[message_id - 1]
+        self.messages[message_id - 1] = _replace(message, delivered=True, last_error=reason)
+
     def attempt_failed(self, message_id: int, error: str) -> None:
         """Count one failed delivery of the message."""
         message = self.messages[message_id - 1]

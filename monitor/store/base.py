@@ -105,6 +105,10 @@ class Store(Protocol):
         """Record a failed delivery of the message: one more attempt, and its error."""
         ...
 
+    def abandon(self, message_id: int, reason: str) -> None:
+        """Give up on a waiting message (it leaves the outbox); keep ``reason``."""
+        ...
+
     def lock(
         self, suite: str, ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS
     ) -> AbstractContextManager[LockHolder]:

@@ -74,6 +74,16 @@ def mark_delivered(tx: Transaction, message_id: int, now: datetime) -> bool:
     return tx.scalar("SELECT 1 FROM outbox WHERE id = ?", (message_id,)) is not None
 
 
+def abandon(tx: Transaction, message_id: int, reason: str, now: datetime) -> bool:
+    """Give up on a waiting message: it leaves the outbox, with the reason kept."""
+    tx.execute(
+        "UPDATE outbox SET delivered_at = ?, abandoned_reason = ? WHERE id = ?"
+        " AND delivered_at IS NULL",
+        (tx.dialect.timestamp(now), reason, message_id),
+    )
+    return tx.scalar("SELECT 1 FROM outbox WHERE id = ?", (message_id,)) is not None
+
+
 def attempt_failed(tx: Transaction, message_id: int, error: str, now: datetime) -> bool:
     """Count one failed delivery with its error; return whether the message exists."""
     changed = tx.execute(

@@ -107,6 +107,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        3,
+        "outbox messages given up on",
+        # A given-up message counts as done (delivered_at set, so it leaves the unique index
+        # of waiting messages) and says why it was given up.
+        ("ALTER TABLE outbox ADD COLUMN abandoned_reason TEXT",),
+    ),
 )
 
 #: The schema version this code writes.

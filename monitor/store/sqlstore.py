@@ -154,6 +154,13 @@ class SqlStore:
         if not found:
             raise StoreLookupError(self.location, "outbox message", message_id)
 
+    def abandon(self, message_id: int, reason: str) -> None:
+        """Give up on a waiting message: it leaves the outbox, with ``reason`` kept."""
+        with self._write("giving up a notification") as tx:
+            found = kv.abandon(tx, message_id, reason, self._clock())
+        if not found:
+            raise StoreLookupError(self.location, "outbox message", message_id)
+
     def attempt_failed(self, message_id: int, error: str) -> None:
         """Record a failed delivery of the message."""
         with self._write("recording a failed delivery") as tx:
