@@ -243,15 +243,7 @@ def _label(config: NotifierConfig) -> str:
 
 def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float:
     """Return an option given as seconds or as an interval such as ``30m`` or ``4h``."""
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and vocab.INTERVAL.fullmatch(value.strip()):
-        text = value.strip()
-        parts = vocab.INTERVAL_PART.findall(text)
-        seconds = (
-            sum(float(n) * vocab.UNIT_SECONDS[unit] for n, unit in parts) if parts else float(text)
-        )
+    seconds = vocab.interval_to_seconds(value)
     valid = (
         seconds is not None and math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))
     )

@@ -259,18 +259,8 @@ def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
 def interval_seconds(f: Fields, node: Node) -> float:
     """Return an interval in seconds from ``90``, ``90s``, ``30m``, ``1h``, ``1d`` or ``1h30m``."""
     expected = "an interval such as 90s, 30m, 1h, 1d, 1h30m or a number of seconds above 0"
-    value = node.value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and vocab.INTERVAL.fullmatch(value.strip()):
-        text = value.strip()
-        parts = vocab.INTERVAL_PART.findall(text)
-        seconds = (
-            sum(float(n) * vocab.UNIT_SECONDS[unit] for n, unit in parts) if parts else float(text)
-        )
-    else:
-        raise f.error(node, expected, show=True)
-    if not seconds > 0 or seconds == float("inf"):
+    seconds = vocab.interval_to_seconds(node.value)
+    if seconds is None or not seconds > 0 or seconds == float("inf"):
         raise f.error(node, expected, show=True)
     return seconds
 

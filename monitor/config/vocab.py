@@ -92,6 +92,18 @@ INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?")
 INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+
+def interval_to_seconds(value: object) -> float | None:
+    """Return seconds from a number or an interval such as ``90s``, ``1h30m``; else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if not (isinstance(value, str) and INTERVAL.fullmatch(value.strip())):
+        return None
+    text = value.strip()
+    parts = INTERVAL_PART.findall(text)
+    return sum(float(n) * UNIT_SECONDS[unit] for n, unit in parts) if parts else float(text)
+
+
 #: The bounds of each check's threshold: (minimum, maximum or None, above zero).
 THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.MAX_DROP: (0.0, 1.0, False),
