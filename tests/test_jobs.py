@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.cli import build_parser, exit_code
-from monitor.cli.run import EVALSET_CHANGED, QUALITY_GATE
+from monitor.cli import build_parser
+from monitor.exits import ExitCode, exit_code
 from monitor.config import ScheduleConfig, load_config_text
 from monitor.daemon.schedule import build_trigger, shortest_gap
 from monitor.errors import ConfigError, SearchBackendError
@@ -165,7 +165,7 @@ def test_cronjob_fails_the_job_at_once_on_the_deterministic_exit_codes() -> None
     assert 1 == len(fail)
     codes = fail[0]["onExitCodes"]
     assert ("In", "retrieval-monitor") == (codes["operator"], codes["containerName"])
-    assert {CONFIG_ERROR, EVALSET_CHANGED, QUALITY_GATE} == set(codes["values"])
+    assert {CONFIG_ERROR, ExitCode.USAGE, ExitCode.QUALITY_GATE} == set(codes["values"])
     assert set(codes["values"]) <= DOCUMENTED_CODES
     assert BACKEND_FAILED not in codes["values"]
 

@@ -1,7 +1,7 @@
 """The ``retrieval-monitor`` command line.
 
 Each sub-command lives in its own module with ``register(subparsers)``; :func:`main` maps the
-errors they raise to exit codes through :data:`EXIT_CODES`, the one table of them.
+errors they raise to exit codes through :mod:`monitor.exits`, the one table of them.
 """
 
 from __future__ import annotations
@@ -13,22 +13,7 @@ from collections.abc import Sequence
 
 from monitor import errors
 from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, report, run
-
-#: Exit code of each error family; the first matching class wins, so subclasses come first.
-EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
-    (errors.SearchBackendError, 3),
-    (errors.SearchSetupError, 2),
-    (errors.NotifierSetupError, 2),
-    (errors.BaselineError, 2),
-    (errors.StoreLookupError, 2),
-    (errors.UsageError, 2),
-    (errors.InputError, 2),
-    (errors.ConfigError, 2),
-    (errors.MonitorError, 1),
-)
-
-#: Exit code of an error the monitor did not expect (a bug, or a fault outside it).
-UNEXPECTED = 1
+from monitor.exits import ExitCode, exit_code
 
 _COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report)
 
@@ -45,14 +30,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def exit_code(error: BaseException) -> int:
-    """Return the documented exit code for ``error``."""
-    for family, code in EXIT_CODES:
-        if isinstance(error, family):
-            return code
-    return UNEXPECTED
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     args = build_parser().parse_args(argv)
@@ -60,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except errors.MonitorError as error:
         print(f"retrieval-monitor: error: {error}", file=sys.stderr)
-        return exit_code(error)
+        return int(exit_code(error))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error
@@ -69,5 +46,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # report, with the traceback, and exit with the documented code
         traceback.print_exc()
         print(f"retrieval-monitor: unexpected error: {error!r}", file=sys.stderr)
-        return UNEXPECTED
+        return int(ExitCode.UNEXPECTED)
     return code

@@ -1,12 +1,7 @@
 """``retrieval-monitor run``: run the suites once and exit (for cron and Kubernetes CronJobs).
 
-Exit codes (the contract in the README): 0 the run completed (regressions are reported by
-alerts and gauges, not by failure), or another process is running the suite right now; 2 a
-config or usage error, or an eval set missing or changed since the baseline; 3 the search
-backend failed or the error budget was exceeded; 4 a quality gate failed, only with
-``--fail-on-regression``; 1 an unexpected error, or the gauges could not be exported (the run
-is stored). With several suites, every suite runs and the most serious code wins (1, 3, 2,
-4, then 0).
+Exit codes are :class:`monitor.exits.ExitCode` (the contract in the README). With several
+suites, every suite runs and the most serious code wins.
 """
 
 from __future__ import annotations
@@ -24,10 +19,6 @@ if TYPE_CHECKING:
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")
-EVALSET_CHANGED = 2
-QUALITY_GATE = 4
-EXPORT_FAILED = 1
-_SERIOUSNESS = (1, 3, 2, 4, 0)
 
 
 def register(subparsers: Any) -> None:
@@ -98,9 +89,9 @@ def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
-    from monitor.cli import exit_code
     from monitor.config import config_hash
-    from monitor.errors import MonitorError, StoreLockedError
+    from monitor.errors import MonitorError
+    from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_suite
     from monitor.report import render_comparison
     from monitor.store import open_store
@@ -109,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     names = args.suite or list(config.suites)
     suites = [config.suite(name) for name in names]
     snapshots: list[SuiteSnapshot] = []
-    codes: list[int] = []
+    codes: list[ExitCode] = []
     reports: list[dict[str, Any]] = []
     with open_store(store_target(args, config)) as store:
         for suite in suites:
@@ -121,15 +112,14 @@ def run(args: argparse.Namespace) -> int:
                     progress=False if args.no_progress else None,
                     sinks=[snapshots.append] if args.metrics_out else (),
                 )
-            except StoreLockedError as error:
-                print(f"retrieval-monitor: suite {suite.name}: skipped: {error}", file=sys.stderr)
-                codes.append(0)
-                reports.append({"suite": suite.name, "skipped": str(error)})
-                continue
             except MonitorError as error:
-                print(f"retrieval-monitor: suite {suite.name}: error: {error}", file=sys.stderr)
-                codes.append(exit_code(error))
-                reports.append({"suite": suite.name, "error": str(error)})
+                row = classify(error)
+                print(
+                    f"retrieval-monitor: suite {suite.name}: {row.outcome}: {error}",
+                    file=sys.stderr,
+                )
+                codes.append(row.code)
+                reports.append({"suite": suite.name, row.outcome: str(error)})
                 continue
             comparison = outcome.comparison
             published = outcome.published
@@ -164,19 +154,19 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
             if comparison.verdict == "evalset_changed":
-                codes.append(EVALSET_CHANGED)
+                codes.append(ExitCode.USAGE)
             elif published.export_errors:
-                codes.append(EXPORT_FAILED)
+                codes.append(ExitCode.UNEXPECTED)
             elif comparison.regression and args.fail_on_regression:
-                codes.append(QUALITY_GATE)
+                codes.append(ExitCode.QUALITY_GATE)
             else:
-                codes.append(0)
+                codes.append(ExitCode.OK)
     if args.metrics_out is not None:
         _write_metrics(args.metrics_out, snapshots)
     if args.format == "json":
         json.dump({"suites": reports}, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    return min(codes, key=_SERIOUSNESS.index, default=0)
+    return int(most_serious(codes))
 
 
 def _published_text(published: Published) -> str:
