@@ -6,20 +6,21 @@ load eval set -> run search -> metrics -> store -> compare with baseline -> expo
 the same suite at once cannot both proceed. A search backend that fails (error budget,
 backend down) still leaves a ``failed`` run in the store, exports its failure gauges and
 raises its monitor-failure alert; the error is then raised again for the caller to map to
-its exit code.
+its exit code. The run's clock and its delivery of notifications are injected, so a test
+neither waits for real time nor sleeps through real backoff.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, UsageError
-from monitor.publish import Published
+from monitor.outcome import SuiteOutcome
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
@@ -39,23 +40,12 @@ _HISTORY = 50
 _RULE_HISTORY = "rule_history"
 
 
-@dataclass(frozen=True, slots=True)
-class SuiteOutcome:
-    """What one run of a suite produced."""
+#: Gives the current time, timezone-aware; a test injects a fixed or manual clock.
+Clock = Callable[[], datetime]
 
-    suite: str
-    run: RunRecord
-    comparison: Comparison
-    evaluation: EvaluationResult
-    result: RunResult
-    evalset: EvalSet
-    seeded_baseline: int | None = None
-    published: Published = field(default_factory=Published)
 
-    @property
-    def run_id(self) -> int | None:
-        """Return the stored run's id."""
-        return self.run.run_id
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def load_evalset(config: EvalSetConfig) -> EvalSet:
@@ -102,25 +92,30 @@ def run_suite(
     progress: bool | None = None,
     sinks: Sequence[Sink] = (),
     notifiers: Mapping[str, Notifier] | None = None,
+    clock: Clock = _now,
+    delivery: Delivery | None = None,
 ) -> SuiteOutcome:
     """Run ``suite`` once: search, measure, store, compare, export, alert.
 
-    ``sinks`` also receive the run's gauges (``--metrics-out``); ``notifiers`` replace the
-    suite's configured ones (tests). A run that fails still exports its failure gauges and
-    raises its monitor-failure alert before the error propagates.
+    ``sinks`` also receive the run's gauges (the daemon's ``/metrics``, ``--metrics-out``);
+    ``notifiers`` replace the suite's configured ones (tests). ``clock`` gives the times of
+    the attempt and its alerts, ``delivery`` how notifications are retried. A run that fails
+    still exports its failure gauges and raises its monitor-failure alert before the error
+    propagates.
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
     from monitor.publish import alert, export, suite_snapshot
 
+    delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     try:
         with store.lock(suite.name, ttl_seconds=_lock_ttl(suite)):
-            started = _now()
+            started = clock()
             try:
-                outcome = _run_locked(suite, store, config_hash, progress)
+                outcome = _run_locked(suite, store, config_hash, progress, clock)
             except MonitorError as error:
-                _publish_failure(suite, store, error, started, sinks, built)
+                _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
             snapshot = suite_snapshot(
                 suite,
@@ -130,16 +125,10 @@ def run_suite(
                 last_success_at=outcome.run.finished_at,
             )
             errors = export(snapshot, suite, sinks)
-            alerts = alert(suite, store, outcome, None, at=_now(), notifiers=built)
-            return replace(
-                outcome,
-                published=Published(
-                    export_errors=tuple(errors),
-                    firing=alerts.firing,
-                    resolved=alerts.resolved,
-                    undelivered=alerts.undelivered,
-                ),
+            alerts = alert(
+                suite, store, outcome, None, at=clock(), notifiers=built, delivery=delivery
             )
+            return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
     finally:
         if notifiers is None:
             close_notifiers(built.values())
@@ -152,11 +141,16 @@ def _publish_failure(
     started: datetime,
     sinks: Sequence[Sink],
     notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
 ) -> None:
-    """Export the failure gauges and raise the failure alert; never mask ``error``."""
+    """Export the failure gauges and raise the failure alert; never mask ``error``.
+
+    The last success is read from the store, so it is right after a restart too.
+    """
     from monitor.publish import alert, export, suite_snapshot
 
-    finished = _now()
+    finished = max(clock(), started)
     try:
         last = store.latest_run(suite.name)
         last_success = last.finished_at if last is not None else None
@@ -167,28 +161,27 @@ def _publish_failure(
     )
     export(snapshot, suite, sinks)
     try:
-        alert(suite, store, None, error, at=finished, notifiers=notifiers)
+        alert(suite, store, None, error, at=finished, notifiers=notifiers, delivery=delivery)
     except MonitorError as failure:
         log.error("suite=%s the failure alert could not be raised: %s", suite.name, failure)
 
 
 def _run_locked(
-    suite: SuiteConfig, store: Store, config_hash: str, progress: bool | None
+    suite: SuiteConfig, store: Store, config_hash: str, progress: bool | None, clock: Clock
 ) -> SuiteOutcome:
     from monitor.compare import compare_runs
     from monitor.evaluation import evaluate
     from monitor.runner import run_queries
     from monitor.search import build_search, close_search
 
-    started = _now()
+    started = clock()
     evalset = load_evalset(suite.evalset)
-    seeded = None
     if (
         suite.baseline is not None
         and suite.baseline.bundled_run
         and store.get_baseline(suite.name) is None
     ):
-        seeded = _seed_baseline(suite, store, evalset, config_hash)
+        _seed_baseline(suite, store, evalset, config_hash)
     search = build_search(suite.search.kind, suite.search.plugin_options())
     try:
         result = run_queries(
@@ -205,7 +198,7 @@ def _run_locked(
             label=suite.name,
         )
     except SearchBackendError as error:
-        store.save_run(_failed_record(suite, evalset, config_hash, started, error))
+        store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
         raise
     finally:
         close_search(search)
@@ -228,7 +221,7 @@ def _run_locked(
         history=history,
     )
     _record_rule_flags(store, suite.name, run_id, comparison)
-    return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset, seeded)
+    return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 
 
 def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:
@@ -270,7 +263,7 @@ def _record(
     Queries left out of the metrics (no relevant judgment) keep their rankings and latency
     but carry no metric values.
     """
-    from monitor.store.records import QueryRecord, RunRecord
+    from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
     frame = evaluation.per_query
     values: dict[str, dict[str, float]] = {
@@ -289,7 +282,6 @@ def _record(
         )
         for outcome in result.outcomes
     )
-    latency = result.latency
     return RunRecord(
         suite=suite.name,
         pipeline=pipeline or suite.pipeline,
@@ -299,25 +291,29 @@ def _record(
         evalset_fingerprint=evalset.fingerprint,
         config_hash=config_hash,
         means=evaluation.means,
-        latency={
-            name: _number(getattr(latency, name)) for name in ("p50", "p95", "p99", "max", "mean")
-        },
-        rates={
-            "error_rate": result.error_rate,
-            "zero_result_rate": result.zero_result_rate,
-            "mean_top1_score": _number(result.mean_top1_score),
-            "queries_per_second": _number(result.queries_per_second),
-            "queries": float(result.total),
-            "failed": float(result.failed),
-            "evaluated": float(evaluation.counts.evaluated),
-        },
+        figures=RunFigures(
+            latency=result.latency,
+            error_rate=result.error_rate,
+            zero_result_rate=result.zero_result_rate,
+            mean_top1_score=result.mean_top1_score,
+            queries_per_second=result.queries_per_second,
+            index_size=_count(result.search_stats.get("index_size")),
+            sent=result.total,
+            failed=result.failed,
+            evaluated=evaluation.counts.evaluated,
+        ),
         stats=dict(result.search_stats),
         queries=queries,
     )
 
 
 def _failed_record(
-    suite: SuiteConfig, evalset: EvalSet, config_hash: str, started: datetime, error: MonitorError
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    config_hash: str,
+    started: datetime,
+    finished: datetime,
+    error: MonitorError,
 ) -> RunRecord:
     from monitor.store.records import RunRecord
 
@@ -325,7 +321,7 @@ def _failed_record(
         suite=suite.name,
         pipeline=suite.pipeline,
         started_at=started,
-        finished_at=_now(),
+        finished_at=max(finished, started),
         status="failed",
         evalset_fingerprint=evalset.fingerprint,
         config_hash=config_hash,
@@ -363,9 +359,6 @@ def _lock_ttl(suite: SuiteConfig) -> float:
     return 6 * 3600.0
 
 
-def _number(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+def _count(value: object) -> int | None:
+    """Return an integer count the search reported, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from monitor.alerts.delivery import Delivery
 from monitor.errors import (
     ErrorBudgetExceeded,
     InputError,
@@ -27,28 +27,19 @@ from monitor.errors import (
     StoreError,
     StoreLockedError,
 )
+from monitor.outcome import Published
 
 if TYPE_CHECKING:
-    from monitor.alerts import Alert, FailureReason, Notifier
+    from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
     from monitor.config.model import SuiteConfig
     from monitor.exporters import SuiteSnapshot
-    from monitor.job import SuiteOutcome
+    from monitor.outcome import SuiteOutcome
     from monitor.store import Store
 
 log = logging.getLogger(__name__)
 
 #: Something that takes a snapshot: an exporter endpoint's ``update``, a file writer.
 Sink = Callable[["SuiteSnapshot"], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Published:
-    """What the export and alert stages did: export errors, alerts firing and resolved."""
-
-    export_errors: tuple[str, ...] = ()
-    firing: tuple[str, ...] = ()
-    resolved: tuple[str, ...] = ()
-    undelivered: int = 0
 
 
 def suite_snapshot(
@@ -78,7 +69,12 @@ def suite_snapshot(
     for segment in comparison.segments:
         values = segments.setdefault(segment.key, {}).setdefault(segment.value, {})
         values[segment.metric] = segment.current
-    index_size = run.stats.get("index_size")
+    figures = run.figures
+    latency = {
+        name: value
+        for name in ("p50", "p95", "p99", "max", "mean")
+        if (value := getattr(figures.latency, name)) is not None and not math.isnan(value)
+    }
     return SuiteSnapshot(
         suite=suite.name,
         pipeline=run.pipeline,
@@ -94,15 +90,15 @@ def suite_snapshot(
             if c.ci_low is not None and c.ci_high is not None
         },
         rules={rule.rule: rule.breached for rule in comparison.rules},
-        latency={k: v for k, v in run.latency.items() if not math.isnan(v)},
-        error_rate=_known(run.rates.get("error_rate")),
-        zero_result_rate=_known(run.rates.get("zero_result_rate")),
-        mean_top1_score=_known(run.rates.get("mean_top1_score")),
-        queries_evaluated=outcome.result.total,
-        queries_failed=outcome.result.failed,
+        latency=latency,
+        error_rate=figures.error_rate,
+        zero_result_rate=figures.zero_result_rate,
+        mean_top1_score=figures.mean_top1_score,
+        queries_evaluated=figures.sent,
+        queries_failed=figures.failed,
         evalset_fingerprint=run.evalset_fingerprint,
         baseline_run_id=comparison.baseline_run_id,
-        index_size=index_size if isinstance(index_size, int) else None,
+        index_size=figures.index_size,
         segments=segments,
         last_success_at=run.finished_at,
     )
@@ -164,24 +160,22 @@ def alert(
     *,
     at: datetime,
     notifiers: Mapping[str, Notifier] | None = None,
+    delivery: Delivery | None = None,
 ) -> Published:
     """Raise, repeat or resolve the suite's alerts after a run (or a failed attempt).
 
     A completed run resolves any monitor-failure alert and sets the regression alerts to its
-    breached rules (rules it skipped keep their state). A failed run raises the matching
-    monitor-failure alert and leaves regression alerts as they were. When the store itself
-    failed, the failure alert is sent directly, without the lifecycle's state.
+    breached rules (rules it skipped keep their state); each alert carries its own metric's
+    segment and worse queries. A failed run raises the matching monitor-failure alert and
+    leaves regression alerts as they were. When the store itself failed, the failure alert is
+    sent directly, without the lifecycle's state. ``delivery`` says how sends are retried.
     """
-    from monitor.alerts import (
-        Alert,
-        AlertLifecycle,
-        FailureReason,
-        build_notifiers,
-        failures_checked,
-        send_now,
-    )
+    from monitor.alerts import FailureReason, build_notifiers, failures_checked
     from monitor.alerts.base import close_notifiers
+    from monitor.alerts.build import regression_alerts
+    from monitor.alerts.outbox import send_now
 
+    delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     if not built:
         return Published()
@@ -192,9 +186,11 @@ def alert(
                 return Published()
             failure = _failure_alert(suite, reason, error, at)
             if reason is FailureReason.STORE_UNWRITABLE:
-                send_now([failure], built)
+                send_now(
+                    [failure], built, policy=delivery.policy, sleep=delivery.sleep, rng=delivery.rng
+                )
                 return Published(firing=(failure.rule,))
-            lifecycle = AlertLifecycle(store, built)
+            lifecycle = _lifecycle(store, built, at, delivery)
             lifecycle.flush()
             report = lifecycle.update(
                 suite.name, "monitor_failure", [failure], evaluated=failures_checked(reason)
@@ -202,28 +198,20 @@ def alert(
             return Published(
                 firing=tuple(a.rule for a in report.firing), undelivered=len(report.undelivered)
             )
-        lifecycle = AlertLifecycle(store, built)
+        lifecycle = _lifecycle(store, built, at, delivery)
         lifecycle.flush()
         cleared = lifecycle.update(
             suite.name, "monitor_failure", [], evaluated=failures_checked(None)
         )
         comparison = outcome.comparison
-        segment = comparison.driving_segment()
-        firing = [
-            Alert.from_outcome(
-                suite.name,
-                rule,
-                at=at,
-                worse_queries=comparison.worse_queries,
-                segment=segment,
-                run_id=comparison.run_id,
-                baseline_run_id=comparison.baseline_run_id,
-                labels=suite.labels,
-                links=suite.links,
-                pipeline=suite.pipeline,
-            )
-            for rule in comparison.breaches
-        ]
+        firing = regression_alerts(
+            suite.name,
+            comparison,
+            at=at,
+            labels=suite.labels,
+            links=suite.links,
+            pipeline=suite.pipeline,
+        )
         evaluated = {rule.rule for rule in comparison.rules if rule.status != "skipped"}
         report = lifecycle.update(suite.name, "regression", firing, evaluated=evaluated)
         return Published(
@@ -236,12 +224,27 @@ def alert(
             close_notifiers(built.values())
 
 
+def _lifecycle(
+    store: Store, notifiers: Mapping[str, Notifier], at: datetime, delivery: Delivery
+) -> AlertLifecycle:
+    from monitor.alerts import AlertLifecycle
+
+    return AlertLifecycle(
+        store,
+        notifiers,
+        policy=delivery.policy,
+        clock=lambda: at,
+        sleep=delivery.sleep,
+        rng=delivery.rng,
+    )
+
+
 def _failure_alert(
     suite: SuiteConfig, reason: FailureReason, error: BaseException | None, at: datetime
 ) -> Alert:
-    from monitor.alerts import Alert
+    from monitor.alerts.build import failure_alert
 
-    return Alert.monitor_failure(
+    return failure_alert(
         suite.name,
         reason,
         str(error),
@@ -250,7 +253,3 @@ def _failure_alert(
         links=suite.links,
         pipeline=suite.pipeline,
     )
-
-
-def _known(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)

@@ -7,7 +7,8 @@ query. numpy and pandas stay inside the stages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -95,3 +96,41 @@ class QueryOutcome:
     def empty(self) -> bool:
         """Return whether the search answered with no hits (a failure is not empty)."""
         return not self.failed and not self.hits
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """Latency of the answered queries, in seconds (None when no query was answered).
+
+    Percentiles interpolate linearly between the two nearest latencies (numpy's default).
+    """
+
+    count: int = 0
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def of(cls, latencies: Iterable[float]) -> LatencySummary:
+        """Summarise ``latencies``."""
+        ordered = sorted(latencies)
+        if not ordered:
+            return cls()
+        return cls(
+            count=len(ordered),
+            mean=math.fsum(ordered) / len(ordered),
+            p50=_percentile(ordered, 50),
+            p95=_percentile(ordered, 95),
+            p99=_percentile(ordered, 99),
+            max=ordered[-1],
+        )
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """Return the q-th percentile of sorted values by linear interpolation."""
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

@@ -23,7 +23,7 @@ from apscheduler.events import (
 from monitor.config import MonitorConfig, SuiteConfig, load_config_text
 from monitor.daemon import Daemon
 from monitor.errors import ConfigError, SearchBackendError, UsageError
-from monitor.job import SuiteOutcome, run_suite
+from monitor.outcome import SuiteOutcome, run_suite
 from monitor.store import Store
 
 BUNDLED = {

@@ -1,7 +1,10 @@
 """Alerts: the alert model, notifier plug-ins, delivery with an outbox, and the lifecycle.
 
-- :mod:`monitor.alerts.model`: :class:`Alert` and its parts; build alerts with
-  :meth:`Alert.regression`, :meth:`Alert.from_outcome` and :meth:`Alert.monitor_failure`.
+- :mod:`monitor.alerts.model`: :class:`Alert` and its parts, holding the comparison's own
+  records as evidence.
+- :mod:`monitor.alerts.build`: :func:`regression_alerts` from a comparison,
+  :func:`regression_alert` and :func:`failure_alert`; the words are
+  :mod:`monitor.alerts.text`'s.
 - :mod:`monitor.alerts.registry`: :func:`build_notifiers` from a suite's config
   (``webhook``, ``slack``, ``alertmanager``, ``pagerduty``, ``stdout``, and entry points in
   the group ``retrieval_monitor.notifiers``).
@@ -15,6 +18,7 @@
 from __future__ import annotations
 
 from monitor.alerts.base import Notification, Notifier, NotifierContext, Transition
+from monitor.alerts.build import failure_alert, regression_alert, regression_alerts
 from monitor.alerts.delivery import DeliveryPolicy, deliver
 from monitor.alerts.lifecycle import AlertLifecycle, AlertStore, LifecycleReport
 from monitor.alerts.model import (
@@ -23,8 +27,6 @@ from monitor.alerts.model import (
     AlertKind,
     FailureReason,
     RegressionDetails,
-    SegmentShift,
-    WorseQuery,
     failures_checked,
 )
 from monitor.alerts.outbox import DeliveryOutcome, flush_outbox, send_now
@@ -44,14 +46,15 @@ __all__ = [
     "Notifier",
     "NotifierContext",
     "RegressionDetails",
-    "SegmentShift",
     "Transition",
-    "WorseQuery",
     "build_notifier",
     "build_notifiers",
     "deliver",
+    "failure_alert",
     "failures_checked",
     "flush_outbox",
     "known_kinds",
+    "regression_alert",
+    "regression_alerts",
     "send_now",
 ]

@@ -60,6 +60,16 @@ class DeliveryPolicy:
 DEFAULT_POLICY: Final = DeliveryPolicy()
 
 
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How a run delivers its notifications: the retry policy, and the sleep and random
+    draw its backoff uses (a test passes a sleep that only records)."""
+
+    policy: DeliveryPolicy = DEFAULT_POLICY
+    sleep: Sleep = time.sleep
+    rng: Random = random.random
+
+
 def deliver(
     notifier: Notifier,
     notification: Notification,

@@ -6,29 +6,29 @@ the same from run to run, so that receivers, the lifecycle and the outbox recogn
 condition they have seen before. There are two kinds, kept apart everywhere:
 
 - ``regression``: a rule of the suite broke (``recall@5 max_drop``, ``error_rate_max``);
-  :class:`RegressionDetails` says by how much, how sure the comparison is, which segment
-  drove it and which queries got worse.
+  :class:`RegressionDetails` holds the comparison's own records: the rule's outcome, the
+  segment that drove the metric's change and the queries that got worse on it.
 - ``monitor_failure``: the monitor could not measure (:class:`FailureReason`: eval set
   missing, search backend down, error budget exceeded, store unwritable).
 
-Build alerts with :meth:`Alert.regression`, :meth:`Alert.from_outcome` (from a comparison's
-rule outcome) and :meth:`Alert.monitor_failure`; they start ``firing``, and
-:meth:`Alert.resolved` gives the same alert resolved. Times are timezone-aware.
+The records carry no wording: :mod:`monitor.alerts.build` makes alerts, with the sentences
+of :mod:`monitor.alerts.text`. Alerts start ``firing``; :meth:`Alert.resolved` gives the same
+alert resolved. Times are timezone-aware.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
-from monitor.alerts import text
-from monitor.config.model import LinksConfig, RuleConfig, Severity
+from monitor.compare.records import QueryDiff, RuleOutcome, SegmentChange
+from monitor.config.model import Check, LinksConfig, Severity
 from monitor.errors import UsageError
 
 AlertKind = Literal["regression", "monitor_failure"]
@@ -44,11 +44,15 @@ ALERT_NAMES: Final[Mapping[AlertKind, str]] = MappingProxyType(
     {"regression": "RetrievalRegression", "monitor_failure": "RetrievalMonitorFailure"}
 )
 
-#: The labels every alert carries, which the static labels of a suite cannot replace.
-IDENTITY_LABELS: Final = ("alertname", "suite", "rule", "metric", "severity")
+#: The ``service`` label of every alert the monitor raises itself, as its Prometheus rules
+#: set it: receivers route the monitor's alerts on it (``alerts/alertmanager``).
+SERVICE: Final = "retrieval-monitor"
 
-#: Version of the dictionary form written by :meth:`Alert.to_dict`.
-FORMAT_VERSION: Final = 1
+#: The labels every alert carries, which the static labels of a suite cannot replace.
+IDENTITY_LABELS: Final = ("alertname", "service", "suite", "rule", "metric", "severity")
+
+#: Version of the dictionary form written by :meth:`Alert.to_dict` (version 1 still reads).
+FORMAT_VERSION: Final = 2
 
 
 class FailureReason(str, Enum):
@@ -62,21 +66,6 @@ class FailureReason(str, Enum):
     SEARCH_BACKEND_DOWN = "search_backend_down"
     ERROR_BUDGET_EXCEEDED = "error_budget_exceeded"
     STORE_UNWRITABLE = "store_unwritable"
-
-    @property
-    def headline(self) -> str:
-        """Return what went wrong, in a few words."""
-        return _FAILURE_HEADLINES[self]
-
-
-_FAILURE_HEADLINES: Final[Mapping[FailureReason, str]] = MappingProxyType(
-    {
-        FailureReason.EVALSET_MISSING: "the eval set cannot be read",
-        FailureReason.SEARCH_BACKEND_DOWN: "the search backend is not answering",
-        FailureReason.ERROR_BUDGET_EXCEEDED: "more queries failed than the error budget allows",
-        FailureReason.STORE_UNWRITABLE: "the results cannot be written to the store",
-    }
-)
 
 
 def failures_checked(failed: FailureReason | str | None) -> frozenset[str]:
@@ -120,142 +109,30 @@ class AlertIdentity:
 
 
 @dataclass(frozen=True, slots=True)
-class WorseQuery:
-    """A query that got worse: its metric value before and now, the ids it should find and
-    the ids it retrieved (best first)."""
-
-    query_id: str
-    query: str
-    baseline: float
-    current: float
-    expected_ids: tuple[str, ...] = ()
-    retrieved_ids: tuple[str, ...] = ()
-
-    @property
-    def delta(self) -> float:
-        """Return ``current - baseline`` (negative: worse)."""
-        return self.current - self.baseline
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentShift:
-    """The segment of the eval set (``language=fr``) that drove a change, over ``n`` queries."""
-
-    key: str
-    value: str
-    n: int
-    baseline: float
-    current: float
-
-    @property
-    def delta(self) -> float:
-        """Return ``current - baseline`` (negative: worse)."""
-        return self.current - self.baseline
-
-
-@dataclass(frozen=True, slots=True)
 class RegressionDetails:
-    """The evidence behind a regression alert.
+    """The evidence behind a regression alert, as the comparison found it.
 
-    ``metric`` is the figure checked (``recall@5``, ``error_rate``, ``latency_p95_seconds``),
-    ``check`` the rule's check (``max_drop``) and ``threshold`` its limit. ``p_value`` and the
-    interval ``ci_low``..``ci_high`` (of the change, at ``confidence`` when known) come from
-    the paired comparison; ``segment`` is the segment that drove the change and
-    ``worse_queries`` the queries that got worse, worst first.
+    ``outcome`` is the breached rule's outcome (figure, check, threshold, values, p-value and
+    interval of the change); ``segment`` the segment that drove the change of the outcome's
+    metric, and ``worse_queries`` the queries that got worse on it, worst first.
+    ``confidence`` is the level of the interval when known.
     """
 
-    metric: str
-    check: str
-    threshold: float
-    current: float | None
-    baseline: float | None = None
-    p_value: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
+    outcome: RuleOutcome
+    segment: SegmentChange | None = None
+    worse_queries: tuple[QueryDiff, ...] = ()
     confidence: float | None = None
-    segment: SegmentShift | None = None
-    worse_queries: tuple[WorseQuery, ...] = ()
     run_id: int | None = None
     baseline_run_id: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "worse_queries", tuple(self.worse_queries))
-
-    @property
-    def delta(self) -> float | None:
-        """Return ``current - baseline``, or None when either is unknown."""
-        if self.current is None or self.baseline is None:
-            return None
-        return self.current - self.baseline
-
-    @property
-    def relative_delta(self) -> float | None:
-        """Return the change as a share of the baseline, or None when it has no meaning."""
-        delta = self.delta
-        if delta is None or not self.baseline:
-            return None
-        return delta / abs(self.baseline)
-
-
-class RuleOutcomeLike(Protocol):
-    """What :meth:`Alert.from_outcome` reads from a comparison's rule outcome."""
-
-    @property
-    def rule(self) -> str: ...
-    @property
-    def check(self) -> str: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def threshold(self) -> float: ...
-    @property
-    def severity(self) -> str: ...
-    @property
-    def current(self) -> float | None: ...
-    @property
-    def baseline(self) -> float | None: ...
-    @property
-    def p_value(self) -> float | None: ...
-    @property
-    def ci_low(self) -> float | None: ...
-    @property
-    def ci_high(self) -> float | None: ...
-    @property
-    def quality(self) -> bool: ...
-
-
-class QueryDiffLike(Protocol):
-    """What :meth:`Alert.from_outcome` reads from a comparison's per-query diff."""
-
-    @property
-    def query_id(self) -> str: ...
-    @property
-    def query(self) -> str: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def baseline(self) -> float: ...
-    @property
-    def current(self) -> float: ...
-    @property
-    def expected_ids(self) -> tuple[str, ...]: ...
-    @property
-    def current_ids(self) -> tuple[str, ...]: ...
-
-
-class SegmentChangeLike(Protocol):
-    """What :meth:`Alert.from_outcome` reads from a comparison's segment breakdown."""
-
-    @property
-    def key(self) -> str: ...
-    @property
-    def value(self) -> str: ...
-    @property
-    def n(self) -> int: ...
-    @property
-    def baseline(self) -> float: ...
-    @property
-    def current(self) -> float: ...
+        metric = self.outcome.metric
+        if self.segment is not None and self.segment.metric != metric:
+            raise UsageError(f"segment of {self.segment.metric}, not of the rule's {metric}")
+        for query in self.worse_queries:
+            if query.metric != metric:
+                raise UsageError(f"worse query of {query.metric}, not of the rule's {metric}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,154 +174,6 @@ class Alert:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise UsageError(f"alert label {name!r}: names and values must be strings")
 
-    # Building ------------------------------------------------------------------------------
-
-    @classmethod
-    def regression(
-        cls,
-        suite: str,
-        rule: RuleConfig | str,
-        details: RegressionDetails,
-        *,
-        at: datetime,
-        metric: str | None = None,
-        severity: Severity | None = None,
-        summary: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        links: LinksConfig | None = None,
-        pipeline: str | None = None,
-    ) -> Alert:
-        """Return a firing regression alert of ``suite`` for ``rule``, seen at ``at``.
-
-        With a :class:`~monitor.config.model.RuleConfig`, the rule's name, metric and
-        severity are used; with a rule name, ``metric`` and ``severity`` (default
-        ``warning``) say them. ``summary`` defaults to a sentence built from ``details``;
-        ``pipeline`` becomes a label.
-        """
-        if isinstance(rule, RuleConfig):
-            name = rule.name
-            metric = metric if metric is not None else _opt_str(rule.metric)
-            severity = severity or rule.severity
-        else:
-            name = rule
-        identity = AlertIdentity("regression", suite, name, metric)
-        return cls(
-            identity=identity,
-            severity=severity or "warning",
-            summary=summary or text.regression_summary(suite, details),
-            description=text.regression_description(details),
-            details=details,
-            starts_at=at,
-            labels=_with_pipeline(labels, pipeline),
-            links=links or LinksConfig(),
-        )
-
-    @classmethod
-    def from_outcome(
-        cls,
-        suite: str,
-        outcome: RuleOutcomeLike,
-        *,
-        at: datetime,
-        worse_queries: Iterable[QueryDiffLike] = (),
-        segment: SegmentChangeLike | None = None,
-        max_queries: int = 5,
-        confidence: float | None = None,
-        run_id: int | None = None,
-        baseline_run_id: int | None = None,
-        labels: Mapping[str, str] | None = None,
-        links: LinksConfig | None = None,
-        pipeline: str | None = None,
-    ) -> Alert:
-        """Return a firing regression alert from a comparison's rule outcome.
-
-        ``worse_queries`` (a comparison's per-query diffs) are kept when they are about the
-        outcome's metric, at most ``max_queries`` of them; ``segment`` is the segment that
-        drove the change (``comparison.driving_segment()``). The metric is part of the
-        identity only for quality rules, whose name already holds it.
-        """
-        queries = tuple(
-            WorseQuery(
-                query_id=diff.query_id,
-                query=diff.query,
-                baseline=diff.baseline,
-                current=diff.current,
-                expected_ids=tuple(diff.expected_ids),
-                retrieved_ids=tuple(diff.current_ids),
-            )
-            for diff in worse_queries
-            if diff.metric == outcome.metric
-        )[: max(0, max_queries)]
-        shift = None
-        if segment is not None:
-            shift = SegmentShift(
-                key=segment.key,
-                value=segment.value,
-                n=segment.n,
-                baseline=segment.baseline,
-                current=segment.current,
-            )
-        details = RegressionDetails(
-            metric=outcome.metric,
-            check=outcome.check,
-            threshold=outcome.threshold,
-            current=outcome.current,
-            baseline=outcome.baseline,
-            p_value=outcome.p_value,
-            ci_low=outcome.ci_low,
-            ci_high=outcome.ci_high,
-            confidence=confidence,
-            segment=shift,
-            worse_queries=queries,
-            run_id=run_id,
-            baseline_run_id=baseline_run_id,
-        )
-        return cls.regression(
-            suite,
-            outcome.rule,
-            details,
-            at=at,
-            metric=outcome.metric if outcome.quality else None,
-            severity=_severity(outcome.severity),
-            labels=labels,
-            links=links,
-            pipeline=pipeline,
-        )
-
-    @classmethod
-    def monitor_failure(
-        cls,
-        suite: str,
-        reason: FailureReason | str,
-        message: str,
-        *,
-        at: datetime,
-        severity: Severity = "critical",
-        labels: Mapping[str, str] | None = None,
-        links: LinksConfig | None = None,
-        pipeline: str | None = None,
-    ) -> Alert:
-        """Return a firing monitor-failure alert of ``suite``: ``reason`` says which failure
-        (its value is the rule name), ``message`` what the error said.
-
-        ``message`` goes into the description as given: pass the error's own message, which
-        the monitor's errors keep free of secrets.
-        """
-        try:
-            reason = FailureReason(reason)
-        except ValueError:
-            known = ", ".join(item.value for item in FailureReason)
-            raise UsageError(f"failure reason {reason!r}: expected one of {known}") from None
-        return cls(
-            identity=AlertIdentity("monitor_failure", suite, reason.value),
-            severity=severity,
-            summary=f"{suite}: {reason.headline}",
-            description=text.failure_description(message),
-            starts_at=at,
-            labels=_with_pipeline(labels, pipeline),
-            links=links or LinksConfig(),
-        )
-
     # Reading -------------------------------------------------------------------------------
 
     @property
@@ -482,19 +211,17 @@ class Alert:
 
     def label_set(self) -> dict[str, str]:
         """Return the labels that identify the alert to receivers: static ones, then
-        ``alertname``, ``suite``, ``rule``, ``metric`` (when set) and ``severity``."""
+        ``alertname``, ``service``, ``suite``, ``rule``, ``metric`` (when set) and
+        ``severity``."""
         labels = {k: v for k, v in self.labels.items() if k not in IDENTITY_LABELS}
         labels["alertname"] = ALERT_NAMES[self.kind]
+        labels["service"] = SERVICE
         labels["suite"] = self.suite
         labels["rule"] = self.rule
         if self.identity.metric is not None:
             labels["metric"] = self.identity.metric
         labels["severity"] = self.severity
         return labels
-
-    def annotations(self) -> dict[str, str]:
-        """Return the alert's texts and links as Alertmanager-style annotations."""
-        return text.alert_annotations(self)
 
     # Dictionary form -----------------------------------------------------------------------
 
@@ -527,8 +254,9 @@ class Alert:
     def from_dict(cls, data: Mapping[str, Any]) -> Alert:
         """Return the alert written by :meth:`to_dict`; raise UsageError for another shape."""
         try:
-            if data.get("version") != FORMAT_VERSION:
-                raise UsageError(f"alert form version {data.get('version')!r} is not known")
+            version = data.get("version")
+            if version not in (1, FORMAT_VERSION):
+                raise UsageError(f"alert form version {version!r} is not known")
             links = data.get("links") or {}
             raw_details = data.get("details")
             ends_at = data.get("ends_at")
@@ -546,27 +274,12 @@ class Alert:
                     dashboard=links.get("dashboard"),
                     runbook=links.get("runbook"),
                 ),
-                details=None if raw_details is None else _details_from(raw_details),
+                details=None
+                if raw_details is None
+                else (_details_v1 if version == 1 else _details_from)(raw_details, data),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"not an alert in dictionary form: {type(exc).__name__}") from None
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def _severity(value: str) -> Severity:
-    if value not in SEVERITIES:
-        raise UsageError(f"alert severity {value!r}: expected one of {', '.join(SEVERITIES)}")
-    return value
-
-
-def _with_pipeline(labels: Mapping[str, str] | None, pipeline: str | None) -> dict[str, str]:
-    merged = dict(labels or {})
-    if pipeline is not None:
-        merged["pipeline"] = pipeline
-    return merged
 
 
 def _finite(value: float | None) -> float | None:
@@ -574,75 +287,85 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else value
 
 
+def _json_ready(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _finite(v) if isinstance(v, float) else v for k, v in data.items()}
+
+
 def _details_dict(details: RegressionDetails) -> dict[str, Any]:
     segment = details.segment
     return {
-        "metric": details.metric,
-        "check": details.check,
-        "threshold": details.threshold,
-        "current": _finite(details.current),
-        "baseline": _finite(details.baseline),
-        "p_value": _finite(details.p_value),
-        "ci_low": _finite(details.ci_low),
-        "ci_high": _finite(details.ci_high),
+        "outcome": _json_ready(details.outcome.to_dict()),
+        "segment": None if segment is None else _json_ready(segment.to_dict()),
+        "worse_queries": [_json_ready(query.to_dict()) for query in details.worse_queries],
         "confidence": details.confidence,
-        "segment": None
-        if segment is None
-        else {
-            "key": segment.key,
-            "value": segment.value,
-            "n": segment.n,
-            "baseline": segment.baseline,
-            "current": segment.current,
-        },
-        "worse_queries": [
-            {
-                "query_id": query.query_id,
-                "query": query.query,
-                "baseline": query.baseline,
-                "current": query.current,
-                "expected_ids": list(query.expected_ids),
-                "retrieved_ids": list(query.retrieved_ids),
-            }
-            for query in details.worse_queries
-        ],
         "run_id": details.run_id,
         "baseline_run_id": details.baseline_run_id,
     }
 
 
-def _details_from(data: Mapping[str, Any]) -> RegressionDetails:
+def _details_from(data: Mapping[str, Any], alert: Mapping[str, Any]) -> RegressionDetails:
     segment = data.get("segment")
     return RegressionDetails(
-        metric=data["metric"],
-        check=data["check"],
+        outcome=RuleOutcome.from_dict(data["outcome"]),
+        segment=None if segment is None else SegmentChange.from_dict(segment),
+        worse_queries=tuple(QueryDiff.from_dict(query) for query in data["worse_queries"]),
+        confidence=data.get("confidence"),
+        run_id=data.get("run_id"),
+        baseline_run_id=data.get("baseline_run_id"),
+    )
+
+
+def _details_v1(data: Mapping[str, Any], alert: Mapping[str, Any]) -> RegressionDetails:
+    """Read the evidence of an alert that an earlier version kept in the store."""
+    metric, current, baseline = data["metric"], data.get("current"), data.get("baseline")
+    delta = None if current is None or baseline is None else current - baseline
+    outcome = RuleOutcome(
+        rule=alert["rule"],
+        check=Check(data["check"]),
+        metric=metric,
         threshold=float(data["threshold"]),
-        current=data.get("current"),
-        baseline=data.get("baseline"),
+        severity=alert["severity"],
+        status="breach",
+        current=current,
+        baseline=baseline,
+        delta=delta,
         p_value=data.get("p_value"),
         ci_low=data.get("ci_low"),
         ci_high=data.get("ci_high"),
-        confidence=data.get("confidence"),
+        quality=alert.get("metric") is not None,
+    )
+    segment = data.get("segment")
+    return RegressionDetails(
+        outcome=outcome,
         segment=None
         if segment is None
-        else SegmentShift(
+        else SegmentChange(
             key=segment["key"],
             value=segment["value"],
+            metric=metric,
             n=int(segment["n"]),
             baseline=float(segment["baseline"]),
             current=float(segment["current"]),
+            delta=float(segment["current"]) - float(segment["baseline"]),
+            contribution=math.nan,
         ),
         worse_queries=tuple(
-            WorseQuery(
+            QueryDiff(
                 query_id=query["query_id"],
                 query=query["query"],
+                metric=metric,
                 baseline=float(query["baseline"]),
                 current=float(query["current"]),
+                change="score_fell",
                 expected_ids=tuple(query.get("expected_ids", ())),
-                retrieved_ids=tuple(query.get("retrieved_ids", ())),
+                baseline_ids=(),
+                current_ids=tuple(query.get("retrieved_ids", ())),
+                baseline_first_rank=None,
+                current_first_rank=None,
             )
             for query in data.get("worse_queries", ())
         ),
+        confidence=data.get("confidence"),
         run_id=data.get("run_id"),
         baseline_run_id=data.get("baseline_run_id"),
     )

@@ -11,6 +11,13 @@ is a clock that moves only when told. :class:`RecordingReceiver` is a real HTTP 
     receiver = RecordingNotifier("suite/test", failures=[NotifyError("suite/test", "down",
         retryable=True)])
     lifecycle = AlertLifecycle(store, {"suite/test": receiver}, clock=clock, sleep=no_sleep)
+
+:func:`breach`, :func:`worse` and :func:`segment` build the comparison records a regression
+alert carries, with short defaults, for tests that need an alert without running a
+comparison::
+
+    alert = regression_alert("nightly", RegressionDetails(breach("recall@5", 0.70, 0.81)),
+        at=clock())
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from types import MappingProxyType
 from typing import Any, TypeAlias
 
 from monitor.alerts.base import Notification
+from monitor.compare.records import Change, QueryDiff, RuleOutcome, SegmentChange
+from monitor.config.model import Check, Severity
 from monitor.errors import NotifyError
 
 
@@ -274,3 +283,92 @@ class RecordingReceiver:
                 """Keep the test output quiet."""
 
         return Handler
+
+
+def breach(
+    metric: str = "recall@5",
+    current: float | None = 0.70,
+    baseline: float | None = 0.81,
+    *,
+    check: Check | str = Check.MAX_DROP,
+    threshold: float = 0.05,
+    severity: Severity = "warning",
+    rule: str | None = None,
+    p_value: float | None = None,
+    ci_low: float | None = None,
+    ci_high: float | None = None,
+) -> RuleOutcome:
+    """Return a breached rule outcome: ``metric`` went from ``baseline`` to ``current``.
+
+    The rule's name defaults to ``"<metric> <check>"`` for the checks of a quality metric and
+    to the check's key for the others, as the config names rules.
+    """
+    check = Check(check)
+    delta = None if current is None or baseline is None else current - baseline
+    return RuleOutcome(
+        rule=rule or (f"{metric} {check.value}" if check.needs_metric else check.value),
+        check=check,
+        metric=metric,
+        threshold=threshold,
+        severity=severity,
+        status="breach",
+        current=current,
+        baseline=baseline,
+        delta=delta,
+        p_value=p_value,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        quality=check.needs_metric,
+    )
+
+
+def worse(
+    query_id: str,
+    query: str = "",
+    baseline: float = 1.0,
+    current: float = 0.0,
+    expected_ids: Iterable[str] = (),
+    current_ids: Iterable[str] = (),
+    *,
+    metric: str = "recall@5",
+    change: Change = "lost_hit",
+) -> QueryDiff:
+    """Return a query that got worse on ``metric``: expected ids and what it retrieved."""
+    return QueryDiff(
+        query_id=query_id,
+        query=query,
+        metric=metric,
+        baseline=baseline,
+        current=current,
+        change=change,
+        expected_ids=tuple(expected_ids),
+        baseline_ids=tuple(expected_ids),
+        current_ids=tuple(current_ids),
+        baseline_first_rank=1 if baseline > 0 else None,
+        current_first_rank=None,
+    )
+
+
+def segment(
+    key: str,
+    value: str,
+    n: int,
+    baseline: float,
+    current: float,
+    *,
+    metric: str = "recall@5",
+    contribution: float | None = None,
+) -> SegmentChange:
+    """Return a segment whose ``n`` queries went from ``baseline`` to ``current`` on
+    ``metric`` (its contribution defaults to the change itself)."""
+    delta = current - baseline
+    return SegmentChange(
+        key=key,
+        value=value,
+        metric=metric,
+        n=n,
+        baseline=baseline,
+        current=current,
+        delta=delta,
+        contribution=delta if contribution is None else contribution,
+    )

@@ -1,28 +1,43 @@
 """The words of alerts: summaries, descriptions, annotations and the plain-text form.
 
-Every notifier says the same thing in its own shape; the sentences are written here once.
+Every notifier says the same thing in its own shape; the sentences are written here once,
+from the comparison's records (:class:`~monitor.compare.records.RuleOutcome`,
+:class:`~monitor.compare.records.QueryDiff`, :class:`~monitor.compare.records.SegmentChange`).
 Numbers show four significant digits (``0.8123``); counts above a thousand are grouped.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Final
 
-if TYPE_CHECKING:
-    from monitor.alerts.model import Alert, RegressionDetails, WorseQuery
+from monitor.alerts.model import Alert, FailureReason, RegressionDetails
+from monitor.compare.records import QueryDiff, RuleOutcome
+from monitor.config.model import Check
 
 #: Most doc ids shown for one query.
 SHOWN_IDS: Final = 5
 #: Most characters of a query's text shown.
 SHOWN_QUERY_CHARS: Final = 80
 
-_DROPS: Final = frozenset(
+#: The checks whose threshold is a share of the baseline.
+_RELATIVE: Final = frozenset(
     {
-        "max_drop",
-        "max_relative_drop",
-        "top1_score_max_relative_drop",
-        "index_size_max_relative_drop",
+        Check.MAX_RELATIVE_DROP,
+        Check.LATENCY_P95_MAX_RELATIVE_RISE,
+        Check.TOP1_SCORE_MAX_RELATIVE_DROP,
+        Check.INDEX_SIZE_MAX_RELATIVE_DROP,
+    }
+)
+
+_FAILURE_HEADLINES: Final[Mapping[FailureReason, str]] = MappingProxyType(
+    {
+        FailureReason.EVALSET_MISSING: "the eval set cannot be read",
+        FailureReason.SEARCH_BACKEND_DOWN: "the search backend is not answering",
+        FailureReason.ERROR_BUDGET_EXCEEDED: "more queries failed than the error budget allows",
+        FailureReason.STORE_UNWRITABLE: "the results cannot be written to the store",
     }
 )
 
@@ -40,34 +55,69 @@ def _signed(value: float) -> str:
     return ("+" if value > 0 else "") + number(value)
 
 
-def _limit(check: str, threshold: float) -> str:
-    if "relative" in check:
-        return f"{threshold:.0%}"
-    return number(threshold)
+def limit(outcome: RuleOutcome) -> str:
+    """Return the rule's threshold as people read it: a share for relative checks."""
+    if outcome.check in _RELATIVE:
+        return f"{outcome.threshold:.0%}"
+    return number(outcome.threshold)
 
 
-def regression_summary(suite: str, details: RegressionDetails) -> str:
+def _dropped(o: RuleOutcome) -> str:
+    return (
+        f"{o.metric} dropped from {number(o.baseline)} to {number(o.current)}"
+        f" (more than the allowed {limit(o)})"
+    )
+
+
+def _below(o: RuleOutcome) -> str:
+    return f"{o.metric} is {number(o.current)}, below the minimum of {limit(o)}"
+
+
+def _above(o: RuleOutcome) -> str:
+    return f"{o.metric} is {number(o.current)}, above the maximum of {limit(o)}"
+
+
+def _rose(o: RuleOutcome) -> str:
+    return f"{o.metric} rose from {number(o.baseline)} to {number(o.current)}, more than {limit(o)}"
+
+
+#: How each check says that it broke.
+_BROKE: Final[Mapping[Check, Callable[[RuleOutcome], str]]] = MappingProxyType(
+    {
+        Check.MAX_DROP: _dropped,
+        Check.MAX_RELATIVE_DROP: _dropped,
+        Check.MIN: _below,
+        Check.LATENCY_P95_SECONDS_MAX: _above,
+        Check.LATENCY_P95_MAX_RELATIVE_RISE: _rose,
+        Check.ERROR_RATE_MAX: _above,
+        Check.ZERO_RESULT_RATE_MAX: _above,
+        Check.TOP1_SCORE_MAX_RELATIVE_DROP: _dropped,
+        Check.INDEX_SIZE_MAX_RELATIVE_DROP: _dropped,
+    }
+)
+
+
+def regression_summary(suite: str, outcome: RuleOutcome) -> str:
     """Return one sentence saying which figure broke its rule and how."""
-    metric, check = details.metric, details.check
-    current, baseline = details.current, details.baseline
-    limit = _limit(check, details.threshold)
-    if check in _DROPS and current is not None and baseline is not None:
-        what = f"{metric} dropped from {number(baseline)} to {number(current)}"
-        what += f" (more than the allowed {limit})"
-    elif check == "min":
-        what = f"{metric} is {number(current)}, below the minimum of {limit}"
-    elif check.endswith("_max_relative_rise"):
-        what = f"{metric} rose from {number(baseline)} to {number(current)}, more than {limit}"
-    elif check.endswith("_max"):
-        what = f"{metric} is {number(current)}, above the maximum of {limit}"
-    else:
-        what = f"{metric} is {number(current)}, breaking {check} {limit}"
-    return f"{suite}: {what}"
+    return f"{suite}: {_BROKE[outcome.check](outcome)}"
+
+
+def resolved_summary(alert: Alert) -> str:
+    """Return one sentence saying that the alert's condition is over."""
+    if alert.kind == "monitor_failure":
+        return f"{alert.suite}: the monitor measures again ({alert.rule} is over)"
+    return f"{alert.suite}: {alert.rule} holds again"
+
+
+def headline(alert: Alert) -> str:
+    """Return the alert's sentence for its status: the summary while firing."""
+    return alert.summary if alert.firing else resolved_summary(alert)
 
 
 def regression_description(details: RegressionDetails) -> str:
-    """Return the evidence of a regression in a few lines."""
-    lines = [_figures(details)]
+    """Return the evidence of a regression in a few lines: figures, the change, the segment
+    that drove the rule's metric and the queries that got worse on it."""
+    lines = [_figures(details.outcome)]
     evidence = _evidence(details)
     if evidence:
         lines.append(evidence)
@@ -83,38 +133,38 @@ def regression_description(details: RegressionDetails) -> str:
     return "\n".join(lines)
 
 
-def _figures(details: RegressionDetails) -> str:
-    rule = f"rule {details.check} {_limit(details.check, details.threshold)}"
-    if details.baseline is None:
-        return f"{details.metric} is {number(details.current)} ({rule})."
-    text = f"{details.metric}: {number(details.baseline)} in the baseline, "
-    text += f"{number(details.current)} now"
-    delta, relative = details.delta, details.relative_delta
-    if delta is not None:
-        text += f" ({_signed(delta)}"
+def _figures(outcome: RuleOutcome) -> str:
+    rule = f"rule {outcome.check.value} {limit(outcome)}"
+    if outcome.baseline is None:
+        return f"{outcome.metric} is {number(outcome.current)} ({rule})."
+    text = f"{outcome.metric}: {number(outcome.baseline)} in the baseline, "
+    text += f"{number(outcome.current)} now"
+    if outcome.current is not None:
+        relative = outcome.relative_delta
+        text += f" ({_signed(outcome.current - outcome.baseline)}"
         text += "" if relative is None else f", {relative:+.1%}"
         text += ")"
     return f"{text}; {rule}."
 
 
 def _evidence(details: RegressionDetails) -> str:
-    parts = []
-    if details.ci_low is not None and details.ci_high is not None:
+    outcome, parts = details.outcome, []
+    if outcome.ci_low is not None and outcome.ci_high is not None:
         level = "" if details.confidence is None else f"{details.confidence:.0%} "
-        parts.append(f"{level}interval [{number(details.ci_low)}, {number(details.ci_high)}]")
-    if details.p_value is not None:
-        parts.append(f"p = {number(details.p_value)}")
+        parts.append(f"{level}interval [{number(outcome.ci_low)}, {number(outcome.ci_high)}]")
+    if outcome.p_value is not None:
+        parts.append(f"p = {number(outcome.p_value)}")
     return ("Change: " + ", ".join(parts) + ".") if parts else ""
 
 
-def worse_query(query: WorseQuery) -> str:
+def worse_query(query: QueryDiff) -> str:
     """Return one line about a query that got worse: values, expected and retrieved ids."""
     text = query.query
     if len(text) > SHOWN_QUERY_CHARS:
         text = text[: SHOWN_QUERY_CHARS - 3] + "..."
     return (
         f"{query.query_id} {text!r}: {number(query.baseline)} -> {number(query.current)}; "
-        f"expected {_ids(query.expected_ids)}; retrieved {_ids(query.retrieved_ids)}"
+        f"expected {_ids(query.expected_ids)}; retrieved {_ids(query.current_ids)}"
     )
 
 
@@ -125,6 +175,11 @@ def _ids(ids: tuple[str, ...]) -> str:
     return shown if len(ids) <= SHOWN_IDS else f"{shown} (+{len(ids) - SHOWN_IDS} more)"
 
 
+def failure_summary(suite: str, reason: FailureReason) -> str:
+    """Return one sentence saying that the monitor could not measure ``suite``, and why."""
+    return f"{suite}: {_FAILURE_HEADLINES[reason]}"
+
+
 def failure_description(message: str) -> str:
     """Return the description of a monitor failure: what the error said."""
     return message.strip() or "no further detail"
@@ -132,21 +187,22 @@ def failure_description(message: str) -> str:
 
 def alert_annotations(alert: Alert) -> dict[str, str]:
     """Return the alert's texts, evidence and links as string annotations."""
-    out = {"summary": alert.summary}
+    out = {"summary": headline(alert)}
     if alert.description:
         out["description"] = alert.description
     details = alert.details
     if details is not None:
-        out["metric"] = details.metric
-        out["current"] = number(details.current)
-        if details.baseline is not None:
-            out["baseline"] = number(details.baseline)
-        if details.delta is not None:
-            out["delta"] = _signed(details.delta)
-        if details.p_value is not None:
-            out["p_value"] = number(details.p_value)
-        if details.ci_low is not None and details.ci_high is not None:
-            out["confidence_interval"] = f"[{number(details.ci_low)}, {number(details.ci_high)}]"
+        outcome = details.outcome
+        out["metric"] = outcome.metric
+        out["current"] = number(outcome.current)
+        if outcome.baseline is not None:
+            out["baseline"] = number(outcome.baseline)
+            if outcome.current is not None:
+                out["delta"] = _signed(outcome.current - outcome.baseline)
+        if outcome.p_value is not None:
+            out["p_value"] = number(outcome.p_value)
+        if outcome.ci_low is not None and outcome.ci_high is not None:
+            out["confidence_interval"] = f"[{number(outcome.ci_low)}, {number(outcome.ci_high)}]"
         if details.segment is not None:
             out["segment"] = f"{details.segment.key}={details.segment.value}"
         if details.worse_queries:
@@ -170,8 +226,7 @@ def status_word(alert: Alert, repeat: bool = False) -> str:
 
 def plain(alert: Alert, repeat: bool = False) -> str:
     """Return the alert as text for a terminal: a headline, the description, the links."""
-    head = f"[{status_word(alert, repeat)}] {alert.severity} {alert.summary}"
-    lines = [head]
+    lines = [f"[{status_word(alert, repeat)}] {alert.severity} {headline(alert)}"]
     if alert.firing:
         lines.extend(f"  {line}" for line in alert.description.splitlines())
         lines.append(f"  since {alert.starts_at.isoformat(timespec='seconds')}")

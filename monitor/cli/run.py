@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig
     from monitor.exporters import SuiteSnapshot
-    from monitor.publish import Published
+    from monitor.outcome import Published
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")

@@ -58,7 +58,8 @@ def compare_runs(
 
     ``history`` maps a rule name to whether it breached (significantly) in each previous run,
     oldest first, for persistence. ``metadata`` and ``texts`` come from the eval set, for the
-    segment breakdown and the per-query diff.
+    segment breakdown and the per-query diff, which are given for the primary metric and for
+    every metric a quality rule watches.
     """
     significance = significance or SignificanceConfig()
     history = history or {}
@@ -79,7 +80,7 @@ def compare_runs(
         if changed and rule.metric is not None:
             outcome = RuleOutcome(
                 rule=rule.name,
-                check=rule.check.value,
+                check=rule.check,
                 metric=str(rule.metric),
                 threshold=rule.threshold,
                 severity=rule.severity,
@@ -106,10 +107,10 @@ def compare_runs(
         )
     if usable is not None:
         metrics = _metric_changes(usable, current)
-        if primary is not None:
-            ids, before, after = aligned(usable, current, primary)
-            diffs = worse_queries(usable, current, primary, texts=texts, top=top)
-            breakdown = segment_changes(ids, before, after, primary, segments, metadata or {})
+        for metric in _followed(primary, outcomes):
+            ids, before, after = aligned(usable, current, metric)
+            diffs += worse_queries(usable, current, metric, texts=texts, top=top)
+            breakdown += segment_changes(ids, before, after, metric, segments, metadata or {})
     answerable = sum(1 for q in current.queries if q.values)
     if answerable < MIN_QUERIES:
         warnings.append(
@@ -150,6 +151,13 @@ def _primary_metric(outcomes: Sequence[RuleOutcome], current: RunRecord) -> str 
         if pick:
             return pick[0].metric
     return next(iter(current.means), None)
+
+
+def _followed(primary: str | None, outcomes: Sequence[RuleOutcome]) -> list[str]:
+    """Return the metrics the diffs follow: the primary one, then every quality rule's."""
+    metrics = [] if primary is None else [primary]
+    metrics += [o.metric for o in outcomes if o.quality]
+    return list(dict.fromkeys(metrics))
 
 
 def _metric_changes(baseline: RunRecord, current: RunRecord) -> tuple[MetricChange, ...]:

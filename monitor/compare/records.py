@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Literal
+
+from monitor.config.model import Check, Severity
 
 #: The outcome of one rule.
 #: ``breach``: over its threshold (and, for quality rules, significant and persistent);
@@ -24,10 +27,10 @@ class RuleOutcome:
     """One rule applied to the current run (and its baseline where the rule needs one)."""
 
     rule: str  # e.g. "recall@5 max_drop", "latency_p95_seconds_max"
-    check: str  # the rule's YAML key, e.g. "max_drop"
+    check: Check
     metric: str  # the figure checked: a metric name or e.g. "latency_p95_seconds"
     threshold: float
-    severity: str
+    severity: Severity
     status: RuleStatus
     current: float | None = None
     baseline: float | None = None
@@ -43,9 +46,23 @@ class RuleOutcome:
         """Return whether the rule fires an alert."""
         return self.status == "breach"
 
+    @property
+    def relative_delta(self) -> float | None:
+        """Return the change as a share of the baseline, or None when it has no meaning."""
+        if self.current is None or self.baseline is None or not self.baseline:
+            return None
+        return (self.current - self.baseline) / abs(self.baseline)
+
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """Return a JSON-ready form (the check by its YAML key)."""
+        out = {name: getattr(self, name) for name in self.__slots__}
+        out["check"] = self.check.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RuleOutcome:
+        """Return the outcome :meth:`to_dict` wrote."""
+        return cls(**{**_known(cls, data), "check": Check(data["check"])})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +111,14 @@ class QueryDiff:
         out["loss"] = self.loss
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QueryDiff:
+        """Return the diff :meth:`to_dict` wrote."""
+        known = _known(cls, data)
+        for name in ("expected_ids", "baseline_ids", "current_ids"):
+            known[name] = tuple(known[name])
+        return cls(**known)
+
 
 @dataclass(frozen=True, slots=True)
 class SegmentChange:
@@ -115,6 +140,11 @@ class SegmentChange:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""
         return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SegmentChange:
+        """Return the segment change :meth:`to_dict` wrote."""
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +172,24 @@ class Comparison:
         """Return whether any rule fires."""
         return any(rule.breached for rule in self.rules)
 
-    def driving_segment(self, key: str | None = None) -> SegmentChange | None:
-        """Return the segment with the most negative contribution (of ``key`` if given)."""
-        candidates = [s for s in self.segments if key is None or s.key == key]
+    def driving_segment(
+        self, key: str | None = None, *, metric: str | None = None
+    ) -> SegmentChange | None:
+        """Return the segment (of ``key`` if given) with the most negative contribution to
+        ``metric``'s change (the primary metric's when None), or None when none lost."""
+        candidates = [s for s in self.segments_for(metric) if key is None or s.key == key]
         worst = min(candidates, key=lambda s: s.contribution, default=None)
         return worst if worst is not None and worst.contribution < 0 else None
+
+    def segments_for(self, metric: str | None = None) -> tuple[SegmentChange, ...]:
+        """Return the segment breakdown of ``metric`` (the primary metric's when None)."""
+        metric = self.primary_metric if metric is None else metric
+        return tuple(segment for segment in self.segments if segment.metric == metric)
+
+    def worse_for(self, metric: str | None = None) -> tuple[QueryDiff, ...]:
+        """Return the queries that got worse on ``metric`` (the primary metric when None)."""
+        metric = self.primary_metric if metric is None else metric
+        return tuple(diff for diff in self.worse_queries if diff.metric == metric)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""
@@ -162,3 +205,8 @@ class Comparison:
             "segments": [segment.to_dict() for segment in self.segments],
             "warnings": list(self.warnings),
         }
+
+
+def _known(record: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the entries of ``data`` that are fields of ``record`` (derived ones dropped)."""
+    return {item.name: data[item.name] for item in fields(record) if item.name in data}

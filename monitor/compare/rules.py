@@ -13,7 +13,7 @@ seen in enough of the previous runs (``pending`` until then).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -22,30 +22,24 @@ import numpy as np
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
 from monitor.stats import compare_paired, mean_ci
-from monitor.store.records import RunRecord
+from monitor.store.records import RunFigures, RunRecord
 
-#: The run figure each operational check reads, by check.
-FIGURES: dict[Check, str] = {
-    Check.LATENCY_P95_SECONDS_MAX: "latency_p95_seconds",
-    Check.LATENCY_P95_MAX_RELATIVE_RISE: "latency_p95_seconds",
-    Check.ERROR_RATE_MAX: "error_rate",
-    Check.ZERO_RESULT_RATE_MAX: "zero_result_rate",
-    Check.TOP1_SCORE_MAX_RELATIVE_DROP: "mean_top1_score",
-    Check.INDEX_SIZE_MAX_RELATIVE_DROP: "index_size",
+#: The run figure each operational check reads, by check: its name and how to read it.
+FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] = {
+    Check.LATENCY_P95_SECONDS_MAX: ("latency_p95_seconds", lambda f: f.latency.p95),
+    Check.LATENCY_P95_MAX_RELATIVE_RISE: ("latency_p95_seconds", lambda f: f.latency.p95),
+    Check.ERROR_RATE_MAX: ("error_rate", lambda f: f.error_rate),
+    Check.ZERO_RESULT_RATE_MAX: ("zero_result_rate", lambda f: f.zero_result_rate),
+    Check.TOP1_SCORE_MAX_RELATIVE_DROP: ("mean_top1_score", lambda f: f.mean_top1_score),
+    Check.INDEX_SIZE_MAX_RELATIVE_DROP: ("index_size", lambda f: f.index_size),
 }
 
 
-def run_figure(run: RunRecord, name: str) -> float | None:
-    """Return a whole-run figure (latency p95, a rate, index size), None when unknown."""
-    if name == "latency_p95_seconds":
-        value: object = run.latency.get("p95")
-    elif name == "index_size":
-        value = run.stats.get("index_size")
-    else:
-        value = run.rates.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        return None
-    return float(value)
+def run_figure(run: RunRecord, check: Check) -> float | None:
+    """Return the whole-run figure ``check`` reads (latency p95, a rate, index size), None
+    when unknown."""
+    value = FIGURES[check][1](run.figures)
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def apply_rule(
@@ -140,9 +134,9 @@ def _quality(
 
 
 def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | None) -> RuleOutcome:
-    figure = FIGURES[rule.check]
+    figure = FIGURES[rule.check][0]
     make = _outcome(rule, figure, quality=False)
-    value = run_figure(current, figure)
+    value = run_figure(current, rule.check)
     if value is None:
         return make(status="skipped", message=f"{figure} is not known for this run")
     if rule.check in (
@@ -156,7 +150,7 @@ def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | Non
             current=value,
             message=f"{figure} {value:.4g} {'>' if over else '<='} {rule.threshold:g}",
         )
-    old = run_figure(baseline, figure) if baseline is not None else None
+    old = run_figure(baseline, rule.check) if baseline is not None else None
     if old is None or old <= 0:
         return make(
             status="skipped", current=value, message=f"no baseline {figure} to compare with"
@@ -192,7 +186,7 @@ def _outcome(rule: RuleConfig, metric: str, *, quality: bool) -> partial[RuleOut
     return partial(
         RuleOutcome,
         rule=rule.name,
-        check=rule.check.value,
+        check=rule.check,
         metric=metric,
         threshold=rule.threshold,
         severity=rule.severity,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.daemon.status import DaemonSnapshot
     from monitor.exporters import SuiteSnapshot
-    from monitor.job import SuiteOutcome
+    from monitor.outcome import SuiteOutcome
 
 
 class MetricsEndpoint(Protocol):

@@ -39,7 +39,7 @@ from monitor.errors import MonitorError, UsageError
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
-    from monitor.job import SuiteOutcome
+    from monitor.outcome import SuiteOutcome
     from monitor.store import Store
 
 log = logging.getLogger("monitor.daemon")

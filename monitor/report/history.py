@@ -64,7 +64,7 @@ def build_trends(
                 below=_alert_below(metric, rules, _finite(base)),
             )
         )
-    base = _finite(baseline.latency.get("p95")) if baseline is not None else None
+    base = _finite(baseline.figures.latency.p95) if baseline is not None else None
     trends.append(
         _trend(
             recent,

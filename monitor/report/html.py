@@ -10,7 +10,7 @@ links) is escaped; a Content-Security-Policy forbids scripts and remote loads be
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import urlsplit
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
 from monitor.report.records import Report
-from monitor.store.records import RunRecord
+from monitor.store.records import RunFigures, RunRecord
 
 _VERDICT = {
     "ok": ("OK", "No rule breached."),
@@ -50,14 +50,14 @@ _CHANGE = {
     "score_fell": ("score fell", "the same documents, in an order the measure likes less"),
 }
 #: The run figures shown beside the metrics, with how each reads.
-_FIGURES = (
-    ("latency p50", "latency", "p50"),
-    ("latency p95", "latency", "p95"),
-    ("latency p99", "latency", "p99"),
-    ("error rate", "rates", "error_rate"),
-    ("zero-result rate", "rates", "zero_result_rate"),
-    ("queries", "rates", "queries"),
-    ("failed queries", "rates", "failed"),
+_FIGURES: tuple[tuple[str, bool, Callable[[RunFigures], float | int | None]], ...] = (
+    ("latency p50", True, lambda f: f.latency.p50),
+    ("latency p95", True, lambda f: f.latency.p95),
+    ("latency p99", True, lambda f: f.latency.p99),
+    ("error rate", False, lambda f: f.error_rate),
+    ("zero-result rate", False, lambda f: f.zero_result_rate),
+    ("queries", False, lambda f: f.sent),
+    ("failed queries", False, lambda f: f.failed),
 )
 _LINK_SCHEMES = ("http", "https")
 
@@ -208,7 +208,7 @@ def _link(label: str, url: str) -> str:
 def _verdict(comparison: Comparison) -> str:
     headline, detail = _VERDICT[comparison.verdict]
     follows = ""
-    if comparison.primary_metric and comparison.worse_queries:
+    if comparison.primary_metric and comparison.worse_for():
         metric = _e(comparison.primary_metric)
         follows = f" Query and segment diffs follow <code>{metric}</code>."
     breaches = comparison.breaches
@@ -355,12 +355,12 @@ def _metrics(report: Report) -> str:
 
 def _figures(run: RunRecord, baseline: RunRecord | None) -> str:
     rows = []
-    for label, family, name in _FIGURES:
-        now = getattr(run, family).get(name)
-        old = getattr(baseline, family).get(name) if baseline is not None else None
+    for label, seconds, read in _FIGURES:
+        now = read(run.figures) if run.ok else None
+        old = read(baseline.figures) if baseline is not None else None
         if now is None and old is None:
             continue
-        show = _seconds if family == "latency" else _rate
+        show = _seconds if seconds else _rate
         rows.append(
             f'<tr><td>{_e(label)}</td><td class="num">{_e(show(old))}</td>'
             f'<td class="num">{_e(show(now))}</td></tr>'
@@ -375,7 +375,7 @@ def _figures(run: RunRecord, baseline: RunRecord | None) -> str:
 
 
 def _queries(comparison: Comparison) -> str:
-    diffs = comparison.worse_queries
+    diffs = comparison.worse_for()
     if not diffs:
         if comparison.baseline_run_id is None or comparison.verdict == "evalset_changed":
             return ""
@@ -422,10 +422,10 @@ def _ids(ids: Iterable[str], relevant: set[str], *, ordered: bool = True) -> str
 
 
 def _segments(comparison: Comparison) -> str:
-    if not comparison.segments:
+    if not comparison.segments_for():
         return ""
-    keys = dict.fromkeys(segment.key for segment in comparison.segments)
-    span = max((abs(s.contribution) for s in comparison.segments), default=1.0)
+    keys = dict.fromkeys(segment.key for segment in comparison.segments_for())
+    span = max((abs(s.contribution) for s in comparison.segments_for()), default=1.0)
     parts = [
         '<h2 id="segments">Segments</h2>'
         f'<p class="meta">How each segment changed on <code>{_e(comparison.primary_metric)}'
@@ -436,7 +436,7 @@ def _segments(comparison: Comparison) -> str:
         driver = comparison.driving_segment(key)
         rows = "".join(
             _segment_row(segment, driver is segment, span)
-            for segment in comparison.segments
+            for segment in comparison.segments_for()
             if segment.key == key
         )
         parts.append(

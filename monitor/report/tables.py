@@ -67,8 +67,9 @@ def render_csv(report: Report) -> str:
             figures = [old, value, None, None, None]
         writer.writerow([metric, *map(_cell, figures), *_rule_cells(watching.pop(metric, []))])
     for figure, outcomes in watching.items():
-        now = run_figure(report.run, figure)
-        old = run_figure(report.baseline, figure) if report.baseline is not None else None
+        check = outcomes[0].check
+        now = run_figure(report.run, check)
+        old = run_figure(report.baseline, check) if report.baseline is not None else None
         delta = now - old if now is not None and old is not None else None
         writer.writerow(
             [figure, *map(_cell, [old, now, delta, None, None]), *_rule_cells(outcomes)]
@@ -100,9 +101,27 @@ def _run_dict(run: RunRecord) -> dict[str, Any]:
         "evalset_fingerprint": run.evalset_fingerprint,
         "config_hash": run.config_hash,
         "means": dict(run.means),
-        "latency": dict(run.latency),
-        "rates": dict(run.rates),
+        "latency": _latency_dict(run),
+        "rates": _rates_dict(run),
         "error": run.error,
+    }
+
+
+def _latency_dict(run: RunRecord) -> dict[str, float | None]:
+    latency = run.figures.latency
+    return {name: getattr(latency, name) for name in ("p50", "p95", "p99", "max", "mean")}
+
+
+def _rates_dict(run: RunRecord) -> dict[str, float | int | None]:
+    figures = run.figures
+    return {
+        "error_rate": figures.error_rate,
+        "zero_result_rate": figures.zero_result_rate,
+        "mean_top1_score": figures.mean_top1_score,
+        "queries_per_second": figures.queries_per_second,
+        "queries": figures.sent,
+        "failed": figures.failed,
+        "evaluated": figures.evaluated,
     }
 
 

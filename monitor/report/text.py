@@ -58,8 +58,8 @@ def render_comparison(
     if comparison.rules:
         lines += ["", "rules:"]
         lines += [f"  [{_MARK[r.status]:>7}] {r.rule}: {r.message}" for r in comparison.rules]
-    if comparison.worse_queries:
-        shown = comparison.worse_queries[:queries]
+    if comparison.worse_for():
+        shown = comparison.worse_for()[:queries]
         lines += [
             "",
             f"queries that got worse on {comparison.primary_metric} "
@@ -75,10 +75,10 @@ def render_comparison(
             lines.append(f"      expected {', '.join(diff.expected_ids)}")
             lines.append(f"      baseline {', '.join(diff.baseline_ids)}")
             lines.append(f"      current  {', '.join(diff.current_ids)}")
-    keys = dict.fromkeys(s.key for s in comparison.segments)
+    keys = dict.fromkeys(s.key for s in comparison.segments_for())
     for key in keys:
         driver = comparison.driving_segment(key)
-        rows = [s for s in comparison.segments if s.key == key]
+        rows = [s for s in comparison.segments_for() if s.key == key]
         lines += ["", f"by {key} ({comparison.primary_metric}):"]
         for seg in rows:
             flag = "  <- drove the drop" if driver is seg else ""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from monitor.records import LatencySummary
 from monitor.runner.calls import RetryPolicy, is_retryable
 from monitor.runner.failed import failed_queries, write_failed_queries
 from monitor.runner.reference import reference_qrels
-from monitor.runner.result import LatencySummary, RunResult
+from monitor.runner.result import RunResult
 from monitor.runner.run import run_pipelines, run_queries
 
 __all__ = [

@@ -4,50 +4,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
-from monitor.records import MetaValue, QueryOutcome
-
-
-@dataclass(frozen=True, slots=True)
-class LatencySummary:
-    """Latency of the answered queries, in seconds (None when no query was answered).
-
-    Percentiles interpolate linearly between the two nearest latencies (numpy's default).
-    """
-
-    count: int = 0
-    mean: float | None = None
-    p50: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    max: float | None = None
-
-    @classmethod
-    def of(cls, latencies: Iterable[float]) -> LatencySummary:
-        """Summarise ``latencies``."""
-        ordered = sorted(latencies)
-        if not ordered:
-            return cls()
-        return cls(
-            count=len(ordered),
-            mean=math.fsum(ordered) / len(ordered),
-            p50=_percentile(ordered, 50),
-            p95=_percentile(ordered, 95),
-            p99=_percentile(ordered, 99),
-            max=ordered[-1],
-        )
-
-
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """Return the q-th percentile of sorted values by linear interpolation."""
-    position = (len(ordered) - 1) * q / 100
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+from monitor.records import LatencySummary, MetaValue, QueryOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +29,7 @@ class RunResult:
     started_at: datetime
     finished_at: datetime
     duration_seconds: float
-    latency: LatencySummary = LatencySummary()
+    latency: LatencySummary = field(default_factory=LatencySummary)
     queries_per_second: float | None = None
     warmup: int = 0
     retries: int = 0

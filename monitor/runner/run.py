@@ -12,11 +12,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.errors import ErrorBudgetExceeded, UsageError
-from monitor.records import MetaValue, Query, QueryOutcome
+from monitor.records import LatencySummary, MetaValue, Query, QueryOutcome
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
-from monitor.runner.result import LatencySummary, RunResult
+from monitor.runner.result import RunResult
 from monitor.search.base import Search, is_async, search_stats, wants_query
 
 

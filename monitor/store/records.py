@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from monitor.errors import UsageError
+from monitor.records import LatencySummary
 
 #: The status of a saved run: ``"ok"`` when it produced metrics, ``"failed"`` otherwise.
 RunStatus = Literal["ok", "failed"]
@@ -44,15 +45,51 @@ class QueryRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RunFigures:
+    """The figures of a whole run, beside its metric means.
+
+    ``latency`` covers the answered queries. ``sent`` is how many queries were sent, ``failed``
+    how many of them failed, and ``evaluated`` how many the metric means are over (the
+    judged queries: a query without a relevant judgment is sent but not evaluated). Rates are
+    shares in 0..1; a figure that could not be computed, or is not a finite number, is None.
+    """
+
+    latency: LatencySummary = field(default_factory=LatencySummary)
+    error_rate: float | None = None
+    zero_result_rate: float | None = None
+    mean_top1_score: float | None = None
+    queries_per_second: float | None = None
+    index_size: int | None = None
+    sent: int = 0
+    failed: int = 0
+    evaluated: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("error_rate", "zero_result_rate"):
+            value = _known(getattr(self, name), name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise UsageError(f"{name} must be a share in 0..1, not {value!r}")
+            object.__setattr__(self, name, value)
+        for name in ("mean_top1_score", "queries_per_second"):
+            object.__setattr__(self, name, _known(getattr(self, name), name))
+        for name in ("sent", "failed", "evaluated", "index_size"):
+            value = getattr(self, name)
+            if value is None and name == "index_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{name} must be a count (an integer >= 0), not {value!r}")
+        if self.failed > self.sent:
+            raise UsageError(f"failed ({self.failed}) exceeds the queries sent ({self.sent})")
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """One run of a suite as the store keeps it.
 
     ``run_id`` is assigned by the store (``None`` until saved). ``means`` maps canonical metric
-    names to their means, ``latency`` holds ``p50``, ``p95``, ``p99``, ``max`` and ``mean`` in
-    seconds, ``rates`` figures such as ``error_rate``, ``zero_result_rate`` and
-    ``mean_top1_score``; a figure that could not be computed is NaN. ``stats`` is what the
-    search plug-in reported (index size, versions); it must be JSON-serialisable and reads
-    back as JSON types (a tuple as a list).
+    names to their means (NaN when a mean could not be computed); ``figures`` holds the run's
+    latency, rates and counts. ``stats`` is what the search plug-in reported (index size,
+    versions); it must be JSON-serialisable and reads back as JSON types (a tuple as a list).
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
     """
 
@@ -64,8 +101,7 @@ class RunRecord:
     evalset_fingerprint: str = ""
     config_hash: str = ""
     means: Mapping[str, float] = field(default_factory=dict)
-    latency: Mapping[str, float] = field(default_factory=dict)
-    rates: Mapping[str, float] = field(default_factory=dict)
+    figures: RunFigures = field(default_factory=RunFigures)
     stats: Mapping[str, object] = field(default_factory=dict)
     error: str | None = None
     queries: tuple[QueryRecord, ...] = ()
@@ -79,8 +115,6 @@ class RunRecord:
         object.__setattr__(self, "started_at", utc(self.started_at, "started_at"))
         object.__setattr__(self, "finished_at", utc(self.finished_at, "finished_at"))
         object.__setattr__(self, "means", _frozen_floats(self.means))
-        object.__setattr__(self, "latency", _frozen_floats(self.latency))
-        object.__setattr__(self, "rates", _frozen_floats(self.rates))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "queries", tuple(self.queries))
 
@@ -172,3 +206,13 @@ def _frozen_floats(values: Mapping[str, float | None]) -> Mapping[str, float]:
     return MappingProxyType(
         {str(name): math.nan if value is None else float(value) for name, value in values.items()}
     )
+
+
+def _known(value: float | None, name: str) -> float | None:
+    """Return ``value`` as a float, or None when it is not a finite number (not computable)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{name} must be a number, not {value!r}")
+    number = float(value)
+    return number if math.isfinite(number) else None

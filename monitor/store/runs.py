@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from monitor.records import LatencySummary
 from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
-from monitor.store.records import QueryRecord, RunRecord, RunSummary
+from monitor.store.records import QueryRecord, RunFigures, RunRecord, RunSummary
 from monitor.store.sql import Transaction
 
-#: The figure families of ``run_figures`` and the RunRecord field each one fills.
-FAMILIES = {"mean": "means", "latency": "latency", "rate": "rates"}
+#: The latency figures kept in ``run_figures`` (family ``latency``), in saved order.
+_LATENCY = ("p50", "p95", "p99", "max", "mean")
+#: The rates and counts kept in ``run_figures`` (family ``rate``): row name -> RunFigures field.
+#: Counts are kept as numbers beside the rates; ``queries`` is the number of queries sent.
+_RATES = {
+    "error_rate": "error_rate",
+    "zero_result_rate": "zero_result_rate",
+    "mean_top1_score": "mean_top1_score",
+    "queries_per_second": "queries_per_second",
+    "queries": "sent",
+    "failed": "failed",
+    "evaluated": "evaluated",
+}
+_COUNTS = frozenset({"sent", "failed", "evaluated"})
 
 # The columns both a RunRecord and a RunSummary start from, in the order _head reads them.
 _HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error"
@@ -43,8 +57,8 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
         "INSERT INTO run_figures (run_id, family, name, position, value) VALUES (?, ?, ?, ?, ?)",
         (
             (run_id, family, name, position, nan_to_null(value))
-            for family, attribute in FAMILIES.items()
-            for position, (name, value) in enumerate(getattr(run, attribute).items())
+            for family, values in figure_rows(run).items()
+            for position, (name, value) in enumerate(values.items())
         ),
     )
     tx.executemany(
@@ -54,6 +68,44 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
         (query_row(run_id, position, query) for position, query in enumerate(run.queries)),
     )
     return run_id
+
+
+def figure_rows(run: RunRecord) -> dict[str, dict[str, float | None]]:
+    """Return the ``run_figures`` rows of a run by family: ``mean``, ``latency``, ``rate``."""
+    figures = run.figures
+    if not run.ok and figures == RunFigures():
+        return {"mean": dict(run.means)}
+    latency = figures.latency
+    return {
+        "mean": dict(run.means),
+        "latency": {name: getattr(latency, name) for name in _LATENCY},
+        "rate": {row: _number(getattr(figures, field)) for row, field in _RATES.items()},
+    }
+
+
+def figures_of(families: dict[str, dict[str, float]], stats: object) -> RunFigures:
+    """Return the RunFigures saved as ``families`` rows; the index size is in ``stats``."""
+    latency = {name: _known(families.get("latency", {}).get(name)) for name in _LATENCY}
+    rates = {field: families.get("rate", {}).get(row) for row, field in _RATES.items()}
+    counts = {field: int(_known(rates.pop(field)) or 0) for field in _COUNTS}
+    index_size = stats.get("index_size") if isinstance(stats, dict) else None
+    return RunFigures(
+        latency=LatencySummary(count=counts["sent"] - counts["failed"], **latency),
+        error_rate=rates["error_rate"],
+        zero_result_rate=rates["zero_result_rate"],
+        mean_top1_score=rates["mean_top1_score"],
+        queries_per_second=rates["queries_per_second"],
+        index_size=index_size if type(index_size) is int else None,
+        **counts,
+    )
+
+
+def _known(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def _number(value: float | int | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def query_row(run_id: int, position: int, query: QueryRecord) -> tuple[object, ...]:
@@ -97,16 +149,16 @@ def load_run(tx: Transaction, run_id: int) -> RunRecord | None:
             (run_id,),
         )
     )
-    fingerprint, config_hash, stats = row[-3:]
+    fingerprint, config_hash, raw_stats = row[-3:]
+    stats = d.read_json(raw_stats)
     return RunRecord(
         **_head(tx, row),
         evalset_fingerprint=fingerprint,
         config_hash=config_hash,
-        stats=d.read_json(stats),
+        stats=stats,
         queries=queries,
         means=figures.get("mean", {}),
-        latency=figures.get("latency", {}),
-        rates=figures.get("rate", {}),
+        figures=figures_of(figures, stats),
     )
 
 

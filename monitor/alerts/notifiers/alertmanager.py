@@ -22,6 +22,7 @@ import json
 from datetime import timedelta
 from typing import Any, Final
 
+from monitor.alerts import text
 from monitor.alerts.base import Clock, Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.notifiers._common import Options, require_url, rfc3339
@@ -35,7 +36,7 @@ def alertmanager_alert(notification: Notification, ends_at_if_firing: str) -> di
     alert = notification.alert
     posted: dict[str, Any] = {
         "labels": alert.label_set(),
-        "annotations": alert.annotations(),
+        "annotations": text.alert_annotations(alert),
         "startsAt": rfc3339(alert.starts_at),
         "endsAt": ends_at_if_firing if alert.ends_at is None else rfc3339(alert.ends_at),
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from monitor.alerts import text
 from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.model import Alert
@@ -43,7 +44,7 @@ def pagerduty_event(
             "event_action": "resolve",
             "dedup_key": dedup_key(alert),
         }
-    annotations = alert.annotations()
+    annotations = text.alert_annotations(alert)
     summary = annotations.pop("summary")
     links = [
         {"href": url, "text": label}

@@ -39,7 +39,7 @@ def slack_payload(
     """Return the incoming-webhook body for one notification."""
     alert = notification.alert
     status = text.status_word(alert, notification.repeat)
-    headline = f"{_MARKS[status]} {status} ({alert.severity}): {alert.summary}"
+    headline = f"{_MARKS[status]} {status} ({alert.severity}): {text.headline(alert)}"
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{escape(headline)}*"}}
     ]

@@ -21,6 +21,7 @@ import hmac
 import json
 from typing import Any, Final
 
+from monitor.alerts import text
 from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.notifiers._common import Options, env_secret, require_url, rfc3339
@@ -39,7 +40,7 @@ def webhook_payload(
     """Return Alertmanager's webhook payload (version 4) for one notification."""
     alert = notification.alert
     labels = alert.label_set()
-    annotations = alert.annotations()
+    annotations = text.alert_annotations(alert)
     group = {name: labels[name] for name in GROUP_LABELS if name in labels}
     group_key = "{}:{" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(group.items())) + "}"
     return {

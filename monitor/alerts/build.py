@@ -1,0 +1,136 @@
+"""Build alerts from what a run found: the comparison's breaches, or a failure to measure.
+
+The builders give each alert its identity, severity and wording (:mod:`monitor.alerts.text`);
+the records of :mod:`monitor.alerts.model` only hold them. A regression alert carries the
+comparison's own records: the rule's outcome, and the segment breakdown and worse queries of
+the rule's own metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from monitor.alerts import text
+from monitor.alerts.model import Alert, AlertIdentity, FailureReason, RegressionDetails
+from monitor.compare.records import Comparison, RuleOutcome
+from monitor.config.model import LinksConfig, Severity
+from monitor.errors import UsageError
+
+#: Most worse queries an alert shows.
+MAX_QUERIES = 5
+
+
+def regression_alert(
+    suite: str,
+    details: RegressionDetails,
+    *,
+    at: datetime,
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> Alert:
+    """Return a firing regression alert of ``suite`` for the rule outcome in ``details``.
+
+    The metric is part of the identity only for quality rules, whose name already holds it;
+    ``pipeline`` becomes a label.
+    """
+    outcome = details.outcome
+    metric = outcome.metric if outcome.quality else None
+    return Alert(
+        identity=AlertIdentity("regression", suite, outcome.rule, metric),
+        severity=outcome.severity,
+        summary=text.regression_summary(suite, outcome),
+        description=text.regression_description(details),
+        details=details,
+        starts_at=at,
+        labels=_with_pipeline(labels, pipeline),
+        links=links or LinksConfig(),
+    )
+
+
+def regression_alerts(
+    suite: str,
+    comparison: Comparison,
+    *,
+    at: datetime,
+    confidence: float | None = None,
+    max_queries: int = MAX_QUERIES,
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> list[Alert]:
+    """Return one firing alert per breached rule of ``comparison``, each with the segment
+    that drove its own metric and the queries that got worse on it."""
+    return [
+        regression_alert(
+            suite,
+            evidence(comparison, outcome, confidence=confidence, max_queries=max_queries),
+            at=at,
+            labels=labels,
+            links=links,
+            pipeline=pipeline,
+        )
+        for outcome in comparison.breaches
+    ]
+
+
+def evidence(
+    comparison: Comparison,
+    outcome: RuleOutcome,
+    *,
+    confidence: float | None = None,
+    max_queries: int = MAX_QUERIES,
+) -> RegressionDetails:
+    """Return the evidence of ``outcome`` from ``comparison``: its metric's driving segment
+    and worse queries (none for operational rules, which compare whole runs)."""
+    segment = comparison.driving_segment(metric=outcome.metric) if outcome.quality else None
+    queries = comparison.worse_for(outcome.metric) if outcome.quality else ()
+    return RegressionDetails(
+        outcome=outcome,
+        segment=segment,
+        worse_queries=queries[: max(0, max_queries)],
+        confidence=confidence,
+        run_id=comparison.run_id,
+        baseline_run_id=comparison.baseline_run_id,
+    )
+
+
+def failure_alert(
+    suite: str,
+    reason: FailureReason | str,
+    message: str,
+    *,
+    at: datetime,
+    severity: Severity = "critical",
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> Alert:
+    """Return a firing monitor-failure alert of ``suite``: ``reason`` says which failure
+    (its value is the rule name), ``message`` what the error said.
+
+    ``message`` goes into the description as given: pass the error's own message, which
+    the monitor's errors keep free of secrets.
+    """
+    try:
+        reason = FailureReason(reason)
+    except ValueError:
+        known = ", ".join(item.value for item in FailureReason)
+        raise UsageError(f"failure reason {reason!r}: expected one of {known}") from None
+    return Alert(
+        identity=AlertIdentity("monitor_failure", suite, reason.value),
+        severity=severity,
+        summary=text.failure_summary(suite, reason),
+        description=text.failure_description(message),
+        starts_at=at,
+        labels=_with_pipeline(labels, pipeline),
+        links=links or LinksConfig(),
+    )
+
+
+def _with_pipeline(labels: Mapping[str, str] | None, pipeline: str | None) -> dict[str, str]:
+    merged = dict(labels or {})
+    if pipeline is not None:
+        merged["pipeline"] = pipeline
+    return merged
