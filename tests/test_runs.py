@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from monitor.errors import InputError
 from monitor.evaluation import evaluate
-from monitor.runs import load_run, load_trec_run
+from monitor.search.saved import load_run, load_trec_run
 
 DATA = Path(__file__).parent / "data" / "runs"
 

@@ -109,7 +109,7 @@ def load_run(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
     if format == "json" or (format == "auto" and text.lstrip().startswith(("{", "["))):
         return _json_run(path, text)
-    from monitor.runs import load_scored_trec_run
+    from monitor.search.saved import load_scored_trec_run
 
     return {
         qid: [Hit(doc, score) for doc, score in pairs]
