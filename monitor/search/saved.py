@@ -1,9 +1,21 @@
-"""Read saved runs: TREC run files and JSON.
+"""Read saved runs, TREC run files and JSON, for ``evaluate`` and the ``replay`` search alike.
+
+Both entry points read a file through this module, so they accept the same files, refuse the
+same faults with the same messages, and rank every query the same way.
 
 A TREC run line is ``qid Q0 docno rank score tag`` (whitespace separated, six fields). As in
 trec_eval the rank column is ignored: a query's documents are ranked by score descending,
-ties broken by doc id descending (byte order). JSON runs are ``{qid: [doc ids best first]}``
-(the order given is the ranking) or ``{qid: {doc id: score}}`` (ranked like a TREC run).
+ties broken by doc id descending (byte order).
+
+A JSON run is an object ``{qid: ranking}``. A ranking is either a list of hits best first
+(the order given is the ranking), each a doc id string or an object ``{"id", "score",
+"text"}`` whose score and text may be left out or null; or an object ``{doc id: score}``,
+ranked like a TREC run.
+
+Every score must be a finite number: NaN, ``inf``, ``-inf`` and literals too large for a
+double (``1e400``) are refused with an :class:`~monitor.errors.InputError` that names the
+file and the line (TREC) or the query and document (JSON). A saved score that is not finite
+cannot be ranked the same way by every reader, so no reader is asked to guess.
 
 A repeated doc id in one query is kept here in ranking order; the metric engine counts it
 once, at its best position, and reports how many copies it dropped.
@@ -14,52 +26,83 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from monitor.errors import InputError
-from monitor.metrics.ranks import Ranking
+from monitor.errors import InputError, SearchOutputError, UsageError
+from monitor.records import Hit
+from monitor.search.base import normalise_hits
+
+#: The ``format`` values the readers take: ``auto`` reads JSON when the file's first
+#: non-blank byte is ``{`` or ``[``, and a TREC run otherwise.
+FORMATS = ("auto", "trec", "json")
 
 _TREC_COLUMNS = ("qid", "q0", "doc", "rank", "score", "tag")
 _SCORE = _TREC_COLUMNS.index("score")
-# Scores must parse to the same doubles as trec_eval's strtod. pandas 3 parses round-trip
-# exactly by default (and deprecates the option); pandas 2 needs to be asked.
-_PANDAS_MAJOR = int(pd.__version__.split(".")[0])
-_EXACT_FLOATS: dict[str, Any] = {"float_precision": "round_trip"} if _PANDAS_MAJOR < 3 else {}
+_TREC_LINE = "a TREC run line 'qid Q0 docno rank score tag'"
+_FINITE = "a finite score"
+# A JSON integer literal of this many digits or more cannot fit a double: it is read as a
+# float (inf when too large) instead of an int that float() would refuse with OverflowError.
+_LONG_INT_DIGITS = 300
 
 
-def load_run(path: str | Path) -> dict[str, Ranking]:
-    """Load a TREC run file or a JSON run from ``path``; raise InputError if malformed."""
-    path = Path(path)
+def load_run(path: str | Path, format: str = "auto") -> dict[str, list[str]]:
+    """Read a saved run as ``{qid: [doc ids, best first]}``; raise InputError if malformed."""
+    read = _read(Path(path), format)
+    if isinstance(read, _TrecColumns):
+        return {qid: read.docs[lo:hi] for qid, lo, hi in read.slices()}
+    return {qid: [hit.id for hit in hits] for qid, hits in read.items()}
+
+
+def load_hits(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
+    """Read a saved run as ``{qid: [Hit, ...] best first}``; raise InputError if malformed."""
+    read = _read(Path(path), format)
+    if isinstance(read, _TrecColumns):
+        hits = [Hit(doc, score) for doc, score in zip(read.docs, read.scores, strict=True)]
+        return {qid: hits[lo:hi] for qid, lo, hi in read.slices()}
+    return read
+
+
+@dataclass(frozen=True, slots=True)
+class _TrecColumns:
+    """A TREC run's columns in trec_eval's order (by qid, then score and doc id descending)."""
+
+    qids: np.ndarray
+    docs: list[str]
+    scores: list[float]
+
+    def slices(self) -> list[tuple[str, int, int]]:
+        """Return (qid, start, end) of each query's rows."""
+        qids = self.qids
+        starts = np.flatnonzero(np.concatenate(([True], qids[1:] != qids[:-1])))
+        ends = np.append(starts[1:], len(qids))
+        return [
+            (str(qids[lo]), lo, hi) for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+
+
+def _read(path: Path, format: str) -> _TrecColumns | dict[str, list[Hit]]:
+    """Read ``path`` as ``format``; return TREC columns or the JSON run's hits."""
+    if format not in FORMATS:
+        raise UsageError(f"unknown run format {format!r}; known formats: {', '.join(FORMATS)}")
     try:
-        head = path.read_bytes()[:4096].lstrip()
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
+    head = data.lstrip()
     if not head:
         raise InputError(path, "a run (TREC lines or JSON), not an empty file", line=1)
-    if head[:1] in (b"{", b"["):
-        return _load_json_run(path)
-    return load_trec_run(path)
+    if format == "json" or (format == "auto" and head[:1] in (b"{", b"[")):
+        return _json_run(path, data)
+    return _trec_columns(path)
 
 
-def load_trec_run(path: str | Path) -> dict[str, Ranking]:
-    """Load a TREC run file as ``{qid: [doc ids, best first]}`` (trec_eval's order)."""
-    qids, docs, _ = _ranked_trec_columns(Path(path))
-    return {qid: docs[lo:hi] for qid, lo, hi in _query_slices(qids)}
-
-
-def load_scored_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
-    """Load a TREC run file as ``{qid: [(doc id, score), ...] best first}``."""
-    qids, docs, scores = _ranked_trec_columns(Path(path))
-    pairs = list(zip(docs, scores, strict=True))
-    return {qid: pairs[lo:hi] for qid, lo, hi in _query_slices(qids)}
-
-
-def _ranked_trec_columns(path: Path) -> tuple[np.ndarray, list[str], list[float]]:
-    """Read a TREC run; return its qid array, doc ids and scores in trec_eval's order.
+def _trec_columns(path: Path) -> _TrecColumns:
+    """Read a TREC run into columns in trec_eval's order.
 
     The fast reader (pandas) handles well-formed files; on any fault the file is read again
     line by line to name the first bad line.
@@ -74,31 +117,23 @@ def _ranked_trec_columns(path: Path) -> tuple[np.ndarray, list[str], list[float]
             quoting=csv.QUOTE_NONE,
             encoding="utf-8",
             engine="c",
-            **_EXACT_FLOATS,
         )
         bad = frame.shape[1] != len(_TREC_COLUMNS) or frame.empty
         if not bad:
             frame.columns = pd.Index(_TREC_COLUMNS)
             # A short line leaves its last fields empty; whitespace-split fields never are.
-            bad = bool((frame["tag"] == "").any() or frame["score"].isna().any())
+            # NaN and the infinities (1e400 parses as inf) are refused by the line reader.
+            bad = bool((frame["tag"] == "").any() or not np.isfinite(frame["score"]).all())
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
         bad = True
     if bad:
         _raise_first_bad_trec_line(path)
     frame = frame.sort_values(["qid", "score", "doc"], ascending=[True, False, False])
-    return frame["qid"].to_numpy(), frame["doc"].tolist(), frame["score"].tolist()
-
-
-def _query_slices(qids: np.ndarray) -> list[tuple[str, int, int]]:
-    """Return (qid, start, end) of each run of equal qids in a sorted qid array."""
-    starts = np.flatnonzero(np.concatenate(([True], qids[1:] != qids[:-1])))
-    ends = np.append(starts[1:], len(qids))
-    return [(str(qids[lo]), lo, hi) for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)]
+    return _TrecColumns(frame["qid"].to_numpy(), frame["doc"].tolist(), frame["score"].tolist())
 
 
 def _raise_first_bad_trec_line(path: Path) -> None:
     """Find the first malformed line of a TREC run and raise an InputError naming it."""
-    expected = "a TREC run line 'qid Q0 docno rank score tag'"
     with path.open("rb") as handle:
         seen = 0
         for number, raw in enumerate(handle, start=1):
@@ -111,47 +146,88 @@ def _raise_first_bad_trec_line(path: Path) -> None:
                 continue
             seen += 1
             if len(fields) != len(_TREC_COLUMNS):
-                raise InputError(path, expected, line=number, found=line.rstrip("\n"))
+                raise InputError(path, _TREC_LINE, line=number, found=line.rstrip("\n"))
             try:
-                score = float(fields[4])
+                score = float(fields[_SCORE])
             except ValueError:
-                score = math.nan
-            if math.isnan(score):
-                raise InputError(path, "a numeric score in field 5", line=number, found=fields[4])
+                raise InputError(
+                    path, "a numeric score in field 5", line=number, found=fields[_SCORE]
+                ) from None
+            if not math.isfinite(score):
+                raise InputError(path, f"{_FINITE} in field 5", line=number, found=fields[_SCORE])
     if seen == 0:
         raise InputError(path, "at least one TREC run line, not an empty file", line=1)
-    raise InputError(path, expected)  # pragma: no cover - the fast reader found a fault
+    raise InputError(path, _TREC_LINE)  # pragma: no cover - the fast reader found a fault
 
 
-def _load_json_run(path: Path) -> dict[str, Ranking]:
-    """Load ``{qid: [ids]}`` or ``{qid: {id: score}}`` from a JSON file."""
+def _json_run(path: Path, data: bytes) -> dict[str, list[Hit]]:
+    """Read a JSON run: ``{qid: [hits best first]}`` or ``{qid: {doc id: score}}``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise InputError(path, "UTF-8 text", line=line, found=f"byte {exc.start}") from None
+    try:
+        run = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"valid JSON ({exc.msg})", line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise InputError(path, "a JSON object {query id: ranking}", found=type(data).__name__)
-    run: dict[str, Ranking] = {}
-    for qid, ranking in data.items():
-        if isinstance(ranking, list):
-            if not all(isinstance(doc, str) for doc in ranking):
-                raise InputError(path, f"string doc ids for query {qid!r}", found=ranking[:5])
-            run[qid] = ranking
-        elif isinstance(ranking, dict):
-            if not all(_is_number(score) for score in ranking.values()):
-                raise InputError(path, f"numeric scores for query {qid!r}", found=ranking)
-            run[qid] = {doc: float(score) for doc, score in ranking.items()}
-        else:
+    if not isinstance(run, dict):
+        raise InputError(path, "a JSON object {query id: ranking}", found=type(run).__name__)
+    return {qid: _json_ranking(path, qid, ranking) for qid, ranking in run.items()}
+
+
+def _json_int(literal: str) -> int | float:
+    """Return a JSON integer literal as an int, or as a float when no double can hold it."""
+    return float(literal) if len(literal.lstrip("-")) >= _LONG_INT_DIGITS else int(literal)
+
+
+def _json_ranking(path: Path, qid: str, ranking: object) -> list[Hit]:
+    """Return one query's hits best first; raise InputError naming the query if malformed."""
+    if isinstance(ranking, dict):
+        return _scored_hits(path, qid, ranking)
+    if not isinstance(ranking, list):
+        raise InputError(
+            path,
+            f"a list of hits or a {{doc id: score}} object for query {qid!r}",
+            found=ranking,
+        )
+    for item in ranking:
+        # Checked before normalise_hits, which reads a NaN score as "no score".
+        if isinstance(item, Mapping) and _is_number(score := item.get("score")):
+            _check_finite(path, qid, item.get("id"), score)
+    try:
+        return list(normalise_hits(ranking))
+    except SearchOutputError as exc:
+        raise InputError(path, f"a ranking for query {qid!r}: {exc.message}") from None
+
+
+def _scored_hits(path: Path, qid: str, scores: dict[str, object]) -> list[Hit]:
+    """Return the hits of ``{doc id: score}`` ranked like a TREC run."""
+    hits = []
+    for doc, score in scores.items():
+        if not doc:
+            raise InputError(path, f"a non-empty doc id for query {qid!r}", found=doc)
+        if not _is_number(score):
             raise InputError(
-                path,
-                f"a list of doc ids or a {{doc: score}} object for query {qid!r}",
-                found=ranking,
+                path, f"a numeric score for query {qid!r}, document {doc!r}", found=score
             )
-    return run
+        hits.append(Hit(doc, _check_finite(path, qid, doc, score)))
+    hits.sort(key=_trec_order, reverse=True)
+    return hits
+
+
+def _trec_order(hit: Hit) -> tuple[float | None, bytes]:
+    """Return the sort key of trec_eval's order: score, then doc id bytes (both descending)."""
+    return hit.score, hit.id.encode("utf-8", "surrogatepass")
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_finite(path: Path, qid: str, doc: object, score: object) -> float:
+    """Return ``score`` as a float; raise InputError naming the query and doc if not finite."""
+    value = float(score)  # type: ignore[arg-type]  # a number: checked by the callers
+    if not math.isfinite(value):
+        raise InputError(path, f"{_FINITE} for query {qid!r}, document {doc!r}", found=score)
+    return value
