@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from monitor.metrics.spec import Metric, parse_metric
     from monitor.records import Hit, Query, QueryOutcome
     from monitor.runner import RunResult, run_queries
-    from monitor.runs import load_run
     from monitor.search import build_search
+    from monitor.search.saved import load_run
 
 __version__ = "0.1.0"
 
@@ -38,7 +38,7 @@ _EXPORTS = {
     "build_search": "monitor.search",
     "evaluate": "monitor.evaluation",
     "k_sweep": "monitor.ksweep",
-    "load_run": "monitor.runs",
+    "load_run": "monitor.search.saved",
     "parse_metric": "monitor.metrics.spec",
     "run_queries": "monitor.runner",
 }

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from monitor.errors import InputError, UsageError
 from monitor.evalset import EvalSet
 from monitor.evalset._files import decode
-from monitor.evalset.formats import parse_evalset
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -50,7 +49,7 @@ def data_path(*parts: str) -> Path:
 def larkfield_evalset() -> EvalSet:
     """Return the Larkfield eval set: 67 queries, 8 of them with no relevant passage."""
     text, source = _read("larkfield", "evalset.jsonl")
-    return parse_evalset(text, "jsonl", source, name="larkfield")
+    return EvalSet.parse(text, "jsonl", source, name="larkfield")
 
 
 def larkfield_run(method: str) -> dict[str, list[str]]:

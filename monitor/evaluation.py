@@ -164,7 +164,7 @@ def _as_qrels(qrels: QrelsLike) -> Qrels:
 
 def _as_run(run: RunLike) -> Run:
     if isinstance(run, str | Path):
-        from monitor.runs import load_run
+        from monitor.search.saved import load_run
 
         return load_run(run)
     if isinstance(run, Mapping):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from monitor.errors import InputError
 from monitor.evalset import FORMATS, EvalSet
-from monitor.evalset.formats import format_evalset, parse_evalset
+from monitor.evalset.formats import Contents, format_evalset
 from monitor.records import MetaValue, Query
 
 SUFFIX = {"jsonl": ".jsonl", "json": ".json", "csv": ".csv", "yaml": ".yaml", "trec": ".qrels"}
@@ -72,14 +72,15 @@ def test_jsonl_round_trip_keeps_everything(evalset: EvalSet) -> None:
 
 def in_memory(evalset: EvalSet, fmt: str) -> EvalSet:
     """Format ``evalset`` as ``fmt`` text and parse it back, without touching the disk."""
-    return parse_evalset(format_evalset(evalset, fmt), fmt, "memory", name=evalset.name)
+    text = format_evalset(Contents(evalset.name, evalset.queries), fmt)
+    return EvalSet.parse(text, fmt, "memory", name=evalset.name)
 
 
 @given(evalsets())
 def test_json_and_yaml_round_trips_keep_everything(evalset: EvalSet) -> None:
     """Any eval set comes back from JSON and from YAML equal, name included."""
-    text = format_evalset(evalset, "yaml")
-    loaded = parse_evalset(text, "yaml", "memory")
+    text = format_evalset(Contents(evalset.name, evalset.queries), "yaml")
+    loaded = EvalSet.parse(text, "yaml", "memory")
     assert (evalset, evalset) == (in_memory(evalset, "json"), loaded)
 
 
@@ -119,7 +120,7 @@ def test_fingerprint_ignores_query_and_judgment_order(evalset: EvalSet, rng: ran
 def test_any_text_loads_or_raises_input_error(fmt: str, text: str) -> None:
     """Arbitrary text either parses or raises InputError, never another exception."""
     with contextlib.suppress(InputError):
-        parse_evalset(text, fmt, "fuzz")
+        EvalSet.parse(text, fmt, "fuzz")
 
 
 KEYS = st.sampled_from(["id", "query", "relevant", "metadata", "name", "queries", "d1", "q1"])
@@ -138,4 +139,4 @@ def test_any_json_value_loads_or_raises_input_error(fmt: str, value: object) -> 
     """Any JSON or YAML value either is an eval set or raises InputError, never another error."""
     text = yaml.safe_dump(value) if fmt == "yaml" else json.dumps(value)
     with contextlib.suppress(InputError):
-        parse_evalset(text, fmt, "fuzz")
+        EvalSet.parse(text, fmt, "fuzz")

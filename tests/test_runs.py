@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from monitor.errors import InputError
 from monitor.evaluation import evaluate
-from monitor.runs import load_run, load_trec_run
+from monitor.search.saved import load_hits, load_run
 
 DATA = Path(__file__).parent / "data" / "runs"
 
@@ -31,25 +31,25 @@ def write(tmp_path: Path, content: bytes, name: str = "run.txt") -> Path:
 
 def test_trec_run_is_ranked_as_trec_eval_ranks_it() -> None:
     """A TREC run loads as ranked lists: by score descending, then doc id descending."""
-    assert BM25 == load_trec_run(DATA / "bm25.trec")
+    assert BM25 == load_run(DATA / "bm25.trec", "trec")
 
 
 def test_trec_rank_column_is_ignored(tmp_path: Path) -> None:
     """The rank column does not order the documents: the score does."""
     path = write(tmp_path, b"q Q0 low 1 0.1 t\nq Q0 high 2 0.9 t\n")
-    assert {"q": ["high", "low"]} == load_trec_run(path)
+    assert {"q": ["high", "low"]} == load_run(path, "trec")
 
 
 def test_trec_tied_scores_are_ordered_by_doc_id_descending(tmp_path: Path) -> None:
     """Documents with the same score follow doc id descending, compared as strings."""
     path = write(tmp_path, b"q Q0 d10 1 1.0 t\nq Q0 d9 2 1.0 t\nq Q0 d2 3 1.0 t\n")
-    assert {"q": ["d9", "d2", "d10"]} == load_trec_run(path)
+    assert {"q": ["d9", "d2", "d10"]} == load_run(path, "trec")
 
 
 def test_trec_repeated_doc_is_kept_in_ranking_order(tmp_path: Path) -> None:
     """A repeated doc id stays in the list at each of its positions, best score first."""
     path = write(tmp_path, b"q Q0 a 1 0.2 t\nq Q0 b 2 0.5 t\nq Q0 a 3 0.9 t\n")
-    assert {"q": ["a", "b", "a"]} == load_trec_run(path)
+    assert {"q": ["a", "b", "a"]} == load_run(path, "trec")
 
 
 def test_engine_counts_a_repeated_trec_doc_once_at_its_best_score(tmp_path: Path) -> None:
@@ -70,30 +70,32 @@ def test_engine_counts_a_repeated_trec_doc_once_at_its_best_score(tmp_path: Path
 )
 def test_trec_fields_are_split_on_any_whitespace(tmp_path: Path, content: bytes) -> None:
     """Tabs, runs of spaces and CRLF line ends all separate fields."""
-    assert {"q": ["a", "b"]} == load_trec_run(write(tmp_path, content))
+    assert {"q": ["a", "b"]} == load_run(write(tmp_path, content), "trec")
 
 
 @pytest.mark.parametrize("doc", ["NA", "null", "nan", "None", "N/A", "#N/A"])
 def test_trec_na_like_doc_ids_are_strings(tmp_path: Path, doc: str) -> None:
     """Doc ids that table readers take for missing values stay as the strings written."""
     path = write(tmp_path, f"NA Q0 {doc} 1 1.0 t\n".encode())
-    assert {"NA": [doc]} == load_trec_run(path)
+    assert {"NA": [doc]} == load_run(path, "trec")
 
 
-@pytest.mark.parametrize("name", ["bm25.trec", "bm25_lists.json"], ids=["trec", "json lists"])
+@pytest.mark.parametrize(
+    "name",
+    ["bm25.trec", "bm25_lists.json", "bm25_scores.json"],
+    ids=["trec", "json lists", "json scores"],
+)
 def test_load_run_reads_each_format_by_its_content(name: str) -> None:
-    """load_run tells a TREC run from JSON by the file's content, not its name."""
+    """load_run tells a TREC run from JSON by the file's content and ranks each the same."""
     assert BM25 == load_run(DATA / name)
 
 
-def test_json_score_run_loads_as_float_scores() -> None:
-    """A JSON {qid: {doc: score}} run loads as score mappings, integers made floats."""
-    expected = {
-        "q1": {"d3": 0.5, "d1": 2.0, "d2": 2.0, "d9": -0.001},
-        "q2": {"NA": 1.0, "null": 3.0},
-    }
-    loaded = load_run(DATA / "bm25_scores.json")
-    assert (expected, float) == (loaded, type(loaded["q2"]["null"]))
+def test_json_score_run_keeps_its_scores_as_floats() -> None:
+    """A JSON {qid: {doc: score}} run's hits carry their scores, integers made floats."""
+    hits = load_hits(DATA / "bm25_scores.json")
+    expected = {"q1": [2.0, 2.0, 0.5, -0.001], "q2": [3.0, 1.0]}
+    scores = {qid: [hit.score for hit in ranked] for qid, ranked in hits.items()}
+    assert (expected, float) == (scores, type(hits["q2"][0].score))
 
 
 def test_json_list_keeps_the_order_and_repeats_given(tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def test_every_format_of_a_run_scores_the_same(name: str) -> None:
 tokens = st.text("abcXYZ019-_.:#\"'é", min_size=1, max_size=4) | st.sampled_from(
     ["NA", "null", "nan"]
 )
-any_score = st.floats(allow_nan=False)
+any_score = st.floats(allow_nan=False, allow_infinity=False)
 trec_lines = st.lists(st.tuples(tokens, tokens, any_score), min_size=1, max_size=30)
 
 
@@ -140,15 +142,28 @@ def test_trec_run_loads_in_trec_eval_order(
         lines, key=lambda line: (line[2], line[1].encode()), reverse=True
     ):
         expected.setdefault(qid, []).append(doc)
-    assert expected == load_trec_run(path)
+    assert expected == load_run(path, "trec")
 
 
 @settings(deadline=None)
 @given(run=st.dictionaries(tokens, st.lists(tokens) | st.dictionaries(tokens, any_score)))
-def test_json_run_loads_as_written(tmp_path_factory: pytest.TempPathFactory, run: dict) -> None:
-    """Any JSON run of lists and score objects loads back equal to what was written."""
+def test_json_run_loads_in_trec_eval_order(
+    tmp_path_factory: pytest.TempPathFactory, run: dict
+) -> None:
+    """Any JSON run loads lists as written and score objects by score, then doc id, descending."""
     path = write(tmp_path_factory.mktemp("run"), json.dumps(run).encode())
-    assert run == load_run(path)
+    expected = {
+        qid: ranking
+        if isinstance(ranking, list)
+        else [
+            doc
+            for doc, _ in sorted(
+                ranking.items(), key=lambda item: (item[1], item[0].encode()), reverse=True
+            )
+        ]
+        for qid, ranking in run.items()
+    }
+    assert expected == load_run(path)
 
 
 # Malformed runs: (content, line named in the error, what the message says was expected).
@@ -156,7 +171,7 @@ MALFORMED_TREC = {
     "four fields": (b"q Q0 a 1 1.0 t\nq Q0 b 2\n", 2, "qid Q0 docno rank score tag"),
     "seven fields": (b"q Q0 a 1 1.0 t\nq Q0 b 2 1.0 t x\n", 2, "qid Q0 docno rank score tag"),
     "non-numeric score": (b"q Q0 a 1 1.0 t\nq Q0 b 2 high t\n", 2, "numeric score"),
-    "nan score": (b"q Q0 a 1 nan t\n", 1, "numeric score"),
+    "nan score": (b"q Q0 a 1 nan t\n", 1, "a finite score in field 5"),
     "undecodable bytes": (b"q Q0 a 1 1.0 t\nq Q0 \xff 2 0.5 t\n", 2, "UTF-8"),
     "empty file": (b"", 1, "empty file"),
     "blank file": (b"\n  \n", 1, "empty file"),
@@ -196,7 +211,7 @@ def test_malformed_trec_run_names_file_and_line(
 )
 def test_quotes_are_part_of_a_doc_id(tmp_path: Path, content: bytes, expected: list[str]) -> None:
     """A double quote is an ordinary character of a TREC doc id, as in trec_eval."""
-    assert {"q": expected} == load_trec_run(write(tmp_path, content))
+    assert {"q": expected} == load_run(write(tmp_path, content), "trec")
 
 
 @pytest.mark.parametrize(
@@ -205,10 +220,10 @@ def test_quotes_are_part_of_a_doc_id(tmp_path: Path, content: bytes, expected: l
     ids=["empty", "blank lines only"],
 )
 def test_empty_trec_file_read_directly_names_line_1(tmp_path: Path, content: bytes) -> None:
-    """load_trec_run on a file without a run line raises an InputError naming line 1."""
+    """load_run(path, "trec") on a file without a run line raises an InputError naming line 1."""
     path = write(tmp_path, content)
     with pytest.raises(InputError, match=re.escape(f"{path}:1: ")):
-        load_trec_run(path)
+        load_run(path, "trec")
 
 
 def test_json_syntax_error_names_the_line(tmp_path: Path) -> None:

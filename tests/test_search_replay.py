@@ -13,7 +13,8 @@ from monitor.errors import InputError, SearchSetupError
 from monitor.records import Hit, Query
 from monitor.runner import run_queries
 from monitor.search import build_search, wants_query
-from monitor.search.replay import ReplaySearch, load_run
+from monitor.search.replay import ReplaySearch
+from monitor.search.saved import load_hits
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -33,19 +34,19 @@ def test_trec_run_ranks_by_score_then_doc_id_descending(tmp_path: Path) -> None:
     assert {
         "q1": [Hit("d3", 0.9), Hit("d2", 0.5), Hit("d1", 0.5)],
         "q2": [Hit("x", 1.0)],
-    } == load_run(path)
+    } == load_hits(path)
 
 
 def test_json_lists_keep_their_order(tmp_path: Path) -> None:
     """A JSON list is the ranking as given, with ids, dicts or both."""
     path = write(tmp_path, "run.json", json.dumps({"q1": ["b", {"id": "a", "score": 0.1}]}))
-    assert {"q1": [Hit("b"), Hit("a", 0.1)]} == load_run(path)
+    assert {"q1": [Hit("b"), Hit("a", 0.1)]} == load_hits(path)
 
 
 def test_json_score_maps_rank_like_trec(tmp_path: Path) -> None:
     """A {doc: score} object ranks by score, ties by doc id descending."""
     path = write(tmp_path, "run.json", json.dumps({"q1": {"a": 1, "c": 2, "b": 1}}))
-    assert {"q1": [Hit("c", 2.0), Hit("b", 1.0), Hit("a", 1.0)]} == load_run(path)
+    assert {"q1": [Hit("c", 2.0), Hit("b", 1.0), Hit("a", 1.0)]} == load_hits(path)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ def test_malformed_runs_raise_input_errors(
     """A malformed run names the file and, where known, the line."""
     path = write(tmp_path, name, text)
     with pytest.raises(InputError) as caught:
-        load_run(path)
+        load_hits(path)
     assert (str(path), line) == (caught.value.source, caught.value.line)
 
 

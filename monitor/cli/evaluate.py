@@ -41,7 +41,7 @@ def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
         "--run",
         required=True,
         metavar="FILE",
-        help="TREC run file or JSON {qid: [doc ids best first]}",
+        help="TREC run file or JSON run: {qid: [doc ids best first]} or {qid: {doc: score}}",
     )
     parser.add_argument(
         "--include-no-relevant",

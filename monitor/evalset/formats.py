@@ -14,11 +14,16 @@ Every reader raises :class:`~monitor.errors.InputError` naming the file and the 
 an empty file, bytes that are not UTF-8, a line of the wrong shape, a non-integer grade or
 a repeated query id; errors from json, yaml and csv are wrapped, never passed through.
 Every writer replaces the file atomically.
+
+The readers return :class:`Contents`, the set's name and its queries, and the writers take
+it: this module knows no :class:`~monitor.evalset.model.EvalSet`, which builds itself from
+what is read here (:meth:`EvalSet.load`, :meth:`EvalSet.parse`) and saves itself through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
@@ -26,8 +31,8 @@ from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _table, trec
 from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
-from monitor.evalset.model import EvalSet
 from monitor.io import write_text_atomic as write_atomic
+from monitor.records import Query
 
 #: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
 FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
@@ -42,6 +47,14 @@ SUFFIXES = {
     ".qrels": "trec",
     ".trec": "trec",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Contents:
+    """What an eval set file holds: the set's name and its queries, in file order."""
+
+    name: str
+    queries: tuple[Query, ...]
 
 
 def format_of(path: str | PathLike[str], format: str | None = None) -> str:
@@ -68,12 +81,12 @@ def load_evalset(
     *,
     queries: str | PathLike[str] | None = None,
     name: str | None = None,
-) -> EvalSet:
+) -> Contents:
     """Read the eval set at ``path`` (see :meth:`EvalSet.load`)."""
     chosen = format_of(path, format)
     default_name = Path(path).stem if name is None else name
     if chosen == "trec":
-        return trec.load_trec(path, queries, default_name)
+        return Contents(default_name, trec.load_trec(path, queries))
     if queries is not None:
         raise UsageError("queries= names the queries file of TREC qrels only")
     return parse_evalset(read_text(path), chosen, str(path), name=name, default_name=default_name)
@@ -81,7 +94,7 @@ def load_evalset(
 
 def parse_evalset(
     text: str, format: str, source: str, *, name: str | None = None, default_name: str = ""
-) -> EvalSet:
+) -> Contents:
     """Return the eval set in ``text`` (any format but ``trec``); ``source`` names it in errors.
 
     The set is called ``name`` if given, else by the name the file holds, else
@@ -106,7 +119,7 @@ def parse_evalset(
 
 
 def save_evalset(
-    evalset: EvalSet,
+    evalset: Contents,
     path: str | PathLike[str],
     format: str | None = None,
     *,
@@ -129,7 +142,7 @@ def save_evalset(
     write_atomic(path, format_evalset(evalset, chosen))
 
 
-def format_evalset(evalset: EvalSet, format: str) -> str:
+def format_evalset(evalset: Contents, format: str) -> str:
     """Return the text of ``evalset`` in ``format`` (any but ``trec``, which needs two files)."""
     items = evalset.queries
     if format == "jsonl":
@@ -143,9 +156,9 @@ def format_evalset(evalset: EvalSet, format: str) -> str:
     raise UsageError(f"cannot format {format!r} as a single text")
 
 
-def _assemble(entries: Iterable[Entry], source: str, name: str) -> EvalSet:
+def _assemble(entries: Iterable[Entry], source: str, name: str) -> Contents:
     """Return the eval set of ``entries``; raise InputError on a repeated id or none at all."""
-    evalset = EvalSet(name=name)
+    queries: list[Query] = []
     first: dict[str, int | None] = {}
     for entry in entries:
         query_id = entry.query.id
@@ -154,7 +167,7 @@ def _assemble(entries: Iterable[Entry], source: str, name: str) -> EvalSet:
             where = "" if seen is None else f" (first on line {seen})"
             raise InputError(source, f"a unique query id{where}", line=entry.line, found=query_id)
         first[query_id] = entry.line
-        evalset.add(entry.query)
+        queries.append(entry.query)
     if not first:
         raise InputError(source, "at least one query", line=1)
-    return evalset
+    return Contents(name, tuple(queries))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 
 from monitor.errors import UsageError
+from monitor.evalset import formats
 from monitor.evalset._checks import (
     Invalid,
     check_id,
@@ -135,9 +136,20 @@ class EvalSet:
         the suffix decides. For ``trec``, ``queries`` names a ``qid<TAB>text`` file. The
         set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
         """
-        from monitor.evalset.formats import load_evalset
+        contents = formats.load_evalset(path, format, queries=queries, name=name)
+        return cls(contents.name, contents.queries)
 
-        return load_evalset(path, format, queries=queries, name=name)
+    @classmethod
+    def parse(
+        cls, text: str, format: str, source: str = "<text>", *, name: str | None = None
+    ) -> EvalSet:
+        """Read an eval set from ``text`` in ``format`` (any but ``trec``); raise InputError.
+
+        ``source`` names the text in errors. The set's name is ``name``, else the name the
+        text holds (JSON, YAML), else ``""``.
+        """
+        contents = formats.parse_evalset(text, format, source, name=name)
+        return cls(contents.name, contents.queries)
 
     def save(
         self,
@@ -151,9 +163,8 @@ class EvalSet:
         For ``trec`` the file holds the qrels only; ``queries`` names where to write the
         ``qid<TAB>text`` file (without it, texts and unjudged queries are not written).
         """
-        from monitor.evalset.formats import save_evalset
-
-        save_evalset(self, path, format, queries=queries)
+        contents = formats.Contents(self.name, self.queries)
+        formats.save_evalset(contents, path, format, queries=queries)
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """Return query id -> doc id -> grade for every query (``{}`` when unjudged)."""

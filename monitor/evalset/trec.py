@@ -16,7 +16,6 @@ from os import PathLike
 
 from monitor.errors import InputError, UsageError
 from monitor.evalset._files import read_text
-from monitor.evalset.model import EvalSet
 from monitor.records import Query
 
 _QRELS_SHAPE = "4 whitespace-separated fields: qid iter docno rel"
@@ -95,9 +94,9 @@ def parse_queries(text: str, source: str) -> dict[str, str]:
 
 
 def load_trec(
-    qrels_path: str | PathLike[str], queries_path: str | PathLike[str] | None, name: str
-) -> EvalSet:
-    """Return the eval set of a qrels file and, if given, its queries file.
+    qrels_path: str | PathLike[str], queries_path: str | PathLike[str] | None
+) -> tuple[Query, ...]:
+    """Return the queries of a qrels file and, if given, its queries file.
 
     With a queries file, queries come in its order (those without judgments are kept) and
     every judged query must be listed there. Without one, texts are ``""``.
@@ -105,7 +104,7 @@ def load_trec(
     qrels_text = read_text(qrels_path)
     qrels = parse_qrels(qrels_text, str(qrels_path))
     if queries_path is None:
-        return EvalSet.from_qrels(qrels, name=name)
+        return tuple(Query(query_id, "", judgments) for query_id, judgments in qrels.items())
     texts = parse_queries(read_text(queries_path), str(queries_path))
     for query_id in qrels:
         if query_id not in texts:
@@ -115,10 +114,7 @@ def load_trec(
                 line=_first_line(qrels_text, query_id),
                 found=query_id,
             )
-    evalset = EvalSet(name=name)
-    for query_id, query in texts.items():
-        evalset.add(query_id, query, relevant=qrels.get(query_id, {}))
-    return evalset
+    return tuple(Query(query_id, text, qrels.get(query_id, {})) for query_id, text in texts.items())
 
 
 def format_qrels(queries: Sequence[Query]) -> str:
