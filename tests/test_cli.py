@@ -147,3 +147,27 @@ def test_k_sweep_recommends_the_smallest_best_k(
     assert 0.5 == out["metrics"]["recall@3"]  # q1 finds both, q2 none
     assert {"measure": "recall", "k": 3, "value": 0.5} == out["recommendations"]["coverage"]
     assert 1 == out["recommendations"]["first_answer"]["k"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["baseline", "show", "--suite", "nosuch"],
+        ["baseline", "set", "--suite", "nosuch"],
+        ["baseline", "set", "--suite", "nosuch", "--run", "1"],
+        ["runs", "list", "--suite", "nosuch"],
+    ],
+)
+def test_an_unknown_suite_exits_2_naming_the_known_suites(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A suite the config does not have is an error listing its suites, as `run` answers."""
+    monkeypatch.chdir(tmp_path)  # no ./config/monitor.yaml: the embedded default config
+    code = main([*argv, "--store", str(tmp_path / "monitor.db")])
+    captured = capsys.readouterr()
+    assert 2 == code
+    assert "no suite 'nosuch' in <default config>; suites: larkfield" in captured.err
+    assert "" == captured.out

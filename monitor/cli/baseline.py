@@ -54,6 +54,7 @@ def set_baseline(args: argparse.Namespace) -> int:
     from monitor.store import open_store
 
     config = load(args)
+    config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         run_id = args.run
         if run_id is None:
@@ -74,6 +75,7 @@ def show_baseline(args: argparse.Namespace) -> int:
     from monitor.store import open_store
 
     config = load(args)
+    config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         run = store.get_baseline(args.suite)
     if run is None:
@@ -129,6 +131,8 @@ def list_runs(args: argparse.Namespace) -> int:
     if args.limit <= 0:
         raise UsageError(f"--limit: expected a positive integer, found {args.limit}")
     config = load(args)
+    if args.suite is not None:
+        config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         runs = store.list_runs(args.suite, limit=args.limit)
         pinned = {b.suite: b.run_id for b in store.list_baselines()}
