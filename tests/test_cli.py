@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import monitor
 from monitor.cli import main
 
 QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 c 1\nq3 0 x 0\n"
@@ -171,3 +173,27 @@ def test_an_unknown_suite_exits_2_naming_the_known_suites(
     assert 2 == code
     assert "no suite 'nosuch' in <default config>; suites: larkfield" in captured.err
     assert "" == captured.out
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--version` prints the program name and the distribution's version, and exits 0."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert 0 == exited.value.code
+    assert f"retrieval-monitor {importlib.metadata.version('retrieval-monitor')}\n" == (
+        capsys.readouterr().out
+    )
+
+
+def test_version_falls_back_to_the_package_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without installed metadata, `--version` prints ``monitor.__version__``."""
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert f"retrieval-monitor {monitor.__version__}\n" == capsys.readouterr().out
