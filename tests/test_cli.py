@@ -197,3 +197,24 @@ def test_version_falls_back_to_the_package_version(
     with pytest.raises(SystemExit):
         main(["--version"])
     assert f"retrieval-monitor {monitor.__version__}\n" == capsys.readouterr().out
+
+
+def test_runs_list_starts_with_a_header_aligned_with_its_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs list` prints a header row, and each column starts where its heading does."""
+    monkeypatch.chdir(tmp_path)
+    store = str(tmp_path / "monitor.db")
+    main(["run", "--store", store, "--no-progress"])  # the seeded baseline and one run
+    capsys.readouterr()
+    assert 0 == main(["runs", "list", "--store", store])
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert ["run", "started", "(UTC)", "suite", "status", "pipeline", "baseline", "error"] == (
+        header.split()
+    )
+    assert 2 == len(rows)
+    for row in rows:
+        assert "larkfield" == row[header.index("suite") :].split()[0]
+        assert "ok" == row[header.index("status") :].split()[0]
+        assert row[header.index("pipeline") - 2 : header.index("pipeline")].isspace()
+    assert "yes" == rows[-1][header.index("baseline") :].strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.cli.run import add_config_options, load, store_target
@@ -153,15 +154,41 @@ def list_runs(args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    for r in runs:
-        mark = "baseline" if pinned.get(r.suite) == r.run_id else ""
-        print(
-            f"{r.run_id:>6}  {r.started_at:%Y-%m-%d %H:%M:%S}  {r.suite:<20} {r.status:<6} "
-            f"{r.pipeline:<28} {mark}{(' ' + r.error) if r.error else ''}"
-        )
     if not runs:
         print("no run stored yet")
+        return 0
+    rows = [
+        (
+            str(r.run_id),
+            f"{r.started_at:%Y-%m-%d %H:%M:%S}",
+            r.suite,
+            r.status,
+            r.pipeline,
+            "yes" if pinned.get(r.suite) == r.run_id else "",
+            r.error or "",
+        )
+        for r in runs
+    ]
+    for line in _columns(_RUN_COLUMNS, rows, right=1):
+        print(line)
     return 0
+
+
+_RUN_COLUMNS = ("run", "started (UTC)", "suite", "status", "pipeline", "baseline", "error")
+
+
+def _columns(
+    header: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, right: int = 0
+) -> list[str]:
+    """Return ``header`` and ``rows`` as aligned lines, the first ``right`` right-aligned."""
+    widths = [max(len(cells[i]) for cells in (header, *rows)) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.rjust(width) if i < right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+        for cells in (header, *rows)
+    ]
 
 
 def _dump(value: object) -> None:
