@@ -218,3 +218,44 @@ def test_runs_list_starts_with_a_header_aligned_with_its_columns(
         assert "ok" == row[header.index("status") :].split()[0]
         assert row[header.index("pipeline") - 2 : header.index("pipeline")].isspace()
     assert "yes" == rows[-1][header.index("baseline") :].strip()
+
+
+def test_k_sweep_says_when_a_cutoff_exceeds_the_longest_ranking(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A k larger than every ranking of the run gets a note line in the text output."""
+    qrels, run = files
+    assert 0 == main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3,5,10"])
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "note: the longest ranking in the run holds 3 results, so k = 5, 10 see no more "
+        "documents than k = 3 (precision and f1 only fall there)"
+    ) in lines
+
+
+def test_k_sweep_text_has_no_note_when_every_k_fits_the_run(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With every k within the longest ranking, the text output has no note."""
+    qrels, run = files
+    assert 0 == main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3"])
+    assert "note:" not in capsys.readouterr().out
+
+
+def test_k_sweep_json_adds_the_longest_ranking_after_the_existing_keys(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON keeps its keys and adds the longest ranking and the k beyond it."""
+    qrels, run = files
+    main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3,5", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert [
+        "ks",
+        "metrics",
+        "queries",
+        "recommendations",
+        "longest_ranking",
+        "ks_beyond_longest_ranking",
+    ] == list(out)
+    assert 3 == out["longest_ranking"]
+    assert [5] == out["ks_beyond_longest_ranking"]
