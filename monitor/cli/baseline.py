@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
 
     pin = actions.add_parser("set", help="pin a run as a suite's baseline")
     add_config_options(pin)
-    pin.add_argument("--suite", required=True, metavar="NAME")
+    pin.add_argument("--suite", required=True, metavar="NAME", help="the suite to pin it for")
     which = pin.add_mutually_exclusive_group()
     which.add_argument("--run", type=int, metavar="ID", help="the run to pin")
     which.add_argument(
@@ -31,13 +31,17 @@ def register(subparsers: Any) -> None:
 
     show = actions.add_parser("show", help="show a suite's baseline run")
     add_config_options(show)
-    show.add_argument("--suite", required=True, metavar="NAME")
-    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.add_argument("--suite", required=True, metavar="NAME", help="the suite to show")
+    show.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     show.set_defaults(handler=show_baseline)
 
     listing = actions.add_parser("list", help="list every suite's baseline")
     add_config_options(listing)
-    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     listing.set_defaults(handler=list_baselines)
 
     runs = subparsers.add_parser("runs", help="list stored runs")
@@ -45,8 +49,12 @@ def register(subparsers: Any) -> None:
     runs_list = runs_actions.add_parser("list", help="list stored runs, newest first")
     add_config_options(runs_list)
     runs_list.add_argument("--suite", metavar="NAME", help="only this suite's runs")
-    runs_list.add_argument("--limit", type=int, default=20, metavar="N")
-    runs_list.add_argument("--format", choices=("text", "json"), default="text")
+    runs_list.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="list at most N runs (default 20)"
+    )
+    runs_list.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     runs_list.set_defaults(handler=list_runs)
 
 
