@@ -3,15 +3,23 @@
 Each use case maximises one measure over the swept k; among equal values the smallest k
 wins (recall@k and mrr@k never fall as k grows, so "the largest k" would always win
 otherwise, and a smaller k means a shorter, cheaper context).
+
+A cutoff larger than the longest ranking in the run sees no more documents than that ranking
+holds: there the measures equal their values at that length, except precision and f1, which
+count the missing ranks as not relevant and so only fall. :attr:`KSweep.longest_ranking` and
+:attr:`KSweep.ks_beyond_run` say when that happens, so that a flat row is not read as "more
+results would not help".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from monitor.evaluation import QrelsLike, QueryCounts, RunLike, evaluate
+from monitor.metrics.ranks import Run
 from monitor.metrics.spec import Metric
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20)
@@ -56,9 +64,30 @@ class KSweep:
     means: dict[str, dict[int, float]]
     counts: QueryCounts
     recommendations: tuple[Recommendation, ...]
+    longest_ranking: int | None = None  # distinct ids of the run's longest ranking
+
+    @property
+    def ks_beyond_run(self) -> tuple[int, ...]:
+        """Return the swept k larger than the longest ranking in the run."""
+        if self.longest_ranking is None:
+            return ()
+        return tuple(k for k in self.ks if k > self.longest_ranking)
+
+    def note(self) -> str | None:
+        """Return a line saying which k exceed the longest ranking, None when none does."""
+        beyond = self.ks_beyond_run
+        if not beyond:
+            return None
+        ks = ", ".join(str(k) for k in beyond)
+        verb = "sees" if len(beyond) == 1 else "see"
+        return (
+            f"note: the longest ranking in the run holds {self.longest_ranking} results, so "
+            f"k = {ks} {verb} no more documents than k = {self.longest_ranking} "
+            "(precision and f1 only fall there)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form: the table, the counts and the recommendations."""
+        """Return a JSON-ready form: table, counts, recommendations, the k beyond the run."""
         return {
             "ks": list(self.ks),
             "metrics": {
@@ -71,6 +100,8 @@ class KSweep:
                 r.use_case: {"measure": r.measure, "k": r.k, "value": r.value}
                 for r in self.recommendations
             },
+            "longest_ranking": self.longest_ranking,
+            "ks_beyond_longest_ranking": list(self.ks_beyond_run),
         }
 
     def table(self) -> str:
@@ -100,7 +131,9 @@ class KSweep:
             f"  {r.use_case:<14} k={r.k:<4} best {r.measure} = {r.value:.4f}  ({r.description})"
             for r in self.recommendations
         ]
-        return "\n".join([self.table(), "", "recommended k:", *picks])
+        note = self.note()
+        table = [self.table()] if note is None else [self.table(), note]
+        return "\n".join([*table, "", "recommended k:", *picks])
 
 
 def k_sweep(
@@ -114,13 +147,34 @@ def k_sweep(
     """Evaluate ``measures`` at every k of ``ks`` in one pass and recommend k per use case."""
     ks = tuple(sorted(set(ks)))
     metrics = [Metric(measure, k) for measure in measures for k in ks]
-    result = evaluate(qrels, run, metrics, include_no_relevant=include_no_relevant)
+    loaded = _loaded(run)
+    result = evaluate(qrels, loaded, metrics, include_no_relevant=include_no_relevant)
     flat = result.means
     means = {measure: {k: flat[f"{measure}@{k}"] for k in ks} for measure in measures}
     recommendations = tuple(
         _recommend(case, means[case.measure]) for case in USE_CASES if case.measure in means
     )
-    return KSweep(ks, tuple(measures), means, result.counts, recommendations)
+    longest = _longest(loaded) if isinstance(loaded, Mapping) else None
+    return KSweep(ks, tuple(measures), means, result.counts, recommendations, longest)
+
+
+def _loaded(run: RunLike) -> RunLike:
+    """Return a run file's contents, so that it is read once for the sweep and its lengths."""
+    if isinstance(run, str | Path):
+        from monitor.runs import load_run
+
+        return load_run(run)
+    as_run = getattr(run, "as_run", None)
+    return as_run() if callable(as_run) else run
+
+
+def _longest(run: Run) -> int | None:
+    """Return the most distinct ids any ranking of ``run`` holds (None for an empty run)."""
+    lengths = [
+        len(ranking) if isinstance(ranking, Mapping) else len(dict.fromkeys(ranking))
+        for ranking in run.values()
+    ]
+    return max(lengths, default=None)
 
 
 def _recommend(case: UseCase, values: dict[int, float]) -> Recommendation:

@@ -3,14 +3,24 @@
 Every pipeline answers the same queries; the first one named is the reference. For each
 metric, the difference of every other pipeline from the reference gets a two-sided paired
 randomization test on per-query values, so "B is 0.03 better" comes with its p-value.
+
+A pipeline whose every query failed has no quality to compare: it is a failed search
+backend. Its row is still part of the comparison (marked as failed), and
+:meth:`PipelineComparison.backend_failure` returns the error naming every such pipeline, so
+that a caller never reports a dead pipeline as a result. A pipeline where only some queries
+failed is compared as usual (its failures count as misses) and
+:meth:`PipelineComparison.warnings` says how many failed and why.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
+from monitor.errors import SearchBackendError
 from monitor.metrics.spec import Metric
 from monitor.stats import compare_paired
 
@@ -32,6 +42,31 @@ class PipelineRow:
     zero_result_rate: float
     deltas: Mapping[str, float]  # metric -> mean difference from the reference
     p_values: Mapping[str, float]  # metric -> two-sided p-value (empty for the reference)
+    queries: int = 0
+    failed: int = 0
+    errors: Mapping[str, int] = field(default_factory=dict)  # error type -> failed queries
+    error_example: str | None = None  # the first failure's message, URLs masked
+
+    @property
+    def all_failed(self) -> bool:
+        """Return whether every query failed: the pipeline's backend is down."""
+        return self.queries > 0 and self.failed == self.queries
+
+    def failure_text(self) -> str | None:
+        """Return what failed (counts, error types, an example message), None if nothing."""
+        if not self.failed:
+            return None
+        if self.all_failed:
+            text = f"every one of its {self.queries} queries failed"
+        else:
+            text = (
+                f"{self.failed} of {self.queries} queries failed ({self.failed / self.queries:.1%})"
+            )
+        if self.errors:
+            text += ": " + ", ".join(f"{kind} x{count}" for kind, count in self.errors.items())
+        if self.error_example:
+            text += f" (first: {self.error_example})"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""
@@ -44,6 +79,9 @@ class PipelineRow:
             "zero_result_rate": self.zero_result_rate,
             "delta_vs_reference": dict(self.deltas),
             "p_value_vs_reference": dict(self.p_values),
+            "failed_queries": self.failed,
+            "errors": dict(self.errors),
+            "all_failed": self.all_failed,
         }
 
 
@@ -63,7 +101,30 @@ class PipelineComparison:
             "alpha": self.alpha,
             "queries_evaluated": self.evaluated,
             "pipelines": [row.to_dict() for row in self.rows],
+            "failed_pipelines": [row.name for row in self.failed_rows],
         }
+
+    @property
+    def failed_rows(self) -> tuple[PipelineRow, ...]:
+        """Return the rows of the pipelines whose every query failed."""
+        return tuple(row for row in self.rows if row.all_failed)
+
+    def backend_failure(self) -> SearchBackendError | None:
+        """Return the error naming every pipeline whose every query failed, None if none."""
+        failed = self.failed_rows
+        if not failed:
+            return None
+        return SearchBackendError(
+            "; ".join(f"pipeline {row.name!r}: {row.failure_text()}" for row in failed)
+        )
+
+    def warnings(self) -> tuple[str, ...]:
+        """Return one line per pipeline where some, but not all, queries failed."""
+        return tuple(
+            f"pipeline {row.name!r}: {row.failure_text()}"
+            for row in self.rows
+            if row.failed and not row.all_failed
+        )
 
     def __str__(self) -> str:
         name_width = max(len(row.name) for row in self.rows)
@@ -82,12 +143,16 @@ class PipelineComparison:
             lines.append(
                 f"{row.name:<{name_width}}{''.join(cells)}  {_ms(row.latency_p50):>8}"
                 f"  {_ms(row.latency_p95):>8}  {row.error_rate:>7.1%}"
+                + ("  FAILED" if row.all_failed else "")
             )
         lines.append(
             f"\nreference: {self.rows[0].name}; other rows show the difference from it, "
             f"* where a two-sided paired randomization test gives p < {self.alpha:g} "
             f"({self.evaluated} queries)"
         )
+        if self.failed_rows:
+            names = ", ".join(row.name for row in self.failed_rows)
+            lines.append(f"FAILED (every query failed, no result to compare): {names}")
         return "\n".join(lines)
 
 
@@ -140,9 +205,39 @@ def compare_pipelines(
                 zero_result_rate=result.zero_result_rate,
                 deltas=deltas,
                 p_values=p_values,
+                queries=result.total,
+                failed=result.failed,
+                errors=result.error_counts,
+                error_example=_example(result),
             )
         )
     return PipelineComparison(tuple(names), tuple(rows), alpha, reference.counts.evaluated)
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _example(result: RunResult) -> str | None:
+    """Return the first failure's message with every URL masked (no credentials or query)."""
+    failure = next(iter(result.failures), None)
+    if failure is None or not failure.error_message:
+        return None
+    message = _URL.sub(lambda match: _masked(match.group(0)), failure.error_message)
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+def _masked(url: str) -> str:
+    """Return ``url`` as scheme, host, port and path: no user, password, query or fragment."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _ms(seconds: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import monitor
 from monitor.cli import main
 
 QRELS = "q1 0 a 1\nq1 0 b 2\nq2 0 c 1\nq3 0 x 0\n"
@@ -147,3 +149,113 @@ def test_k_sweep_recommends_the_smallest_best_k(
     assert 0.5 == out["metrics"]["recall@3"]  # q1 finds both, q2 none
     assert {"measure": "recall", "k": 3, "value": 0.5} == out["recommendations"]["coverage"]
     assert 1 == out["recommendations"]["first_answer"]["k"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["baseline", "show", "--suite", "nosuch"],
+        ["baseline", "set", "--suite", "nosuch"],
+        ["baseline", "set", "--suite", "nosuch", "--run", "1"],
+        ["runs", "list", "--suite", "nosuch"],
+    ],
+)
+def test_an_unknown_suite_exits_2_naming_the_known_suites(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A suite the config does not have is an error listing its suites, as `run` answers."""
+    monkeypatch.chdir(tmp_path)  # no ./config/monitor.yaml: the embedded default config
+    code = main([*argv, "--store", str(tmp_path / "monitor.db")])
+    captured = capsys.readouterr()
+    assert 2 == code
+    assert "no suite 'nosuch' in <default config>; suites: larkfield" in captured.err
+    assert "" == captured.out
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--version` prints the program name and the distribution's version, and exits 0."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert 0 == exited.value.code
+    assert f"retrieval-monitor {importlib.metadata.version('retrieval-monitor')}\n" == (
+        capsys.readouterr().out
+    )
+
+
+def test_version_falls_back_to_the_package_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without installed metadata, `--version` prints ``monitor.__version__``."""
+
+    def not_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert f"retrieval-monitor {monitor.__version__}\n" == capsys.readouterr().out
+
+
+def test_runs_list_starts_with_a_header_aligned_with_its_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs list` prints a header row, and each column starts where its heading does."""
+    monkeypatch.chdir(tmp_path)
+    store = str(tmp_path / "monitor.db")
+    main(["run", "--store", store, "--no-progress"])  # the seeded baseline and one run
+    capsys.readouterr()
+    assert 0 == main(["runs", "list", "--store", store])
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert ["run", "started", "(UTC)", "suite", "status", "pipeline", "baseline", "error"] == (
+        header.split()
+    )
+    assert 2 == len(rows)
+    for row in rows:
+        assert "larkfield" == row[header.index("suite") :].split()[0]
+        assert "ok" == row[header.index("status") :].split()[0]
+        assert row[header.index("pipeline") - 2 : header.index("pipeline")].isspace()
+    assert "yes" == rows[-1][header.index("baseline") :].strip()
+
+
+def test_k_sweep_says_when_a_cutoff_exceeds_the_longest_ranking(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A k larger than every ranking of the run gets a note line in the text output."""
+    qrels, run = files
+    assert 0 == main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3,5,10"])
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "note: the longest ranking in the run holds 3 results, so k = 5, 10 see no more "
+        "documents than k = 3 (precision and f1 only fall there)"
+    ) in lines
+
+
+def test_k_sweep_text_has_no_note_when_every_k_fits_the_run(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With every k within the longest ranking, the text output has no note."""
+    qrels, run = files
+    assert 0 == main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3"])
+    assert "note:" not in capsys.readouterr().out
+
+
+def test_k_sweep_json_adds_the_longest_ranking_after_the_existing_keys(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The JSON keeps its keys and adds the longest ranking and the k beyond it."""
+    qrels, run = files
+    main(["k-sweep", "--qrels", str(qrels), "--run", str(run), "--ks", "1,3,5", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert [
+        "ks",
+        "metrics",
+        "queries",
+        "recommendations",
+        "longest_ranking",
+        "ks_beyond_longest_ranking",
+    ] == list(out)
+    assert 3 == out["longest_ranking"]
+    assert [5] == out["ks_beyond_longest_ranking"]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
 from monitor.bundled import larkfield_evalset
 from monitor.cli import main
+from monitor.errors import SearchBackendError, SearchCallError
 from monitor.metrics.spec import parse_metrics
 from monitor.pipelines import compare_pipelines
 from monitor.search import build_search
+from monitor.testing import FakeSearch
 
 
 def test_the_reference_row_has_no_deltas_and_the_others_have_p_values() -> None:
@@ -66,3 +69,114 @@ def test_bad_pipeline_options_exit_2(argv: list[str], capsys: pytest.CaptureFixt
     """Too few pipelines, a repeated name or an unreadable spec exit 2 with a message."""
     assert 2 == main(["compare-pipelines", *argv])
     assert "pipeline" in capsys.readouterr().err
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """Return an HTTP search URL, with credentials and a key, where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://bob:hunter2@127.0.0.1:{port}/search?key=SECRET&q={{query}}"
+
+
+def dead_pipeline(name: str, url: str) -> str:
+    """Return a ``--pipeline`` value for an HTTP search at ``url``."""
+    return f'{name}={{kind: http, url: "{url}", ids: "hits[*].id", timeout: 2}}'
+
+
+def test_a_dead_pipeline_exits_3_and_says_what_failed(
+    dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pipeline whose every query failed exits 3, naming it and its error on stderr."""
+    code = main(
+        [
+            "compare-pipelines",
+            "--pipeline",
+            "rerank=replay:larkfield/rerank",
+            "--pipeline",
+            dead_pipeline("down", dead_url),
+            "--iterations",
+            "200",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert 3 == code
+    assert "pipeline 'down': every one of its" in captured.err
+    assert "ConnectError" in captured.err
+    assert "FAILED" in captured.out
+
+
+def test_the_dead_pipeline_message_shows_no_credentials_or_query_string(
+    dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither the URL's password nor its query string reaches the output."""
+    main(
+        [
+            "compare-pipelines",
+            "--pipeline",
+            "rerank=replay:larkfield/rerank",
+            "--pipeline",
+            dead_pipeline("down", dead_url),
+            "--iterations",
+            "200",
+        ]
+    )
+    captured = capsys.readouterr()
+    for secret in ("hunter2", "SECRET"):
+        assert secret not in captured.err + captured.out
+
+
+def test_one_dead_pipeline_among_live_ones_still_exits_3(
+    dead_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With one dead pipeline of three, the JSON lists it as failed and the exit code is 3."""
+    code = main(
+        [
+            "compare-pipelines",
+            "--pipeline",
+            "rerank=replay:larkfield/rerank",
+            "--pipeline",
+            dead_pipeline("down", dead_url),
+            "--pipeline",
+            "vector=replay:larkfield/vector",
+            "--iterations",
+            "200",
+            "--format",
+            "json",
+        ]
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert 3 == code
+    assert ["down"] == out["failed_pipelines"]
+    assert [False, True, False] == [p["all_failed"] for p in out["pipelines"]]
+
+
+def test_some_failed_queries_warn_without_failing_the_comparison() -> None:
+    """A pipeline where only some queries failed gets a warning and no backend failure."""
+    evalset = larkfield_evalset()
+    first = next(iter(evalset)).id
+    broken = FakeSearch(
+        failures={first: SearchCallError("HTTPStatusError 503", "GET http://u:pw@h/s?key=K busy")}
+    )
+    searches = {"rerank": build_search("replay", {"bundled": "larkfield/rerank"}), "fake": broken}
+    comparison = compare_pipelines(evalset, searches, parse_metrics("mrr@10"), iterations=200)
+    assert comparison.backend_failure() is None
+    assert (
+        f"pipeline 'fake': 1 of {len(evalset)} queries failed ({1 / len(evalset):.1%}): "
+        "HTTPStatusError 503 x1 (first: GET http://h/s busy)",
+    ) == comparison.warnings()
+
+
+def test_every_query_failing_is_a_backend_failure() -> None:
+    """When every query of a pipeline fails, backend_failure names it and its error type."""
+    evalset = larkfield_evalset()
+    down = FakeSearch(failures={q.id: SearchCallError("ConnectError", "refused") for q in evalset})
+    searches = {"down": down, "rerank": build_search("replay", {"bundled": "larkfield/rerank"})}
+    comparison = compare_pipelines(evalset, searches, parse_metrics("mrr@10"), iterations=200)
+    failure = comparison.backend_failure()
+    assert isinstance(failure, SearchBackendError)
+    assert (
+        f"pipeline 'down': every one of its {len(evalset)} queries failed: "
+        f"ConnectError x{len(evalset)} (first: refused)"
+    ) == str(failure)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from monitor import errors
 from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, report, run
+from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
 
 _COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report)
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="retrieval-monitor",
         description="Know every day whether your retrieval still finds the right documents.",
     )
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.cli.run import add_config_options, load, store_target
@@ -20,7 +21,7 @@ def register(subparsers: Any) -> None:
 
     pin = actions.add_parser("set", help="pin a run as a suite's baseline")
     add_config_options(pin)
-    pin.add_argument("--suite", required=True, metavar="NAME")
+    pin.add_argument("--suite", required=True, metavar="NAME", help="the suite to pin it for")
     which = pin.add_mutually_exclusive_group()
     which.add_argument("--run", type=int, metavar="ID", help="the run to pin")
     which.add_argument(
@@ -30,13 +31,17 @@ def register(subparsers: Any) -> None:
 
     show = actions.add_parser("show", help="show a suite's baseline run")
     add_config_options(show)
-    show.add_argument("--suite", required=True, metavar="NAME")
-    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.add_argument("--suite", required=True, metavar="NAME", help="the suite to show")
+    show.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     show.set_defaults(handler=show_baseline)
 
     listing = actions.add_parser("list", help="list every suite's baseline")
     add_config_options(listing)
-    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     listing.set_defaults(handler=list_baselines)
 
     runs = subparsers.add_parser("runs", help="list stored runs")
@@ -44,8 +49,12 @@ def register(subparsers: Any) -> None:
     runs_list = runs_actions.add_parser("list", help="list stored runs, newest first")
     add_config_options(runs_list)
     runs_list.add_argument("--suite", metavar="NAME", help="only this suite's runs")
-    runs_list.add_argument("--limit", type=int, default=20, metavar="N")
-    runs_list.add_argument("--format", choices=("text", "json"), default="text")
+    runs_list.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="list at most N runs (default 20)"
+    )
+    runs_list.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     runs_list.set_defaults(handler=list_runs)
 
 
@@ -54,6 +63,7 @@ def set_baseline(args: argparse.Namespace) -> int:
     from monitor.store import open_store
 
     config = load(args)
+    config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         run_id = args.run
         if run_id is None:
@@ -74,6 +84,7 @@ def show_baseline(args: argparse.Namespace) -> int:
     from monitor.store import open_store
 
     config = load(args)
+    config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         run = store.get_baseline(args.suite)
     if run is None:
@@ -129,6 +140,8 @@ def list_runs(args: argparse.Namespace) -> int:
     if args.limit <= 0:
         raise UsageError(f"--limit: expected a positive integer, found {args.limit}")
     config = load(args)
+    if args.suite is not None:
+        config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         runs = store.list_runs(args.suite, limit=args.limit)
         pinned = {b.suite: b.run_id for b in store.list_baselines()}
@@ -149,15 +162,41 @@ def list_runs(args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    for r in runs:
-        mark = "baseline" if pinned.get(r.suite) == r.run_id else ""
-        print(
-            f"{r.run_id:>6}  {r.started_at:%Y-%m-%d %H:%M:%S}  {r.suite:<20} {r.status:<6} "
-            f"{r.pipeline:<28} {mark}{(' ' + r.error) if r.error else ''}"
-        )
     if not runs:
         print("no run stored yet")
+        return 0
+    rows = [
+        (
+            str(r.run_id),
+            f"{r.started_at:%Y-%m-%d %H:%M:%S}",
+            r.suite,
+            r.status,
+            r.pipeline,
+            "yes" if pinned.get(r.suite) == r.run_id else "",
+            r.error or "",
+        )
+        for r in runs
+    ]
+    for line in _columns(_RUN_COLUMNS, rows, right=1):
+        print(line)
     return 0
+
+
+_RUN_COLUMNS = ("run", "started (UTC)", "suite", "status", "pipeline", "baseline", "error")
+
+
+def _columns(
+    header: tuple[str, ...], rows: Sequence[tuple[str, ...]], *, right: int = 0
+) -> list[str]:
+    """Return ``header`` and ``rows`` as aligned lines, the first ``right`` right-aligned."""
+    widths = [max(len(cells[i]) for cells in (header, *rows)) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.rjust(width) if i < right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+        for cells in (header, *rows)
+    ]
 
 
 def _dump(value: object) -> None:

@@ -16,7 +16,7 @@ def register(subparsers: Any) -> None:
     validate = actions.add_parser(
         "validate", help="check a config file (exit 0 when valid, 2 with the first error)"
     )
-    validate.add_argument("file", type=Path, metavar="FILE")
+    validate.add_argument("file", type=Path, metavar="FILE", help="the YAML config file to check")
     validate.set_defaults(handler=validate_config)
     schema = actions.add_parser("schema", help="print the config's JSON Schema (for editors)")
     schema.set_defaults(handler=print_schema)

@@ -24,7 +24,12 @@ def register(subparsers: Any) -> None:
         metavar="M1,M2,...",
         help="metric names (default: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10)",
     )
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="a table, one JSON object, or CSV with a row per query (default: table)",
+    )
     parser.add_argument("--per-query", action="store_true", help="also print every query's values")
     parser.set_defaults(handler=run)
 

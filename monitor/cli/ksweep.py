@@ -26,7 +26,12 @@ def register(subparsers: Any) -> None:
         metavar="K1,K2,...",
         help="cutoffs to sweep (default: 1,3,5,10,20)",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="a table with bar charts, or one JSON object (default: table)",
+    )
     parser.add_argument(
         "--output", metavar="FILE", type=Path, help="also write the sweep as JSON to FILE"
     )

@@ -22,7 +22,12 @@ def register(subparsers: Any) -> None:
             "pipeline. Pipelines come from --pipeline NAME=SPEC options (SPEC is a YAML "
             "mapping such as '{kind: http, url: ..., ids: ...}', or the shorthands "
             "'replay:FILE', 'replay:larkfield/METHOD' and 'python:MODULE:CALLABLE') or from the "
-            "suites of --config (each suite's search, on the first suite's eval set)."
+            "suites of --config (each suite's search, on the first suite's eval set). "
+            "A pipeline whose every query failed is a failed search backend: the table is "
+            "still printed, with the pipeline marked FAILED, stderr names it and its errors, "
+            "and the exit code is 3, whichever pipelines worked. A pipeline where only some "
+            "queries failed is compared (its failures count as misses) with a warning on "
+            "stderr."
         ),
     )
     parser.add_argument(
@@ -56,12 +61,42 @@ def register(subparsers: Any) -> None:
         default="hit_rate@1,recall@5,mrr@10,ndcg@10",
         help="metrics (default: hit_rate@1,recall@5,mrr@10,ndcg@10)",
     )
-    parser.add_argument("--k", type=int, default=10, help="results asked of each search")
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS")
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--iterations", type=int, default=10000)
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--k", type=int, default=10, metavar="N", help="results asked of each search (default 10)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="queries in flight at once per pipeline (default 4)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds one query may take before it counts as failed (default 10)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the paired randomization test (default 0.05)",
+    )
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=10000,
+        metavar="N",
+        help="sign flips of the randomization test (default 10000)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="output format (default: table)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -118,6 +153,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(comparison)
+    for warning in comparison.warnings():
+        print(f"retrieval-monitor: warning: {warning}", file=sys.stderr)
+    failure = comparison.backend_failure()
+    if failure is not None:  # a dead pipeline is a failed backend, never a result (exit 3)
+        sys.stdout.flush()
+        raise failure
     return 0
 
 

@@ -46,7 +46,12 @@ def register(subparsers: Any) -> None:
     add_config_options(parser)
     parser.add_argument("--suite", required=True, metavar="NAME", help="the suite to report on")
     parser.add_argument("--run", type=int, metavar="ID", dest="run_id", help="report on this run")
-    parser.add_argument("--format", choices=FORMATS, default="table")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table, JSON, CSV (a row per metric) or a self-contained HTML page (default: table)",
+    )
     parser.add_argument(
         "--output", type=Path, metavar="FILE", help="write to FILE (atomically) instead of stdout"
     )

@@ -42,7 +42,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="exit 4 when a rule breaches (a quality gate for CI pipelines)",
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text for people, or one JSON object for every suite (default: text)",
+    )
     parser.add_argument(
         "--metrics-out",
         type=Path,
