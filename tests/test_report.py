@@ -206,7 +206,7 @@ def test_an_eval_set_that_cannot_be_loaded_leaves_a_warning(
     def missing(config: object) -> EvalSet:
         raise InputError("gone.jsonl", "an existing file")
 
-    monkeypatch.setattr("monitor.job.load_evalset", missing)
+    monkeypatch.setattr("monitor.evalset.suite.load_evalset", missing)
     _, out, _ = _report(store_path, capsys, "--format", "json")
     data = _json(out)
     assert "regression" == data["verdict"]

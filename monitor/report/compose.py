@@ -2,7 +2,9 @@
 
 The comparison is computed again from the stored runs with the suite's current rules,
 significance settings and segments; the eval set supplies query texts and segment metadata
-(when it cannot be loaded the report still renders, without them, and says so).
+(when it cannot be loaded the report still renders, without them, and says so). The
+judgments are those stored with each query of the run: a suite judged by a reference search
+is never searched again to make a report.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from monitor.report.records import Report
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
+    from monitor.evalset import EvalSet
     from monitor.store import RunRecord, Store
 
 #: How many recent runs are searched for the latest one that is not the baseline.
@@ -31,7 +34,7 @@ def compose_report(
     UsageError when the suite has no successful run, or ``run_id`` is not one of its ok runs.
     """
     from monitor.compare import compare_runs
-    from monitor.job import load_evalset
+    from monitor.evalset.suite import load_evalset
     from monitor.report.history import build_trends, chart_metrics
 
     baseline = store.get_baseline(suite.name)
@@ -47,6 +50,8 @@ def compose_report(
     metadata = texts = None
     try:
         evalset = load_evalset(suite.evalset)
+        if suite.evalset.reference is not None:
+            evalset = _judged_as_stored(evalset, run)
     except (MonitorError, OSError) as error:
         warnings.append(
             f"the eval set could not be loaded ({error}): no query texts and no segments"
@@ -142,6 +147,26 @@ def _chosen_run(store: Store, suite: str, run_id: int) -> RunRecord:
     if not run.ok:
         raise UsageError(f"run {run_id} failed ({run.error}): it has no metrics to report")
     return run
+
+
+def _judged_as_stored(evalset: EvalSet, run: RunRecord) -> EvalSet:
+    """Return ``evalset`` judged as ``run`` was: its stored relevant ids, grade 1 each.
+
+    A reference search judges every id of its top k relevant with grade 1, so the stored ids
+    give those judgments whole, and the eval set's fingerprint matches the run's while its
+    queries and texts are unchanged.
+    """
+    from monitor.evalset import EvalSet
+    from monitor.records import Query
+
+    stored = {query.query_id: query.relevant_ids for query in run.queries}
+    return EvalSet(
+        name=evalset.name,
+        queries=[
+            Query(q.id, q.text, dict.fromkeys(stored.get(q.id, ()), 1), q.metadata)
+            for q in evalset
+        ],
+    )
 
 
 def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str, list[bool]]:
