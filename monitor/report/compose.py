@@ -163,8 +163,7 @@ def _judged_as_stored(evalset: EvalSet, run: RunRecord) -> EvalSet:
     return EvalSet(
         name=evalset.name,
         queries=[
-            Query(q.id, q.text, dict.fromkeys(stored.get(q.id, ()), 1), q.metadata)
-            for q in evalset
+            Query(q.id, q.text, dict.fromkeys(stored.get(q.id, ()), 1), q.metadata) for q in evalset
         ],
     )
 
