@@ -25,7 +25,7 @@ from monitor.outcome import SuiteOutcome
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
     from monitor.compare import Comparison
-    from monitor.config.model import EvalSetConfig, SearchConfig, SuiteConfig
+    from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
     from monitor.publish import Sink
@@ -46,42 +46,6 @@ Clock = Callable[[], datetime]
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def load_evalset(config: EvalSetConfig) -> EvalSet:
-    """Load the eval set a suite names (bundled or a file), judged by its reference if any."""
-    from monitor import bundled
-    from monitor.evalset import EvalSet
-
-    if config.bundled is not None:
-        if config.bundled != "larkfield":
-            raise UsageError(f"unknown bundled eval set {config.bundled!r}; known: larkfield")
-        evalset = bundled.larkfield_evalset()
-    elif config.path is not None:
-        evalset = EvalSet.load(config.path, config.format, queries=config.queries)
-    else:  # the config loader guarantees one of the two
-        raise UsageError("an eval set needs a path or a bundled name")
-    if config.reference is None:
-        return evalset
-    return _judged_by_reference(evalset, config.reference, config.reference_k)
-
-
-def _judged_by_reference(evalset: EvalSet, reference: SearchConfig, k: int) -> EvalSet:
-    """Return ``evalset`` with each query's judgments replaced by the reference's top ``k``."""
-    from monitor.evalset import EvalSet
-    from monitor.records import Query
-    from monitor.runner import reference_qrels
-    from monitor.search import build_search, close_search
-
-    search = build_search(reference.kind, reference.plugin_options())
-    try:
-        truth = reference_qrels(evalset, search, k)
-    finally:
-        close_search(search)
-    return EvalSet(
-        name=evalset.name,
-        queries=[Query(q.id, q.text, truth.get(q.id, {}), q.metadata) for q in evalset],
-    )
 
 
 def run_suite(
@@ -170,12 +134,16 @@ def _run_locked(
     suite: SuiteConfig, store: Store, config_hash: str, progress: bool | None, clock: Clock
 ) -> SuiteOutcome:
     from monitor.compare import compare_runs
+    from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
     from monitor.runner import run_queries
+    from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
     started = clock()
     evalset = load_evalset(suite.evalset)
+    if suite.evalset.reference is not None:
+        evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
     if (
         suite.baseline is not None
         and suite.baseline.bundled_run

@@ -161,7 +161,7 @@ def k_sweep(
 def _loaded(run: RunLike) -> RunLike:
     """Return a run file's contents, so that it is read once for the sweep and its lengths."""
     if isinstance(run, str | Path):
-        from monitor.runs import load_run
+        from monitor.search.saved import load_run
 
         return load_run(run)
     as_run = getattr(run, "as_run", None)

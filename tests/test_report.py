@@ -21,6 +21,7 @@ from monitor.config import default_config, load_config
 from monitor.errors import InputError
 from monitor.evalset import EvalSet
 from monitor.job import run_suite
+from monitor.report import compose_report
 from monitor.report.tables import CSV_COLUMNS
 from monitor.store import QueryRecord, RunRecord, open_store
 
@@ -206,7 +207,7 @@ def test_an_eval_set_that_cannot_be_loaded_leaves_a_warning(
     def missing(config: object) -> EvalSet:
         raise InputError("gone.jsonl", "an existing file")
 
-    monkeypatch.setattr("monitor.job.load_evalset", missing)
+    monkeypatch.setattr("monitor.evalset.suite.load_evalset", missing)
     _, out, _ = _report(store_path, capsys, "--format", "json")
     data = _json(out)
     assert "regression" == data["verdict"]
@@ -384,3 +385,10 @@ def test_an_older_run_is_judged_with_the_history_before_it(
     store = _fill_with(config, tmp_path / "p.db", runs=2)
     _, out, _ = _report(store, capsys, "--config", str(config), "--format", "json", "--run", "2")
     assert "pending" == _json(out)["rules"][0]["status"]
+
+
+def test_compose_report_returns_the_record_the_renderers_read(store_path: Path) -> None:
+    """compose_report gives the latest run against its baseline, stamped with the given time."""
+    with open_store(store_path) as store:
+        report = compose_report(store, default_config().suite(SUITE), now=T0)
+    assert (3, 1, T0) == (report.run.run_id, report.comparison.baseline_run_id, report.generated_at)

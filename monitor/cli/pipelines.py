@@ -104,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
     """Build the pipelines, run them, print the comparison."""
     from monitor import bundled
     from monitor.evalset import EvalSet
-    from monitor.job import load_evalset
+    from monitor.evalset.suite import load_evalset
     from monitor.metrics.spec import parse_metrics
     from monitor.pipelines import compare_pipelines
+    from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
     specs: dict[str, tuple[str, dict[str, object]]] = {}
@@ -118,7 +119,11 @@ def run(args: argparse.Namespace) -> int:
         for name in args.suite or list(config.suites):
             suite = config.suite(name)
             specs[name] = (suite.search.kind, suite.search.plugin_options())
-            evalset = evalset or load_evalset(suite.evalset)
+            if evalset is None:
+                evalset = load_evalset(suite.evalset)
+                if suite.evalset.reference is not None:
+                    reference, depth = suite.evalset.reference, suite.evalset.reference_k
+                    evalset = judge_by_reference(evalset, reference, depth)
     for item in args.pipeline:
         name, spec = _parse_pipeline(item)
         if name in specs:

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 from monitor.runner import write_failed_queries
 
                 path = args.failed_queries.replace("{suite}", suite.name)
-                write_failed_queries(outcome.result, outcome.evalset, path)
+                write_failed_queries(outcome.result, outcome.evaluation, path)
             if args.format == "json":
                 reports.append(
                     {

@@ -1,13 +1,15 @@
 """Human-readable and machine-readable reports of a run against its baseline.
 
-Each renderer takes records and returns a string: :func:`render_comparison` (terminal text),
-:func:`render_json`, :func:`render_csv` and :func:`render_html` (one self-contained page
-with trend charts) read a :class:`Report`; :func:`build_trends` turns a suite's history
-into the trends the page charts.
+:func:`compose_report` reads a suite's run, its baseline and its history from the store and
+returns the :class:`Report`. Each renderer takes records and returns a string:
+:func:`render_comparison` (terminal text), :func:`render_json`, :func:`render_csv` and
+:func:`render_html` (one self-contained page with trend charts) read a :class:`Report`;
+:func:`build_trends` turns a suite's history into the trends the page charts.
 """
 
 from __future__ import annotations
 
+from monitor.report.compose import compose_report
 from monitor.report.history import build_trends, chart_metrics
 from monitor.report.html import render_html
 from monitor.report.records import Report, Trend, TrendPoint
@@ -20,6 +22,7 @@ __all__ = [
     "TrendPoint",
     "build_trends",
     "chart_metrics",
+    "compose_report",
     "render_comparison",
     "render_csv",
     "render_html",

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
+from monitor.report.intervals import METRIC_CI, rule_ci_label, rule_ci_method
 from monitor.report.records import Report
 from monitor.store.records import RunFigures, RunRecord
 
@@ -234,7 +235,13 @@ def _rules(rules: Sequence[RuleOutcome]) -> str:
         return '<h2 id="rules">Rules</h2><p class="meta">The suite has no rules.</p>'
     rows = []
     for rule in rules:
-        ci_kind = "mean" if rule.check == "min" else "delta"
+        interval = _interval(rule.metric, rule.ci_low, rule.ci_high)
+        ci_cell = '<td class="num"></td>'
+        if interval:
+            ci_cell = (
+                f'<td class="num" title="{_e(rule_ci_label(rule))}">'
+                f"{_e(f'{rule_ci_method(rule)} {interval}')}</td>"
+            )
         rows.append(
             "<tr>"
             f"<td>{_badge(rule.status)}</td>"
@@ -243,8 +250,7 @@ def _rules(rules: Sequence[RuleOutcome]) -> str:
             f'<td class="num">{_e(_figure(rule.metric, rule.baseline))}</td>'
             f'<td class="num">{_e(_figure(rule.metric, rule.current))}</td>'
             f'<td class="num{_sign(rule.delta)}">{_e(_figure(rule.metric, rule.delta, True))}</td>'
-            f'<td class="num" title="95% interval of the {ci_kind}">'
-            f"{_e(_interval(rule.metric, rule.ci_low, rule.ci_high))}</td>"
+            f"{ci_cell}"
             f'<td class="num">{_e(_p(rule.p_value))}</td>'
             f"<td>{_e(rule.message)}</td>"
             "</tr>"
@@ -253,11 +259,12 @@ def _rules(rules: Sequence[RuleOutcome]) -> str:
         '<h2 id="rules">Rules</h2>'
         "<table><thead><tr><th>status</th><th>rule</th><th>severity</th>"
         '<th class="num">baseline</th><th class="num">current</th><th class="num">delta</th>'
-        '<th class="num">95% CI</th><th class="num">p</th><th>detail</th></tr></thead>'
+        '<th class="num">95% interval</th><th class="num">p</th><th>detail</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>"
-        '<p class="meta">The interval is of the delta (of the current mean for a '
-        "<code>min</code> rule); p is the one-sided paired test that the current run is "
-        "worse. <i>noise?</i>: over the threshold but not significant, so not alerted.</p>"
+        '<p class="meta">The interval is the bootstrap 95% CI of the mean delta (the t 95% '
+        "CI of the current mean for a <code>min</code> rule); p is the one-sided paired test "
+        "that the current run is worse. <i>noise?</i>: over the threshold but not "
+        "significant, so not alerted.</p>"
     )
 
 
@@ -346,10 +353,10 @@ def _metrics(report: Report) -> str:
         '<h2 id="metrics">Metrics</h2>'
         '<table><thead><tr><th>metric</th><th class="num">baseline</th>'
         '<th class="num">current</th><th class="num">delta</th>'
-        '<th class="num">95% CI of delta</th><th>delta and interval (0 in the middle)</th>'
+        f'<th class="num">{_e(METRIC_CI)}</th><th>delta and interval (0 in the middle)</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
-        '<p class="meta">Bold: a rule watches the metric. The interval is a paired '
-        "t-interval of the mean per-query delta.</p>"
+        '<p class="meta">Bold: a rule watches the metric. The interval is the paired '
+        "t 95% CI of the mean per-query delta.</p>"
     )
 
 

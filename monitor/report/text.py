@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from monitor.compare import Comparison
+from monitor.compare import Comparison, RuleOutcome
+from monitor.report.intervals import METRIC_CI, rule_ci_label
 
 _MARK = {
     "ok": "ok",
@@ -39,7 +40,7 @@ def render_comparison(
     changes = {c.metric: c for c in comparison.metrics}
     name_width = max((len(m) for m in means), default=6)
     lines.append(
-        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}  95% CI of delta"
+        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}  {METRIC_CI}"
     )
     for metric, value in means.items():
         change = changes.get(metric)
@@ -57,7 +58,10 @@ def render_comparison(
         )
     if comparison.rules:
         lines += ["", "rules:"]
-        lines += [f"  [{_MARK[r.status]:>7}] {r.rule}: {r.message}" for r in comparison.rules]
+        lines += [
+            f"  [{_MARK[r.status]:>7}] {r.rule}: {r.message}{_rule_interval(r)}"
+            for r in comparison.rules
+        ]
     if comparison.worse_for():
         shown = comparison.worse_for()[:queries]
         lines += [
@@ -89,6 +93,14 @@ def render_comparison(
     if comparison.warnings:
         lines += ["", *(f"warning: {w}" for w in comparison.warnings)]
     return "\n".join(lines)
+
+
+def _rule_interval(rule: RuleOutcome) -> str:
+    """Return ``"; <method> 95% CI of <delta or mean> [low, high]"``, or "" without one."""
+    if rule.ci_low is None or rule.ci_high is None:
+        return ""
+    spec = "+.4f" if rule.check != "min" else ".4f"
+    return f"; {rule_ci_label(rule)} [{rule.ci_low:{spec}}, {rule.ci_high:{spec}}]"
 
 
 def _rank(rank: int | None) -> str:

@@ -5,17 +5,25 @@ top k as the relevant documents::
 
     truth = reference_qrels(queries, exact_search, k=10)
     scores = evaluate(truth, run_queries(queries, ann_search, k=10), metrics=["recall@10"])
+
+A suite whose eval set names a ``reference`` search is judged with
+:func:`judge_by_reference` before each run; the judgments are stored with the run, so a
+later report reads them from the store instead of asking the reference again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.errors import SearchBackendError
 from monitor.records import Query
 from monitor.runner.run import run_queries
 from monitor.search.base import Search
+
+if TYPE_CHECKING:
+    from monitor.config.model import SearchConfig
+    from monitor.evalset import EvalSet
 
 
 def reference_qrels(
@@ -36,3 +44,22 @@ def reference_qrels(
     return {
         outcome.query_id: dict.fromkeys(outcome.retrieved_ids, 1) for outcome in result.outcomes
     }
+
+
+def judge_by_reference(evalset: EvalSet, reference: SearchConfig, k: int) -> EvalSet:
+    """Return ``evalset`` with each query's judgments replaced by the reference's top ``k``.
+
+    The reference search is built from ``reference``, asked once per query, and closed.
+    """
+    from monitor.evalset import EvalSet
+    from monitor.search import build_search, close_search
+
+    search = build_search(reference.kind, reference.plugin_options())
+    try:
+        truth = reference_qrels(evalset, search, k)
+    finally:
+        close_search(search)
+    return EvalSet(
+        name=evalset.name,
+        queries=[Query(q.id, q.text, truth.get(q.id, {}), q.metadata) for q in evalset],
+    )
