@@ -35,8 +35,9 @@ from monitor.exporters import (
     validate_labels,
     write_textfile,
 )
+from monitor.exporters import snapshot as snapshot_module
 from monitor.exporters.gauges import GAUGES_BY_NAME
-from monitor.metrics.spec import MEASURES
+from monitor.metrics.spec import MEASURES, Metric, parse_metric
 
 STARTED = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 FINISHED = STARTED + timedelta(seconds=42.5)
@@ -398,6 +399,45 @@ def test_a_bad_snapshot_field_is_refused(changes: dict[str, Any], message: str) 
     """A snapshot refuses a bad field with a message that says which."""
     with pytest.raises(UsageError, match=re.escape(message)):
         make_snapshot(**changes)
+
+
+def test_a_non_canonical_metric_key_names_its_field() -> None:
+    """A metric key written another way is refused, naming the field and the canonical name."""
+    with pytest.raises(UsageError) as caught:
+        make_snapshot(segments={"language": {"de": {" recall@5": 0.7}}})
+    assert (
+        "segments['language']['de']: metric key ' recall@5' is not canonical; "
+        "write it as 'recall@5'"
+    ) == str(caught.value)
+
+
+def test_a_snapshot_keeps_the_spec_of_every_metric_key() -> None:
+    """Each metric name in means, baseline, intervals and segments maps to its parsed spec."""
+    snapshot = make_snapshot(
+        means={"recall@5": 0.8},
+        baseline={"recall@5": 0.82, "mrr": 0.6},
+        baseline_ci={"mrr": (-0.05, 0.01)},
+        segments={"language": {"de": {"ndcg@10": 0.7}}},
+    )
+    assert {
+        "recall@5": Metric("recall", 5),
+        "mrr": Metric("mrr"),
+        "ndcg@10": Metric("ndcg", 10),
+    } == dict(snapshot.metrics)
+
+
+def test_rendering_parses_no_metric_name_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names are parsed once, when the snapshot is built; the gauges read the parsed specs."""
+    snapshot = make_snapshot()
+    calls: list[str] = []
+
+    def counting(name: str) -> Metric:
+        calls.append(name)
+        return parse_metric(name)
+
+    monkeypatch.setattr(snapshot_module, "parse_metric", counting)
+    render(snapshot)
+    assert [] == calls
 
 
 def test_snapshot_times_are_converted_to_utc() -> None:

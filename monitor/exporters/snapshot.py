@@ -62,6 +62,10 @@ class SuiteSnapshot:
       run it may be left ``None``, the run's own ``finished_at`` is used.
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
+
+    Every metric name is parsed once, when the snapshot is built: ``metrics`` maps each name
+    in ``means``, ``baseline``, ``baseline_ci`` and ``segments`` to its
+    :class:`~monitor.metrics.spec.Metric`, which the exporters read its labels from.
     """
 
     suite: str
@@ -87,6 +91,7 @@ class SuiteSnapshot:
         default_factory=dict, hash=False
     )
     last_success_at: datetime | None = None
+    metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         check_value("suite", self.suite)
@@ -100,10 +105,11 @@ class SuiteSnapshot:
             raise UsageError("finished_at must not be before started_at")
         if self.last_success_at is not None:
             _set(self, "last_success_at", _utc("last_success_at", self.last_success_at))
-        _set(self, "means", _ratios("means", self.means))
+        metrics: dict[str, Metric] = {}
+        _set(self, "means", _ratios("means", self.means, metrics))
         if self.baseline is not None:
-            _set(self, "baseline", _ratios("baseline", self.baseline))
-        _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline))
+            _set(self, "baseline", _ratios("baseline", self.baseline, metrics))
+        _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline, metrics))
         _set(self, "rules", _flags(self.rules))
         _set(self, "latency", _latency(self.latency))
         _set(self, "error_rate", _ratio("error_rate", self.error_rate))
@@ -124,7 +130,8 @@ class SuiteSnapshot:
             _count("baseline_run_id", self.baseline_run_id)
         if self.index_size is not None:
             _count("index_size", self.index_size)
-        _set(self, "segments", _segments(self.segments))
+        _set(self, "segments", _segments(self.segments, metrics))
+        _set(self, "metrics", MappingProxyType(metrics))
 
     @property
     def last_success(self) -> datetime | None:
@@ -135,14 +142,6 @@ class SuiteSnapshot:
     def duration_seconds(self) -> float:
         """Return the wall time of the run in seconds."""
         return (self.finished_at - self.started_at).total_seconds()
-
-
-def metric_of(name: str) -> Metric:
-    """Return the metric a snapshot key names; raise UsageError unless it is canonical."""
-    metric = parse_metric(name)
-    if str(metric) != name:
-        raise UsageError(f"metric key {name!r} is not canonical; write it as {str(metric)!r}")
-    return metric
 
 
 def _set(snapshot: SuiteSnapshot, name: str, value: object) -> None:
@@ -182,10 +181,24 @@ def _ratio(name: str, value: object) -> float | None:
     return number
 
 
-def _ratios(name: str, values: Mapping[str, float]) -> Mapping[str, float]:
+def _parse(field_name: str, key: str, metrics: dict[str, Metric]) -> None:
+    """Parse the metric name ``key`` into ``metrics``; raise UsageError unless it is canonical."""
+    if key in metrics:
+        return
+    metric = parse_metric(key)
+    if str(metric) != key:
+        raise UsageError(
+            f"{field_name}: metric key {key!r} is not canonical; write it as {str(metric)!r}"
+        )
+    metrics[key] = metric
+
+
+def _ratios(
+    name: str, values: Mapping[str, float], metrics: dict[str, Metric]
+) -> Mapping[str, float]:
     out: dict[str, float] = {}
     for key, value in values.items():
-        metric_of(key)
+        _parse(name, key, metrics)
         number = _ratio(f"{name}[{key!r}]", value)
         if number is not None:
             out[key] = number
@@ -193,11 +206,13 @@ def _ratios(name: str, values: Mapping[str, float]) -> Mapping[str, float]:
 
 
 def _intervals(
-    values: Mapping[str, tuple[float, float]], baseline: Mapping[str, float] | None
+    values: Mapping[str, tuple[float, float]],
+    baseline: Mapping[str, float] | None,
+    metrics: dict[str, Metric],
 ) -> Mapping[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     for key, pair in values.items():
-        metric_of(key)
+        _parse("baseline_ci", key, metrics)
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise UsageError(f"baseline_ci[{key!r}] must be a (low, high) pair, not {pair!r}")
         low = _finite(f"baseline_ci[{key!r}] low", pair[0])
@@ -242,7 +257,7 @@ def _count(name: str, value: object) -> None:
 
 
 def _segments(
-    values: Mapping[str, Mapping[str, Mapping[str, float]]],
+    values: Mapping[str, Mapping[str, Mapping[str, float]]], metrics: dict[str, Metric]
 ) -> Mapping[str, Mapping[str, Mapping[str, float]]]:
     out: dict[str, Mapping[str, Mapping[str, float]]] = {}
     for key, by_value in values.items():
@@ -256,7 +271,9 @@ def _segments(
             )
         out[key] = MappingProxyType(
             {
-                check_value("segment_value", value): _ratios(f"segments[{key!r}][{value!r}]", m)
+                check_value("segment_value", value): _ratios(
+                    f"segments[{key!r}][{value!r}]", m, metrics
+                )
                 for value, m in by_value.items()
             }
         )
