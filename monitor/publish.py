@@ -60,7 +60,7 @@ def suite_snapshot(
     last_success_at: datetime | None,
 ) -> SuiteSnapshot:
     """Return what one run of ``suite`` tells Prometheus (``outcome`` None: the run failed)."""
-    from monitor.exporters import SuiteSnapshot
+    from monitor.exporters import RuleState, SuiteSnapshot
 
     if outcome is None:
         return SuiteSnapshot(
@@ -93,7 +93,7 @@ def suite_snapshot(
             for c in changes
             if c.ci_low is not None and c.ci_high is not None
         },
-        rules={rule.rule: rule.breached for rule in comparison.rules},
+        rules={rule.rule: RuleState(rule.breached, rule.severity) for rule in comparison.rules},
         latency={k: v for k, v in run.latency.items() if not math.isnan(v)},
         error_rate=_known(run.rates.get("error_rate")),
         zero_result_rate=_known(run.rates.get("zero_result_rate")),

@@ -24,7 +24,7 @@ import yaml
 from conftest import unavailable
 from test_exporters import make_failure, make_snapshot
 
-from monitor.exporters import GAUGES, render
+from monitor.exporters import GAUGES, SEVERITIES, render
 from monitor.metrics.spec import MEASURES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,15 +158,31 @@ def test_each_alert_is_tested_firing_and_not_firing(alert: str) -> None:
     )
 
 
+#: The severity label of an alert that takes it from its series.
+SERIES_SEVERITY = "{{ $labels.severity }}"
+
+
 @pytest.mark.parametrize("rule", alerting_rules(), ids=lambda rule: rule["alert"])
 def test_each_alert_carries_the_routing_labels_and_a_summary(rule: dict[str, Any]) -> None:
-    """Every alert has service=retrieval-monitor, a severity, and a summary to show."""
+    """Every alert has service=retrieval-monitor, a severity (its own or its series'), a summary."""
     labels = rule["labels"]
     assert ("retrieval-monitor", True, True) == (
         labels["service"],
-        labels["severity"] in {"info", "warning", "critical"},
+        labels["severity"] in {*SEVERITIES, SERIES_SEVERITY},
         bool(rule["annotations"]["summary"]),
     )
+
+
+def test_an_alert_takes_its_severity_only_from_a_gauge_that_has_one() -> None:
+    """Only alerts on a gauge with a severity label read it: the regression alert, no other."""
+    takers = {
+        name
+        for rule in alerting_rules()
+        if rule["labels"]["severity"] == SERIES_SEVERITY
+        for name in metric_names(rule["expr"])
+    }
+    with_severity = {gauge.name for gauge in GAUGES if "severity" in gauge.labels}
+    assert {"retrieval_regression_detected"} == takers == with_severity
 
 
 def test_the_stale_alert_spells_out_two_hourly_intervals() -> None:

@@ -20,12 +20,14 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor.cli import main
 from monitor.errors import ExportError, LabelError, UsageError
 from monitor.exporters import (
     GAUGES,
     K_ALL,
     MAX_SEGMENT_VALUES,
     RESERVED_LABELS,
+    RuleState,
     SuiteSnapshot,
     build_registry,
     families,
@@ -87,7 +89,10 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         },
         "baseline": {"recall@5": 0.82, "ndcg@10": 0.71, "mrr": 0.6},
         "baseline_ci": {"recall@5": (-0.05, 0.01), "ndcg@10": (-0.03, 0.02)},
-        "rules": {"recall@5 max_drop": False, "latency_p95_seconds_max": True},
+        "rules": {
+            "recall@5 max_drop": RuleState(False, "critical"),
+            "latency_p95_seconds_max": RuleState(True, "warning"),
+        },
         "latency": {"p50": 0.01, "p95": 0.05, "p99": 0.09, "mean": 0.02, "max": 0.2},
         "error_rate": 0.01,
         "zero_result_rate": 0.02,
@@ -269,6 +274,62 @@ def test_regression_flags_are_zero_or_one_by_rule() -> None:
     assert 1.0 == value(text, "retrieval_regression_detected", rule="latency_p95_seconds_max")
 
 
+@pytest.mark.parametrize("severity", ["info", "warning", "critical"])
+def test_a_regression_flag_carries_its_rules_severity(severity: str) -> None:
+    """The flag's severity label is the rule's, so the alert raised from it keeps it."""
+    text = render(make_snapshot(rules={"recall@5 max_drop": RuleState(True, severity)}))
+    assert 1.0 == value(
+        text, "retrieval_regression_detected", rule="recall@5 max_drop", severity=severity
+    )
+
+
+def test_a_rule_state_defaults_to_warning() -> None:
+    """A rule state without a severity is a warning, as a rule without one in the config."""
+    assert "warning" == RuleState(True).severity
+
+
+@pytest.mark.parametrize(
+    ("breached", "severity", "message"),
+    [
+        (1, "warning", "a rule's breached flag must be True or False, not 1"),
+        (True, "page", "a rule's severity must be one of info, warning, critical, not 'page'"),
+    ],
+)
+def test_a_bad_rule_state_is_refused(breached: Any, severity: Any, message: str) -> None:
+    """A rule state refuses a flag that is not a bool and a severity the config lacks."""
+    with pytest.raises(UsageError) as caught:
+        RuleState(breached, severity)
+    assert message == str(caught.value)
+
+
+def test_a_runs_textfile_carries_each_rules_severity(tmp_path: Path) -> None:
+    """A run whose critical rule breaks writes its flag with severity="critical"."""
+    config = tmp_path / "monitor.yaml"
+    prom = tmp_path / "suite.prom"
+    config.write_text(
+        f"""
+store: {{path: {tmp_path / "m.db"}}}
+suites:
+  nightly:
+    evalset: {{bundled: larkfield}}
+    search: {{kind: replay, bundled: larkfield/keyword}}
+    baseline: {{bundled_run: larkfield/rerank}}
+    metrics: [mrr@10]
+    rules: [{{metric: mrr@10, max_drop: 0.05, severity: critical}}]
+    significance: {{iterations: 1000}}
+    exporters: [{{kind: textfile, path: {prom}}}]
+"""
+    )
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    text = prom.read_text()
+    assert 1.0 == value(
+        text,
+        "retrieval_regression_detected",
+        rule="mrr@10 max_drop",
+        severity="critical",
+    )
+
+
 def test_evalset_info_names_fingerprint_and_baseline_run() -> None:
     """The info gauge is 1 and carries the eval set fingerprint and the baseline run id."""
     text = render(make_snapshot())
@@ -388,7 +449,7 @@ def test_a_snapshot_checks_its_static_labels() -> None:
         ({"queries_evaluated": -1, "queries_failed": 0}, "queries_evaluated"),
         ({"baseline": None}, "no baseline value"),
         ({"baseline_ci": {"recall@5": (0.1, -0.1)}}, "low <= high"),
-        ({"rules": {"recall@5 max_drop": 1}}, "True or False"),
+        ({"rules": {"recall@5 max_drop": True}}, "must be a RuleState(breached, severity)"),
         ({"error_rate": "0.1"}, "a number"),
         ({"index_size": 1.5}, "whole number"),
         ({"segments": {"bad key": {}}}, "segment key 'bad key'"),

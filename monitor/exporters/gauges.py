@@ -100,8 +100,8 @@ def _band(bound: int) -> Reader:
 
 
 def _rules(snapshot: SuiteSnapshot) -> Iterator[Series]:
-    for rule, fired in snapshot.rules.items():
-        yield (rule,), 1.0 if fired else 0.0
+    for rule, state in snapshot.rules.items():
+        yield (rule, state.severity), 1.0 if state.breached else 0.0
 
 
 def _percentiles(snapshot: SuiteSnapshot) -> Iterator[Series]:
@@ -189,8 +189,9 @@ GAUGES: Final[tuple[Gauge, ...]] = (
     ),
     Gauge(
         "retrieval_regression_detected",
-        "1 when the rule detected a regression in the latest successful run, else 0.",
-        ("rule",),
+        "1 when the rule detected a regression in the latest successful run, else 0; "
+        "severity is the rule's, for its alert to carry.",
+        ("rule", "severity"),
         "success",
         _rules,
     ),

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Final
+from typing import Final, get_args
 
+from monitor.config.model import Severity
 from monitor.errors import UsageError
 from monitor.exporters.labels import check_value, validate_labels
 from monitor.metrics.spec import Metric, parse_metric
@@ -29,6 +30,30 @@ MAX_SEGMENT_VALUES: Final = 64
 
 #: A segment key, as the config accepts one.
 _SEGMENT_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+#: The severities a rule may have, as the config defines them.
+SEVERITIES: Final[tuple[str, ...]] = get_args(Severity)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleState:
+    """One rule in one run: whether it fires, and the severity of its alert.
+
+    ``severity`` is the rule's severity from the config (one of :data:`SEVERITIES`); it is
+    exported as the ``severity`` label of ``retrieval_regression_detected``, so the alert
+    Prometheus raises from that series is as serious as the rule.
+    """
+
+    breached: bool
+    severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.breached, bool):
+            raise UsageError(f"a rule's breached flag must be True or False, not {self.breached!r}")
+        if self.severity not in SEVERITIES:
+            raise UsageError(
+                f"a rule's severity must be one of {', '.join(SEVERITIES)}, not {self.severity!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +73,8 @@ class SuiteSnapshot:
       and ``ci_high``). The exporters publish ``baseline + low`` and ``baseline + high``:
       the band of current values the comparison cannot tell from the measured one, so a drop
       is significant exactly when the baseline lies above the band.
-    - ``rules``: rule name (``recall@5 max_drop``) -> whether it fires.
+    - ``rules``: rule name (``recall@5 max_drop``) -> its :class:`RuleState`: whether it
+      fires, and its severity.
     - ``latency``: ``p50``, ``p95``, ``p99``, ``mean``, ``max`` in seconds, answered queries.
     - ``error_rate``, ``zero_result_rate``: shares in 0..1; ``mean_top1_score``: the mean
       score of the first hit. ``None`` when unknown.
@@ -77,7 +103,7 @@ class SuiteSnapshot:
     means: Mapping[str, float] = field(default_factory=dict, hash=False)
     baseline: Mapping[str, float] | None = field(default=None, hash=False)
     baseline_ci: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
-    rules: Mapping[str, bool] = field(default_factory=dict, hash=False)
+    rules: Mapping[str, RuleState] = field(default_factory=dict, hash=False)
     latency: Mapping[str, float] = field(default_factory=dict, hash=False)
     error_rate: float | None = None
     zero_result_rate: float | None = None
@@ -110,7 +136,7 @@ class SuiteSnapshot:
         if self.baseline is not None:
             _set(self, "baseline", _ratios("baseline", self.baseline, metrics))
         _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline, metrics))
-        _set(self, "rules", _flags(self.rules))
+        _set(self, "rules", _rules(self.rules))
         _set(self, "latency", _latency(self.latency))
         _set(self, "error_rate", _ratio("error_rate", self.error_rate))
         _set(self, "zero_result_rate", _ratio("zero_result_rate", self.zero_result_rate))
@@ -230,11 +256,13 @@ def _intervals(
     return MappingProxyType(out)
 
 
-def _flags(values: Mapping[str, bool]) -> Mapping[str, bool]:
-    for name, flag in values.items():
+def _rules(values: Mapping[str, RuleState]) -> Mapping[str, RuleState]:
+    for name, state in values.items():
         check_value("rule", name)
-        if not isinstance(flag, bool):
-            raise UsageError(f"rules[{name!r}] must be True or False, not {flag!r}")
+        if not isinstance(state, RuleState):
+            raise UsageError(
+                f"rules[{name!r}] must be a RuleState(breached, severity), not {state!r}"
+            )
     return MappingProxyType(dict(values))
 
 
