@@ -353,6 +353,29 @@ def test_segments_are_labelled_by_key_value_measure_and_k() -> None:
     assert 0.7 == got
 
 
+def test_segments_are_exported_for_every_measure_they_hold() -> None:
+    """Each measure of each segment value has a series of its own, not only the first one."""
+    segments = {
+        "language": {
+            "de": {"recall@5": 0.7, "ndcg@10": 0.6},
+            "en": {"recall@5": 0.85, "ndcg@10": 0.75},
+        }
+    }
+    text = render(make_snapshot(segments=segments))
+    got = {
+        (labels["segment_value"], labels["measure"], labels["k"]): number
+        for (name, pairs), number in samples(text).items()
+        if name == "retrieval_segment_ratio"
+        for labels in [dict(pairs)]
+    }
+    assert {
+        ("de", "recall", "5"): 0.7,
+        ("de", "ndcg", "10"): 0.6,
+        ("en", "recall", "5"): 0.85,
+        ("en", "ndcg", "10"): 0.75,
+    } == got
+
+
 def test_run_timestamps_and_duration_come_from_the_run() -> None:
     """Last run and last success are the run's finish time; duration is finish - start."""
     text = render(make_snapshot())
