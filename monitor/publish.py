@@ -51,7 +51,7 @@ def suite_snapshot(
     last_success_at: datetime | None,
 ) -> SuiteSnapshot:
     """Return what one run of ``suite`` tells Prometheus (``outcome`` None: the run failed)."""
-    from monitor.exporters import SuiteSnapshot
+    from monitor.exporters import RuleState, SuiteSnapshot
 
     if outcome is None:
         return SuiteSnapshot(
@@ -89,7 +89,7 @@ def suite_snapshot(
             for c in changes
             if c.ci_low is not None and c.ci_high is not None
         },
-        rules={rule.rule: rule.breached for rule in comparison.rules},
+        rules={rule.rule: RuleState(rule.breached, rule.severity) for rule in comparison.rules},
         latency=latency,
         error_rate=figures.error_rate,
         zero_result_rate=figures.zero_result_rate,

@@ -20,12 +20,14 @@ import pytest
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor.cli import main
 from monitor.errors import ExportError, LabelError, UsageError
 from monitor.exporters import (
     GAUGES,
     K_ALL,
     MAX_SEGMENT_VALUES,
     RESERVED_LABELS,
+    RuleState,
     SuiteSnapshot,
     build_registry,
     families,
@@ -35,8 +37,9 @@ from monitor.exporters import (
     validate_labels,
     write_textfile,
 )
+from monitor.exporters import snapshot as snapshot_module
 from monitor.exporters.gauges import GAUGES_BY_NAME
-from monitor.metrics.spec import MEASURES
+from monitor.metrics.spec import MEASURES, Metric, parse_metric
 
 STARTED = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 FINISHED = STARTED + timedelta(seconds=42.5)
@@ -86,7 +89,10 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         },
         "baseline": {"recall@5": 0.82, "ndcg@10": 0.71, "mrr": 0.6},
         "baseline_ci": {"recall@5": (-0.05, 0.01), "ndcg@10": (-0.03, 0.02)},
-        "rules": {"recall@5 max_drop": False, "latency_p95_seconds_max": True},
+        "rules": {
+            "recall@5 max_drop": RuleState(False, "critical"),
+            "latency_p95_seconds_max": RuleState(True, "warning"),
+        },
         "latency": {"p50": 0.01, "p95": 0.05, "p99": 0.09, "mean": 0.02, "max": 0.2},
         "error_rate": 0.01,
         "zero_result_rate": 0.02,
@@ -268,6 +274,62 @@ def test_regression_flags_are_zero_or_one_by_rule() -> None:
     assert 1.0 == value(text, "retrieval_regression_detected", rule="latency_p95_seconds_max")
 
 
+@pytest.mark.parametrize("severity", ["info", "warning", "critical"])
+def test_a_regression_flag_carries_its_rules_severity(severity: str) -> None:
+    """The flag's severity label is the rule's, so the alert raised from it keeps it."""
+    text = render(make_snapshot(rules={"recall@5 max_drop": RuleState(True, severity)}))
+    assert 1.0 == value(
+        text, "retrieval_regression_detected", rule="recall@5 max_drop", severity=severity
+    )
+
+
+def test_a_rule_state_defaults_to_warning() -> None:
+    """A rule state without a severity is a warning, as a rule without one in the config."""
+    assert "warning" == RuleState(True).severity
+
+
+@pytest.mark.parametrize(
+    ("breached", "severity", "message"),
+    [
+        (1, "warning", "a rule's breached flag must be True or False, not 1"),
+        (True, "page", "a rule's severity must be one of info, warning, critical, not 'page'"),
+    ],
+)
+def test_a_bad_rule_state_is_refused(breached: Any, severity: Any, message: str) -> None:
+    """A rule state refuses a flag that is not a bool and a severity the config lacks."""
+    with pytest.raises(UsageError) as caught:
+        RuleState(breached, severity)
+    assert message == str(caught.value)
+
+
+def test_a_runs_textfile_carries_each_rules_severity(tmp_path: Path) -> None:
+    """A run whose critical rule breaks writes its flag with severity="critical"."""
+    config = tmp_path / "monitor.yaml"
+    prom = tmp_path / "suite.prom"
+    config.write_text(
+        f"""
+store: {{path: {tmp_path / "m.db"}}}
+suites:
+  nightly:
+    evalset: {{bundled: larkfield}}
+    search: {{kind: replay, bundled: larkfield/keyword}}
+    baseline: {{bundled_run: larkfield/rerank}}
+    metrics: [mrr@10]
+    rules: [{{metric: mrr@10, max_drop: 0.05, severity: critical}}]
+    significance: {{iterations: 1000}}
+    exporters: [{{kind: textfile, path: {prom}}}]
+"""
+    )
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    text = prom.read_text()
+    assert 1.0 == value(
+        text,
+        "retrieval_regression_detected",
+        rule="mrr@10 max_drop",
+        severity="critical",
+    )
+
+
 def test_evalset_info_names_fingerprint_and_baseline_run() -> None:
     """The info gauge is 1 and carries the eval set fingerprint and the baseline run id."""
     text = render(make_snapshot())
@@ -289,6 +351,29 @@ def test_segments_are_labelled_by_key_value_measure_and_k() -> None:
         text, "retrieval_segment_ratio", segment="language", segment_value="de", measure="recall"
     )
     assert 0.7 == got
+
+
+def test_segments_are_exported_for_every_measure_they_hold() -> None:
+    """Each measure of each segment value has a series of its own, not only the first one."""
+    segments = {
+        "language": {
+            "de": {"recall@5": 0.7, "ndcg@10": 0.6},
+            "en": {"recall@5": 0.85, "ndcg@10": 0.75},
+        }
+    }
+    text = render(make_snapshot(segments=segments))
+    got = {
+        (labels["segment_value"], labels["measure"], labels["k"]): number
+        for (name, pairs), number in samples(text).items()
+        if name == "retrieval_segment_ratio"
+        for labels in [dict(pairs)]
+    }
+    assert {
+        ("de", "recall", "5"): 0.7,
+        ("de", "ndcg", "10"): 0.6,
+        ("en", "recall", "5"): 0.85,
+        ("en", "ndcg", "10"): 0.75,
+    } == got
 
 
 def test_run_timestamps_and_duration_come_from_the_run() -> None:
@@ -387,7 +472,7 @@ def test_a_snapshot_checks_its_static_labels() -> None:
         ({"queries_evaluated": -1, "queries_failed": 0}, "queries_evaluated"),
         ({"baseline": None}, "no baseline value"),
         ({"baseline_ci": {"recall@5": (0.1, -0.1)}}, "low <= high"),
-        ({"rules": {"recall@5 max_drop": 1}}, "True or False"),
+        ({"rules": {"recall@5 max_drop": True}}, "must be a RuleState(breached, severity)"),
         ({"error_rate": "0.1"}, "a number"),
         ({"index_size": 1.5}, "whole number"),
         ({"segments": {"bad key": {}}}, "segment key 'bad key'"),
@@ -398,6 +483,45 @@ def test_a_bad_snapshot_field_is_refused(changes: dict[str, Any], message: str) 
     """A snapshot refuses a bad field with a message that says which."""
     with pytest.raises(UsageError, match=re.escape(message)):
         make_snapshot(**changes)
+
+
+def test_a_non_canonical_metric_key_names_its_field() -> None:
+    """A metric key written another way is refused, naming the field and the canonical name."""
+    with pytest.raises(UsageError) as caught:
+        make_snapshot(segments={"language": {"de": {" recall@5": 0.7}}})
+    assert (
+        "segments['language']['de']: metric key ' recall@5' is not canonical; "
+        "write it as 'recall@5'"
+    ) == str(caught.value)
+
+
+def test_a_snapshot_keeps_the_spec_of_every_metric_key() -> None:
+    """Each metric name in means, baseline, intervals and segments maps to its parsed spec."""
+    snapshot = make_snapshot(
+        means={"recall@5": 0.8},
+        baseline={"recall@5": 0.82, "mrr": 0.6},
+        baseline_ci={"mrr": (-0.05, 0.01)},
+        segments={"language": {"de": {"ndcg@10": 0.7}}},
+    )
+    assert {
+        "recall@5": Metric("recall", 5),
+        "mrr": Metric("mrr"),
+        "ndcg@10": Metric("ndcg", 10),
+    } == dict(snapshot.metrics)
+
+
+def test_rendering_parses_no_metric_name_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names are parsed once, when the snapshot is built; the gauges read the parsed specs."""
+    snapshot = make_snapshot()
+    calls: list[str] = []
+
+    def counting(name: str) -> Metric:
+        calls.append(name)
+        return parse_metric(name)
+
+    monkeypatch.setattr(snapshot_module, "parse_metric", counting)
+    render(snapshot)
+    assert [] == calls
 
 
 def test_snapshot_times_are_converted_to_utc() -> None:

@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alerts_data import dashboard_queries, expand
 from test_exporters import make_failure, make_snapshot
 
-from monitor.exporters import push_snapshot, start_http_exporter, write_textfile
+from monitor.exporters import RuleState, push_snapshot, start_http_exporter, write_textfile
 
 pytestmark = pytest.mark.service
 
@@ -240,9 +240,9 @@ def webhook() -> Iterator[list[dict[str, Any]]]:
 def test_a_regression_reaches_the_webhook_through_alertmanager(
     stack: Stack, webhook: list[dict[str, Any]]
 ) -> None:
-    """A pushed regression fires RetrievalRegressionDetected and Alertmanager posts it."""
+    """A pushed critical regression fires RetrievalRegressionDetected as critical, posted on."""
     suite = suite_name()
-    stack.push(recent(suite=suite, rules={"recall@5 max_drop": True}))
+    stack.push(recent(suite=suite, rules={"recall@5 max_drop": RuleState(True, "critical")}))
 
     def delivered() -> list[dict[str, Any]]:
         return [
@@ -254,9 +254,10 @@ def test_a_regression_reaches_the_webhook_through_alertmanager(
         ]
 
     [alert] = poll(delivered, "alert at the webhook")
-    assert ("firing", "recall@5 max_drop", "retrieval-monitor") == (
+    assert ("firing", "recall@5 max_drop", "critical", "retrieval-monitor") == (
         alert["status"],
         alert["labels"]["rule"],
+        alert["labels"]["severity"],
         alert["labels"]["service"],
     )
 

@@ -17,7 +17,13 @@ from monitor.exporters.gauges import GAUGES, Gauge, build_registry, families, me
 from monitor.exporters.http import HttpExporter, start_http_exporter
 from monitor.exporters.labels import K_ALL, RESERVED_LABELS, validate_labels
 from monitor.exporters.push import DEFAULT_JOB, PushHandler, push_snapshot
-from monitor.exporters.snapshot import LATENCY_KEYS, MAX_SEGMENT_VALUES, SuiteSnapshot
+from monitor.exporters.snapshot import (
+    LATENCY_KEYS,
+    MAX_SEGMENT_VALUES,
+    SEVERITIES,
+    RuleState,
+    SuiteSnapshot,
+)
 from monitor.exporters.textfile import write_textfile
 
 __all__ = [
@@ -27,9 +33,11 @@ __all__ = [
     "LATENCY_KEYS",
     "MAX_SEGMENT_VALUES",
     "RESERVED_LABELS",
+    "SEVERITIES",
     "Gauge",
     "HttpExporter",
     "PushHandler",
+    "RuleState",
     "SuiteSnapshot",
     "build_registry",
     "families",

@@ -40,7 +40,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor.exporters.labels import IDENTITY_LABELS, k_label
-from monitor.exporters.snapshot import SuiteSnapshot, metric_of
+from monitor.exporters.snapshot import SuiteSnapshot
 from monitor.metrics.spec import MEASURES
 
 Side = Literal["attempt", "success", "last_success"]
@@ -74,7 +74,7 @@ class Gauge:
 def _measure(measure: str) -> Reader:
     def read(snapshot: SuiteSnapshot) -> Iterator[Series]:
         for name, value in snapshot.means.items():
-            metric = metric_of(name)
+            metric = snapshot.metrics[name]
             if metric.measure == measure:
                 yield (k_label(metric),), value
 
@@ -83,7 +83,7 @@ def _measure(measure: str) -> Reader:
 
 def _baseline(snapshot: SuiteSnapshot) -> Iterator[Series]:
     for name, value in (snapshot.baseline or {}).items():
-        metric = metric_of(name)
+        metric = snapshot.metrics[name]
         yield (metric.measure, k_label(metric)), value
 
 
@@ -91,7 +91,7 @@ def _band(bound: int) -> Reader:
     def read(snapshot: SuiteSnapshot) -> Iterator[Series]:
         baseline = snapshot.baseline or {}
         for name, interval in snapshot.baseline_ci.items():
-            metric = metric_of(name)
+            metric = snapshot.metrics[name]
             # Clipped: a bootstrap bound of the delta can reach past what a ratio can be.
             value = min(1.0, max(0.0, baseline[name] + interval[bound]))
             yield (metric.measure, k_label(metric)), value
@@ -100,8 +100,8 @@ def _band(bound: int) -> Reader:
 
 
 def _rules(snapshot: SuiteSnapshot) -> Iterator[Series]:
-    for rule, fired in snapshot.rules.items():
-        yield (rule,), 1.0 if fired else 0.0
+    for rule, state in snapshot.rules.items():
+        yield (rule, state.severity), 1.0 if state.breached else 0.0
 
 
 def _percentiles(snapshot: SuiteSnapshot) -> Iterator[Series]:
@@ -143,7 +143,7 @@ def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
     for key, by_value in snapshot.segments.items():
         for value, means in by_value.items():
             for name, mean in means.items():
-                metric = metric_of(name)
+                metric = snapshot.metrics[name]
                 yield (key, value, metric.measure, k_label(metric)), mean
 
 
@@ -189,8 +189,9 @@ GAUGES: Final[tuple[Gauge, ...]] = (
     ),
     Gauge(
         "retrieval_regression_detected",
-        "1 when the rule detected a regression in the latest successful run, else 0.",
-        ("rule",),
+        "1 when the rule detected a regression in the latest successful run, else 0; "
+        "severity is the rule's, for its alert to carry.",
+        ("rule", "severity"),
         "success",
         _rules,
     ),

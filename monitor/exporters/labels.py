@@ -1,8 +1,9 @@
 """Prometheus label names and values: what the exporters put on every series, and the checks.
 
 Every series carries ``suite`` and ``pipeline``, its gauge's own labels (``k``, ``measure``,
-``rule``, ...), and the suite's static labels from the config. :func:`validate_labels` checks
-the static labels once at start-up, so a bad name fails with the label's name before any run.
+``rule``, ``severity``, ...), and the suite's static labels from the config.
+:func:`validate_labels` checks the static labels once at start-up, so a bad name fails with
+the label's name before any run.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ RESERVED_LABELS: Final = frozenset(
         "k",
         "measure",
         "rule",
+        "severity",
         "quantile",
         "percentile",
         "segment",

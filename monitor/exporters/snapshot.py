@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Final
+from typing import Final, get_args
 
+from monitor.config.model import Severity
 from monitor.errors import UsageError
 from monitor.exporters.labels import check_value, validate_labels
 from monitor.metrics.spec import Metric, parse_metric
@@ -29,6 +30,30 @@ MAX_SEGMENT_VALUES: Final = 64
 
 #: A segment key, as the config accepts one.
 _SEGMENT_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+#: The severities a rule may have, as the config defines them.
+SEVERITIES: Final[tuple[str, ...]] = get_args(Severity)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleState:
+    """One rule in one run: whether it fires, and the severity of its alert.
+
+    ``severity`` is the rule's severity from the config (one of :data:`SEVERITIES`); it is
+    exported as the ``severity`` label of ``retrieval_regression_detected``, so the alert
+    Prometheus raises from that series is as serious as the rule.
+    """
+
+    breached: bool
+    severity: str = "warning"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.breached, bool):
+            raise UsageError(f"a rule's breached flag must be True or False, not {self.breached!r}")
+        if self.severity not in SEVERITIES:
+            raise UsageError(
+                f"a rule's severity must be one of {', '.join(SEVERITIES)}, not {self.severity!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +73,8 @@ class SuiteSnapshot:
       and ``ci_high``). The exporters publish ``baseline + low`` and ``baseline + high``:
       the band of current values the comparison cannot tell from the measured one, so a drop
       is significant exactly when the baseline lies above the band.
-    - ``rules``: rule name (``recall@5 max_drop``) -> whether it fires.
+    - ``rules``: rule name (``recall@5 max_drop``) -> its :class:`RuleState`: whether it
+      fires, and its severity.
     - ``latency``: ``p50``, ``p95``, ``p99``, ``mean``, ``max`` in seconds, answered queries.
     - ``error_rate``, ``zero_result_rate``: shares in 0..1; ``mean_top1_score``: the mean
       score of the first hit. ``None`` when unknown.
@@ -62,6 +88,10 @@ class SuiteSnapshot:
       run it may be left ``None``, the run's own ``finished_at`` is used.
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
+
+    Every metric name is parsed once, when the snapshot is built: ``metrics`` maps each name
+    in ``means``, ``baseline``, ``baseline_ci`` and ``segments`` to its
+    :class:`~monitor.metrics.spec.Metric`, which the exporters read its labels from.
     """
 
     suite: str
@@ -73,7 +103,7 @@ class SuiteSnapshot:
     means: Mapping[str, float] = field(default_factory=dict, hash=False)
     baseline: Mapping[str, float] | None = field(default=None, hash=False)
     baseline_ci: Mapping[str, tuple[float, float]] = field(default_factory=dict, hash=False)
-    rules: Mapping[str, bool] = field(default_factory=dict, hash=False)
+    rules: Mapping[str, RuleState] = field(default_factory=dict, hash=False)
     latency: Mapping[str, float] = field(default_factory=dict, hash=False)
     error_rate: float | None = None
     zero_result_rate: float | None = None
@@ -87,6 +117,7 @@ class SuiteSnapshot:
         default_factory=dict, hash=False
     )
     last_success_at: datetime | None = None
+    metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         check_value("suite", self.suite)
@@ -100,11 +131,12 @@ class SuiteSnapshot:
             raise UsageError("finished_at must not be before started_at")
         if self.last_success_at is not None:
             _set(self, "last_success_at", _utc("last_success_at", self.last_success_at))
-        _set(self, "means", _ratios("means", self.means))
+        metrics: dict[str, Metric] = {}
+        _set(self, "means", _ratios("means", self.means, metrics))
         if self.baseline is not None:
-            _set(self, "baseline", _ratios("baseline", self.baseline))
-        _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline))
-        _set(self, "rules", _flags(self.rules))
+            _set(self, "baseline", _ratios("baseline", self.baseline, metrics))
+        _set(self, "baseline_ci", _intervals(self.baseline_ci, self.baseline, metrics))
+        _set(self, "rules", _rules(self.rules))
         _set(self, "latency", _latency(self.latency))
         _set(self, "error_rate", _ratio("error_rate", self.error_rate))
         _set(self, "zero_result_rate", _ratio("zero_result_rate", self.zero_result_rate))
@@ -124,7 +156,8 @@ class SuiteSnapshot:
             _count("baseline_run_id", self.baseline_run_id)
         if self.index_size is not None:
             _count("index_size", self.index_size)
-        _set(self, "segments", _segments(self.segments))
+        _set(self, "segments", _segments(self.segments, metrics))
+        _set(self, "metrics", MappingProxyType(metrics))
 
     @property
     def last_success(self) -> datetime | None:
@@ -135,14 +168,6 @@ class SuiteSnapshot:
     def duration_seconds(self) -> float:
         """Return the wall time of the run in seconds."""
         return (self.finished_at - self.started_at).total_seconds()
-
-
-def metric_of(name: str) -> Metric:
-    """Return the metric a snapshot key names; raise UsageError unless it is canonical."""
-    metric = parse_metric(name)
-    if str(metric) != name:
-        raise UsageError(f"metric key {name!r} is not canonical; write it as {str(metric)!r}")
-    return metric
 
 
 def _set(snapshot: SuiteSnapshot, name: str, value: object) -> None:
@@ -182,10 +207,24 @@ def _ratio(name: str, value: object) -> float | None:
     return number
 
 
-def _ratios(name: str, values: Mapping[str, float]) -> Mapping[str, float]:
+def _parse(field_name: str, key: str, metrics: dict[str, Metric]) -> None:
+    """Parse the metric name ``key`` into ``metrics``; raise UsageError unless it is canonical."""
+    if key in metrics:
+        return
+    metric = parse_metric(key)
+    if str(metric) != key:
+        raise UsageError(
+            f"{field_name}: metric key {key!r} is not canonical; write it as {str(metric)!r}"
+        )
+    metrics[key] = metric
+
+
+def _ratios(
+    name: str, values: Mapping[str, float], metrics: dict[str, Metric]
+) -> Mapping[str, float]:
     out: dict[str, float] = {}
     for key, value in values.items():
-        metric_of(key)
+        _parse(name, key, metrics)
         number = _ratio(f"{name}[{key!r}]", value)
         if number is not None:
             out[key] = number
@@ -193,11 +232,13 @@ def _ratios(name: str, values: Mapping[str, float]) -> Mapping[str, float]:
 
 
 def _intervals(
-    values: Mapping[str, tuple[float, float]], baseline: Mapping[str, float] | None
+    values: Mapping[str, tuple[float, float]],
+    baseline: Mapping[str, float] | None,
+    metrics: dict[str, Metric],
 ) -> Mapping[str, tuple[float, float]]:
     out: dict[str, tuple[float, float]] = {}
     for key, pair in values.items():
-        metric_of(key)
+        _parse("baseline_ci", key, metrics)
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise UsageError(f"baseline_ci[{key!r}] must be a (low, high) pair, not {pair!r}")
         low = _finite(f"baseline_ci[{key!r}] low", pair[0])
@@ -215,11 +256,13 @@ def _intervals(
     return MappingProxyType(out)
 
 
-def _flags(values: Mapping[str, bool]) -> Mapping[str, bool]:
-    for name, flag in values.items():
+def _rules(values: Mapping[str, RuleState]) -> Mapping[str, RuleState]:
+    for name, state in values.items():
         check_value("rule", name)
-        if not isinstance(flag, bool):
-            raise UsageError(f"rules[{name!r}] must be True or False, not {flag!r}")
+        if not isinstance(state, RuleState):
+            raise UsageError(
+                f"rules[{name!r}] must be a RuleState(breached, severity), not {state!r}"
+            )
     return MappingProxyType(dict(values))
 
 
@@ -242,7 +285,7 @@ def _count(name: str, value: object) -> None:
 
 
 def _segments(
-    values: Mapping[str, Mapping[str, Mapping[str, float]]],
+    values: Mapping[str, Mapping[str, Mapping[str, float]]], metrics: dict[str, Metric]
 ) -> Mapping[str, Mapping[str, Mapping[str, float]]]:
     out: dict[str, Mapping[str, Mapping[str, float]]] = {}
     for key, by_value in values.items():
@@ -256,7 +299,9 @@ def _segments(
             )
         out[key] = MappingProxyType(
             {
-                check_value("segment_value", value): _ratios(f"segments[{key!r}][{value!r}]", m)
+                check_value("segment_value", value): _ratios(
+                    f"segments[{key!r}][{value!r}]", m, metrics
+                )
                 for value, m in by_value.items()
             }
         )
