@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 JOBS = ROOT / "jobs"
 K8S = JOBS / "kubernetes"
 SYSTEMD = JOBS / "systemd"
+#: Every Kubernetes manifest under jobs/ (every YAML file there is one).
+MANIFESTS = sorted(path for path in JOBS.rglob("*") if path.suffix in (".yaml", ".yml"))
+#: The Kubernetes minor versions the manifests support; jobs/README.md names the range. 1.29
+#: is the first whose Job API takes a podFailurePolicy rule without ``onPodConditions``.
+KUBERNETES_VERSIONS = [f"1.{minor}" for minor in range(29, 38)]
 
 #: The exit codes `run` documents (monitor/cli/run.py).
 DOCUMENTED_CODES = {0, 1, 2, 3, 4}
@@ -33,7 +38,12 @@ BACKEND_FAILED = exit_code(SearchBackendError("down"))
 
 def documents(name: str) -> list[dict[str, Any]]:
     """Return the YAML documents of ``jobs/kubernetes/<name>``."""
-    return [doc for doc in yaml.safe_load_all((K8S / name).read_text()) if doc is not None]
+    return manifest_documents(K8S / name)
+
+
+def manifest_documents(path: Path) -> list[dict[str, Any]]:
+    """Return the YAML documents of the manifest at ``path``, empty ones left out."""
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
 
 
 def one(name: str, kind: str) -> dict[str, Any]:
@@ -103,16 +113,65 @@ def units(name: str) -> configparser.RawConfigParser:
 # -- Kubernetes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name", ["cronjob.yaml", "configmap.yaml", "secret.example.yaml", "deployment.yaml"]
-)
-def test_kubernetes_file_parses_into_objects_with_kind_and_name(name: str) -> None:
+def manifest_id(path: Path) -> str:
+    return path.relative_to(JOBS).as_posix()
+
+
+def test_manifests_are_found() -> None:
+    """The manifests the tests check include the four Kubernetes files the README describes."""
+    names = {"cronjob.yaml", "configmap.yaml", "secret.example.yaml", "deployment.yaml"}
+    assert {K8S / name for name in names} <= set(MANIFESTS)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=manifest_id)
+def test_kubernetes_file_parses_into_objects_with_kind_and_name(path: Path) -> None:
     """Every Kubernetes file is YAML whose documents each have a kind and a name."""
-    docs = documents(name)
+    docs = manifest_documents(path)
     assert docs
     for doc in docs:
         assert {"apiVersion", "kind", "metadata"} <= set(doc)
         assert doc["metadata"]["name"]
+
+
+def schema_problems(path: Path, version: str) -> list[str]:
+    """Return what the Kubernetes ``version`` API schema (strict: no unknown fields) rejects in
+    the manifest at ``path``, one line per object naming the file, the object and the field."""
+    import kubernetes_validate
+    from kubernetes_validate.utils import VersionNotSupportedError
+
+    problems: list[str] = []
+    for doc in manifest_documents(path):
+        where = f"{manifest_id(path)}: {doc.get('kind')} {doc.get('metadata', {}).get('name')}"
+        try:
+            checked = kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            field = ".".join(str(part) for part in error.absolute_path) or "(the object)"
+            problems.append(f"{where}: {field}: {error.message}")
+        except kubernetes_validate.SchemaNotFoundError as error:
+            problems.append(f"{where}: {error.message}")
+        except VersionNotSupportedError:
+            pytest.fail(
+                f"kubernetes-validate {kubernetes_validate.__version__} has no schemas for "
+                f"Kubernetes {version}: install the version the test extra asks for"
+            )
+        else:
+            if checked != version:
+                problems.append(f"{where}: checked against {checked}'s schema, not {version}'s")
+    return problems
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("path", MANIFESTS, ids=manifest_id)
+def test_manifest_is_valid_on_each_supported_kubernetes_version(path: Path, version: str) -> None:
+    """Every object of every manifest matches the API schema of each supported version."""
+    assert [] == schema_problems(path, version)
+
+
+def test_readme_names_the_supported_kubernetes_versions() -> None:
+    """jobs/README.md names the range of Kubernetes versions the manifests are checked against."""
+    readme = " ".join((JOBS / "README.md").read_text().split())
+    first, last = KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]
+    assert f"Kubernetes {first} to {last}" in readme
 
 
 @pytest.mark.parametrize(
@@ -174,7 +233,8 @@ def test_cronjob_does_not_count_evictions_as_failures() -> None:
     """A pod evicted or preempted is retried without using up the backoff limit."""
     rules = dig(cronjob(), "spec.jobTemplate.spec.podFailurePolicy.rules")
     ignored = [rule for rule in rules if rule["action"] == "Ignore"]
-    assert [{"type": "DisruptionTarget"}] == [c for r in ignored for c in r["onPodConditions"]]
+    conditions = [c for r in ignored for c in r["onPodConditions"]]
+    assert [{"type": "DisruptionTarget", "status": "True"}] == conditions
 
 
 def test_cronjob_schedule_is_the_configs_schedule() -> None:
