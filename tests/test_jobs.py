@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.cli import build_parser, exit_code
-from monitor.cli.run import EVALSET_CHANGED, QUALITY_GATE
+from monitor.cli import EXIT_CODES, UNEXPECTED, build_parser, exit_code
+from monitor.cli.run import EVALSET_CHANGED, EXPORT_FAILED, QUALITY_GATE
 from monitor.config import ScheduleConfig, load_config_text
 from monitor.daemon.schedule import build_trigger, shortest_gap
 from monitor.errors import ConfigError, SearchBackendError
@@ -30,8 +30,16 @@ MANIFESTS = sorted(path for path in JOBS.rglob("*") if path.suffix in (".yaml", 
 #: is the first whose Job API takes a podFailurePolicy rule without ``onPodConditions``.
 KUBERNETES_VERSIONS = [f"1.{minor}" for minor in range(29, 38)]
 
-#: The exit codes `run` documents (monitor/cli/run.py).
-DOCUMENTED_CODES = {0, 1, 2, 3, 4}
+#: The exit codes of `run` (monitor/cli/run.py), each with the words every file in jobs/ that
+#: lists them must use for it.
+RUN_EXIT_CODES: dict[int, tuple[str, ...]] = {
+    0: ("completed", "skipped", "another process"),
+    2: ("config", "eval set", "changed"),
+    3: ("search backend", "error budget"),
+    4: ("quality gate", "--fail-on-regression"),
+    1: ("unexpected", "export"),
+}
+DOCUMENTED_CODES = set(RUN_EXIT_CODES)
 CONFIG_ERROR = exit_code(ConfigError("monitor.yaml", "store", "a store"))
 BACKEND_FAILED = exit_code(SearchBackendError("down"))
 
@@ -113,7 +121,8 @@ def units(name: str) -> configparser.RawConfigParser:
 # -- Kubernetes ------------------------------------------------------------------------------
 
 
-def manifest_id(path: Path) -> str:
+def jobs_id(path: Path) -> str:
+    """Return ``path`` relative to jobs/, as a test id and in messages."""
     return path.relative_to(JOBS).as_posix()
 
 
@@ -123,7 +132,7 @@ def test_manifests_are_found() -> None:
     assert {K8S / name for name in names} <= set(MANIFESTS)
 
 
-@pytest.mark.parametrize("path", MANIFESTS, ids=manifest_id)
+@pytest.mark.parametrize("path", MANIFESTS, ids=jobs_id)
 def test_kubernetes_file_parses_into_objects_with_kind_and_name(path: Path) -> None:
     """Every Kubernetes file is YAML whose documents each have a kind and a name."""
     docs = manifest_documents(path)
@@ -141,7 +150,7 @@ def schema_problems(path: Path, version: str) -> list[str]:
 
     problems: list[str] = []
     for doc in manifest_documents(path):
-        where = f"{manifest_id(path)}: {doc.get('kind')} {doc.get('metadata', {}).get('name')}"
+        where = f"{jobs_id(path)}: {doc.get('kind')} {doc.get('metadata', {}).get('name')}"
         try:
             checked = kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -161,7 +170,7 @@ def schema_problems(path: Path, version: str) -> list[str]:
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-@pytest.mark.parametrize("path", MANIFESTS, ids=manifest_id)
+@pytest.mark.parametrize("path", MANIFESTS, ids=jobs_id)
 def test_manifest_is_valid_on_each_supported_kubernetes_version(path: Path, version: str) -> None:
     """Every object of every manifest matches the API schema of each supported version."""
     assert [] == schema_problems(path, version)
@@ -544,3 +553,113 @@ def test_dockerfile_default_command_is_accepted_by_the_command_line() -> None:
     """CMD is a daemon invocation the command line accepts."""
     (cmd,) = [args for word, args in final_stage() if word == "CMD"]
     assert "daemon" == parse_cli(json.loads(cmd)).command
+
+
+# -- the exit codes in the docs --------------------------------------------------------------
+
+#: The files in jobs/ that list the exit codes of `run`.
+EXIT_CODE_DOCS = [
+    JOBS / "README.md",
+    K8S / "cronjob.yaml",
+    JOBS / "cron" / "retrieval-monitor.crontab",
+    SYSTEMD / "retrieval-monitor.service",
+]
+LISTING_START = "Exit codes of `run`"
+
+
+def listed_exit_codes(path: Path) -> dict[int, str]:
+    """Return the exit codes of `run` that ``path`` lists, each with its text.
+
+    Markdown lists them as table rows ``| code | meaning | ...``; the other files in a comment
+    that starts with "Exit codes of `run`", one code a line (``#   2  meaning``), a meaning
+    carried on over the lines indented under it.
+    """
+    listed: dict[int, str] = {}
+    lines = path.read_text().splitlines()
+    if path.suffix == ".md":
+        entries = [re.match(r"\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|", line) for line in lines]
+        rows = [(int(m[1]), m[2]) for m in entries if m]
+    else:
+        start = next((i for i, line in enumerate(lines) if LISTING_START in line), None)
+        assert start is not None, f"{jobs_id(path)} has no comment '{LISTING_START} ...'"
+        rows = []
+        for line in lines[start + 1 :]:
+            text = line.removeprefix("#")
+            if not line.startswith("#") or not text.strip():
+                break
+            entry = re.match(r"\s+(\d+)\s{2,}(\S.*)", text)
+            if entry:
+                rows.append((int(entry[1]), entry[2]))
+            elif rows and re.match(r"\s{4,}\S", text):
+                rows[-1] = (rows[-1][0], f"{rows[-1][1]} {text.strip()}")
+    for code, meaning in rows:
+        assert code not in listed, f"{jobs_id(path)} lists exit code {code} twice"
+        listed[code] = meaning
+    return listed
+
+
+def test_run_exit_codes_in_the_docs_are_those_the_command_line_returns() -> None:
+    """The codes the docs are held to are 0 and the codes of the command line's error table."""
+    returned = {0, UNEXPECTED, EVALSET_CHANGED, QUALITY_GATE, EXPORT_FAILED}
+    returned |= {code for _, code in EXIT_CODES}
+    assert DOCUMENTED_CODES == returned
+
+
+@pytest.mark.parametrize("path", EXIT_CODE_DOCS, ids=jobs_id)
+def test_doc_lists_every_exit_code_of_run_with_its_meaning(path: Path) -> None:
+    """Each listing names every code of `run` and, for each, what the contract says of it."""
+    listed = listed_exit_codes(path)
+    assert DOCUMENTED_CODES == set(listed)
+    missing = [
+        f"{code}: {word!r}"
+        for code, words in RUN_EXIT_CODES.items()
+        for word in words
+        if word.lower() not in listed[code].lower()
+    ]
+    assert [] == missing
+
+
+@pytest.mark.parametrize("path", EXIT_CODE_DOCS, ids=jobs_id)
+def test_doc_lists_a_locked_suite_under_exit_code_zero_only(path: Path) -> None:
+    """No code but 0 is listed for a suite another process holds the lock of (it is skipped)."""
+    listed = listed_exit_codes(path)
+    held = re.compile(r"\block(?:s|ed)?\b|another process", re.IGNORECASE)
+    assert [] == [code for code, meaning in listed.items() if code != 0 and held.search(meaning)]
+
+
+def prose(path: Path) -> list[str]:
+    """Return the sentences of the comments of ``path`` (the text of a Markdown file), those of
+    one comment block or paragraph joined across its lines."""
+    blocks: list[list[str]] = [[]]
+    for line in path.read_text().splitlines():
+        stripped = line.strip()
+        if path.suffix == ".md":
+            text = "" if stripped.startswith("|") else stripped
+        else:
+            text = stripped.removeprefix("#").strip() if stripped.startswith("#") else ""
+        if text:
+            blocks[-1].append(text)
+        else:
+            blocks.append([])
+    return [
+        sentence
+        for block in blocks
+        if block
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(block))
+    ]
+
+
+LOCK = re.compile(r"\block(?:s|ed)?\b", re.IGNORECASE)
+EXIT_WITH = re.compile(r"\bexit(?:s|ed)?(?: code| status)?(?: with)? (\d+)", re.IGNORECASE)
+JOB_FILES = sorted(path for path in JOBS.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("path", JOB_FILES, ids=jobs_id)
+def test_no_sentence_says_a_locked_suite_exits_non_zero(path: Path) -> None:
+    """No comment or paragraph in jobs/ gives a suite's lock any exit code but 0."""
+    wrong = [
+        sentence
+        for sentence in prose(path)
+        if LOCK.search(sentence) and set(EXIT_WITH.findall(sentence)) - {"0"}
+    ]
+    assert [] == wrong
