@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.cli import EXIT_CODES, UNEXPECTED, build_parser, exit_code
+from monitor.cli import EXIT_CODES, UNEXPECTED, build_parser, exit_code, main
 from monitor.cli.run import EVALSET_CHANGED, EXPORT_FAILED, QUALITY_GATE
 from monitor.config import ScheduleConfig, load_config_text
 from monitor.daemon.schedule import build_trigger, shortest_gap
@@ -375,6 +375,26 @@ def test_configmap_config_loads_in_the_pods_environment(workload: Any) -> None:
     config = load_config_text(text, "configmap.yaml", env=pod_env(workload()))
     assert "postgresql" == config.store.kind
     assert config.suites
+
+
+def test_configmap_check_command_validates_its_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The `config validate` command in configmap.yaml's comment passes on its own config."""
+    comments = [line.lstrip("# ") for line in (K8S / "configmap.yaml").read_text().splitlines()]
+    (command,) = [line for line in comments if "retrieval-monitor config validate" in line]
+    words = shlex.split(command)
+    program = next(i for i, word in enumerate(words) if word.endswith("retrieval-monitor"))
+    text = one("configmap.yaml", "ConfigMap")["data"]["monitor.yaml"]
+    for name in re.findall(r"\$\{(\w+)", text):  # only what the command line itself sets
+        monkeypatch.delenv(name, raising=False)
+    for assignment in words[:program]:
+        name, _, value = assignment.partition("=")
+        monkeypatch.setenv(name, value)
+    (tmp_path / "monitor.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code = main(words[program + 1 :])
+    assert 0 == code, capsys.readouterr().err
 
 
 # -- cron ------------------------------------------------------------------------------------
