@@ -397,6 +397,18 @@ def test_configmap_check_command_validates_its_config(
     assert 0 == code, capsys.readouterr().err
 
 
+def test_configmap_reload_command_runs_a_program_the_image_has() -> None:
+    """The `kubectl exec` that sends SIGHUP runs python (the base image's), not a tool it lacks."""
+    comments = [line.lstrip("# ") for line in (K8S / "configmap.yaml").read_text().splitlines()]
+    (command,) = [line for line in comments if line.startswith("kubectl exec")]
+    words = shlex.split(command)
+    program = words[words.index("--") + 1 :]
+    # python:*-slim has no procps, so no kill(1); the daemon is PID 1 (exec-form ENTRYPOINT).
+    assert ["python", "-c"] == program[:2]
+    assert "os.kill(1, signal.SIGHUP)" in program[2]
+    compile(program[2], "configmap.yaml", "exec")
+
+
 # -- cron ------------------------------------------------------------------------------------
 
 
