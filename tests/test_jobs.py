@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.cli import build_parser
+from monitor.cli import build_parser, main
 from monitor.config import ScheduleConfig, load_config_text
 from monitor.daemon.schedule import build_trigger, shortest_gap
 from monitor.errors import ConfigError, SearchBackendError
@@ -24,16 +24,34 @@ ROOT = Path(__file__).resolve().parents[1]
 JOBS = ROOT / "jobs"
 K8S = JOBS / "kubernetes"
 SYSTEMD = JOBS / "systemd"
+#: Every Kubernetes manifest under jobs/ (every YAML file there is one).
+MANIFESTS = sorted(path for path in JOBS.rglob("*") if path.suffix in (".yaml", ".yml"))
+#: The Kubernetes minor versions the manifests support; jobs/README.md names the range. 1.29
+#: is the first whose Job API takes a podFailurePolicy rule without ``onPodConditions``.
+KUBERNETES_VERSIONS = [f"1.{minor}" for minor in range(29, 38)]
 
-#: The exit codes `run` documents (monitor/cli/run.py).
-DOCUMENTED_CODES = {0, 1, 2, 3, 4}
+#: The exit codes of `run` (monitor/cli/run.py), each with the words every file in jobs/ that
+#: lists them must use for it.
+RUN_EXIT_CODES: dict[int, tuple[str, ...]] = {
+    0: ("completed", "skipped", "another process"),
+    2: ("config", "eval set", "changed"),
+    3: ("search backend", "error budget"),
+    4: ("quality gate", "--fail-on-regression"),
+    1: ("unexpected", "export"),
+}
+DOCUMENTED_CODES = set(RUN_EXIT_CODES)
 CONFIG_ERROR = exit_code(ConfigError("monitor.yaml", "store", "a store"))
 BACKEND_FAILED = exit_code(SearchBackendError("down"))
 
 
 def documents(name: str) -> list[dict[str, Any]]:
     """Return the YAML documents of ``jobs/kubernetes/<name>``."""
-    return [doc for doc in yaml.safe_load_all((K8S / name).read_text()) if doc is not None]
+    return manifest_documents(K8S / name)
+
+
+def manifest_documents(path: Path) -> list[dict[str, Any]]:
+    """Return the YAML documents of the manifest at ``path``, empty ones left out."""
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
 
 
 def one(name: str, kind: str) -> dict[str, Any]:
@@ -103,16 +121,66 @@ def units(name: str) -> configparser.RawConfigParser:
 # -- Kubernetes ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name", ["cronjob.yaml", "configmap.yaml", "secret.example.yaml", "deployment.yaml"]
-)
-def test_kubernetes_file_parses_into_objects_with_kind_and_name(name: str) -> None:
+def jobs_id(path: Path) -> str:
+    """Return ``path`` relative to jobs/, as a test id and in messages."""
+    return path.relative_to(JOBS).as_posix()
+
+
+def test_manifests_are_found() -> None:
+    """The manifests the tests check include the four Kubernetes files the README describes."""
+    names = {"cronjob.yaml", "configmap.yaml", "secret.example.yaml", "deployment.yaml"}
+    assert {K8S / name for name in names} <= set(MANIFESTS)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=jobs_id)
+def test_kubernetes_file_parses_into_objects_with_kind_and_name(path: Path) -> None:
     """Every Kubernetes file is YAML whose documents each have a kind and a name."""
-    docs = documents(name)
+    docs = manifest_documents(path)
     assert docs
     for doc in docs:
         assert {"apiVersion", "kind", "metadata"} <= set(doc)
         assert doc["metadata"]["name"]
+
+
+def schema_problems(path: Path, version: str) -> list[str]:
+    """Return what the Kubernetes ``version`` API schema (strict: no unknown fields) rejects in
+    the manifest at ``path``, one line per object naming the file, the object and the field."""
+    import kubernetes_validate
+    from kubernetes_validate.utils import VersionNotSupportedError
+
+    problems: list[str] = []
+    for doc in manifest_documents(path):
+        where = f"{jobs_id(path)}: {doc.get('kind')} {doc.get('metadata', {}).get('name')}"
+        try:
+            checked = kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            field = ".".join(str(part) for part in error.absolute_path) or "(the object)"
+            problems.append(f"{where}: {field}: {error.message}")
+        except kubernetes_validate.SchemaNotFoundError as error:
+            problems.append(f"{where}: {error.message}")
+        except VersionNotSupportedError:
+            pytest.fail(
+                f"kubernetes-validate {kubernetes_validate.__version__} has no schemas for "
+                f"Kubernetes {version}: install the version the test extra asks for"
+            )
+        else:
+            if checked != version:
+                problems.append(f"{where}: checked against {checked}'s schema, not {version}'s")
+    return problems
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("path", MANIFESTS, ids=jobs_id)
+def test_manifest_is_valid_on_each_supported_kubernetes_version(path: Path, version: str) -> None:
+    """Every object of every manifest matches the API schema of each supported version."""
+    assert [] == schema_problems(path, version)
+
+
+def test_readme_names_the_supported_kubernetes_versions() -> None:
+    """jobs/README.md names the range of Kubernetes versions the manifests are checked against."""
+    readme = " ".join((JOBS / "README.md").read_text().split())
+    first, last = KUBERNETES_VERSIONS[0], KUBERNETES_VERSIONS[-1]
+    assert f"Kubernetes {first} to {last}" in readme
 
 
 @pytest.mark.parametrize(
@@ -174,7 +242,8 @@ def test_cronjob_does_not_count_evictions_as_failures() -> None:
     """A pod evicted or preempted is retried without using up the backoff limit."""
     rules = dig(cronjob(), "spec.jobTemplate.spec.podFailurePolicy.rules")
     ignored = [rule for rule in rules if rule["action"] == "Ignore"]
-    assert [{"type": "DisruptionTarget"}] == [c for r in ignored for c in r["onPodConditions"]]
+    conditions = [c for r in ignored for c in r["onPodConditions"]]
+    assert [{"type": "DisruptionTarget", "status": "True"}] == conditions
 
 
 def test_cronjob_schedule_is_the_configs_schedule() -> None:
@@ -306,6 +375,38 @@ def test_configmap_config_loads_in_the_pods_environment(workload: Any) -> None:
     config = load_config_text(text, "configmap.yaml", env=pod_env(workload()))
     assert "postgresql" == config.store.kind
     assert config.suites
+
+
+def test_configmap_check_command_validates_its_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The `config validate` command in configmap.yaml's comment passes on its own config."""
+    comments = [line.lstrip("# ") for line in (K8S / "configmap.yaml").read_text().splitlines()]
+    (command,) = [line for line in comments if "retrieval-monitor config validate" in line]
+    words = shlex.split(command)
+    program = next(i for i, word in enumerate(words) if word.endswith("retrieval-monitor"))
+    text = one("configmap.yaml", "ConfigMap")["data"]["monitor.yaml"]
+    for name in re.findall(r"\$\{(\w+)", text):  # only what the command line itself sets
+        monkeypatch.delenv(name, raising=False)
+    for assignment in words[:program]:
+        name, _, value = assignment.partition("=")
+        monkeypatch.setenv(name, value)
+    (tmp_path / "monitor.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    code = main(words[program + 1 :])
+    assert 0 == code, capsys.readouterr().err
+
+
+def test_configmap_reload_command_runs_a_program_the_image_has() -> None:
+    """The `kubectl exec` that sends SIGHUP runs python (the base image's), not a tool it lacks."""
+    comments = [line.lstrip("# ") for line in (K8S / "configmap.yaml").read_text().splitlines()]
+    (command,) = [line for line in comments if line.startswith("kubectl exec")]
+    words = shlex.split(command)
+    program = words[words.index("--") + 1 :]
+    # python:*-slim has no procps, so no kill(1); the daemon is PID 1 (exec-form ENTRYPOINT).
+    assert ["python", "-c"] == program[:2]
+    assert "os.kill(1, signal.SIGHUP)" in program[2]
+    compile(program[2], "configmap.yaml", "exec")
 
 
 # -- cron ------------------------------------------------------------------------------------
@@ -484,3 +585,111 @@ def test_dockerfile_default_command_is_accepted_by_the_command_line() -> None:
     """CMD is a daemon invocation the command line accepts."""
     (cmd,) = [args for word, args in final_stage() if word == "CMD"]
     assert "daemon" == parse_cli(json.loads(cmd)).command
+
+
+# -- the exit codes in the docs --------------------------------------------------------------
+
+#: The files in jobs/ that list the exit codes of `run`.
+EXIT_CODE_DOCS = [
+    JOBS / "README.md",
+    K8S / "cronjob.yaml",
+    JOBS / "cron" / "retrieval-monitor.crontab",
+    SYSTEMD / "retrieval-monitor.service",
+]
+LISTING_START = "Exit codes of `run`"
+
+
+def listed_exit_codes(path: Path) -> dict[int, str]:
+    """Return the exit codes of `run` that ``path`` lists, each with its text.
+
+    Markdown lists them as table rows ``| code | meaning | ...``; the other files in a comment
+    that starts with "Exit codes of `run`", one code a line (``#   2  meaning``), a meaning
+    carried on over the lines indented under it.
+    """
+    listed: dict[int, str] = {}
+    lines = path.read_text().splitlines()
+    if path.suffix == ".md":
+        entries = [re.match(r"\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|", line) for line in lines]
+        rows = [(int(m[1]), m[2]) for m in entries if m]
+    else:
+        start = next((i for i, line in enumerate(lines) if LISTING_START in line), None)
+        assert start is not None, f"{jobs_id(path)} has no comment '{LISTING_START} ...'"
+        rows = []
+        for line in lines[start + 1 :]:
+            text = line.removeprefix("#")
+            if not line.startswith("#") or not text.strip():
+                break
+            entry = re.match(r"\s+(\d+)\s{2,}(\S.*)", text)
+            if entry:
+                rows.append((int(entry[1]), entry[2]))
+            elif rows and re.match(r"\s{4,}\S", text):
+                rows[-1] = (rows[-1][0], f"{rows[-1][1]} {text.strip()}")
+    for code, meaning in rows:
+        assert code not in listed, f"{jobs_id(path)} lists exit code {code} twice"
+        listed[code] = meaning
+    return listed
+
+
+def test_run_exit_codes_in_the_docs_are_those_the_command_line_returns() -> None:
+    """The codes the docs are held to are those of the exit-code table."""
+    assert {code.value for code in ExitCode} == DOCUMENTED_CODES
+
+
+@pytest.mark.parametrize("path", EXIT_CODE_DOCS, ids=jobs_id)
+def test_doc_lists_every_exit_code_of_run_with_its_meaning(path: Path) -> None:
+    """Each listing names every code of `run` and, for each, what the contract says of it."""
+    listed = listed_exit_codes(path)
+    assert DOCUMENTED_CODES == set(listed)
+    missing = [
+        f"{code}: {word!r}"
+        for code, words in RUN_EXIT_CODES.items()
+        for word in words
+        if word.lower() not in listed[code].lower()
+    ]
+    assert [] == missing
+
+
+@pytest.mark.parametrize("path", EXIT_CODE_DOCS, ids=jobs_id)
+def test_doc_lists_a_locked_suite_under_exit_code_zero_only(path: Path) -> None:
+    """No code but 0 is listed for a suite another process holds the lock of (it is skipped)."""
+    listed = listed_exit_codes(path)
+    held = re.compile(r"\block(?:s|ed)?\b|another process", re.IGNORECASE)
+    assert [] == [code for code, meaning in listed.items() if code != 0 and held.search(meaning)]
+
+
+def prose(path: Path) -> list[str]:
+    """Return the sentences of the comments of ``path`` (the text of a Markdown file), those of
+    one comment block or paragraph joined across its lines."""
+    blocks: list[list[str]] = [[]]
+    for line in path.read_text().splitlines():
+        stripped = line.strip()
+        if path.suffix == ".md":
+            text = "" if stripped.startswith("|") else stripped
+        else:
+            text = stripped.removeprefix("#").strip() if stripped.startswith("#") else ""
+        if text:
+            blocks[-1].append(text)
+        else:
+            blocks.append([])
+    return [
+        sentence
+        for block in blocks
+        if block
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(block))
+    ]
+
+
+LOCK = re.compile(r"\block(?:s|ed)?\b", re.IGNORECASE)
+EXIT_WITH = re.compile(r"\bexit(?:s|ed)?(?: code| status)?(?: with)? (\d+)", re.IGNORECASE)
+JOB_FILES = sorted(path for path in JOBS.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("path", JOB_FILES, ids=jobs_id)
+def test_no_sentence_says_a_locked_suite_exits_non_zero(path: Path) -> None:
+    """No comment or paragraph in jobs/ gives a suite's lock any exit code but 0."""
+    wrong = [
+        sentence
+        for sentence in prose(path)
+        if LOCK.search(sentence) and set(EXIT_WITH.findall(sentence)) - {"0"}
+    ]
+    assert [] == wrong
