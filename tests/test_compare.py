@@ -9,7 +9,8 @@ import pytest
 from monitor.compare import compare_runs
 from monitor.config import Check, PersistenceConfig, RuleConfig, SignificanceConfig
 from monitor.metrics.spec import parse_metric
-from monitor.store.records import QueryRecord, RunRecord
+from monitor.records import LatencySummary
+from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 FAST = SignificanceConfig(iterations=2000, seed=1)
@@ -42,8 +43,10 @@ def run(
         finished_at=T0,
         evalset_fingerprint=fingerprint,
         means={metric: sum(values) / len(values)},
-        latency={"p95": latency_p95},
-        rates={"error_rate": 0.0, "zero_result_rate": 0.0, **(rates or {})},
+        figures=RunFigures(
+            latency=LatencySummary(count=len(values), p95=latency_p95),
+            **{"error_rate": 0.0, "zero_result_rate": 0.0, **(rates or {})},  # type: ignore[arg-type]
+        ),
         queries=queries,
         run_id=run_id,
     )

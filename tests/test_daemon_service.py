@@ -23,7 +23,8 @@ from apscheduler.events import (
 from monitor.config import MonitorConfig, SuiteConfig, load_config_text
 from monitor.daemon import Daemon
 from monitor.errors import ConfigError, SearchBackendError, UsageError
-from monitor.outcome import SuiteOutcome, run_suite
+from monitor.job import run_suite
+from monitor.outcome import SuiteOutcome
 from monitor.store import Store
 
 BUNDLED = {

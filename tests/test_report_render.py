@@ -13,12 +13,13 @@ import pytest
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.config.model import Check, RuleConfig
 from monitor.metrics.spec import parse_metric
+from monitor.records import LatencySummary
 from monitor.report.history import build_trends, chart_metrics
 from monitor.report.html import render_html
 from monitor.report.records import Report, Trend, TrendPoint
 from monitor.report.svg import trend_chart
 from monitor.report.tables import render_csv, render_json
-from monitor.store import RunRecord
+from monitor.store import RunFigures, RunRecord
 
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
 SCRIPT = "<script>alert(1)</script>"
@@ -31,8 +32,7 @@ def _run(run_id: int, pipeline: str = "bm25", **means: float) -> RunRecord:
         T0,
         T0,
         means={name.replace("_at_", "@"): value for name, value in means.items()},
-        latency={"p95": 0.01},
-        rates={"error_rate": 0.0, "mean_top1_score": math.nan},
+        figures=RunFigures(latency=LatencySummary(count=1, p95=0.01), error_rate=0.0),
         run_id=run_id,
     )
 

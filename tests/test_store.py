@@ -32,9 +32,11 @@ from monitor.errors import (
     StoreSchemaError,
     UsageError,
 )
+from monitor.records import LatencySummary
 from monitor.store import (
     SCHEMA_VERSION,
     QueryRecord,
+    RunFigures,
     RunRecord,
     SqlStore,
     open_store,
@@ -138,8 +140,18 @@ def make_run(
         evalset_fingerprint="sha256:abc",
         config_hash="c0ffee",
         means={"ndcg@10": ndcg, "recall@10": 0.4166},
-        latency={"p50": 0.02, "p95": 0.45, "p99": 0.49, "max": 0.5, "mean": 0.177},
-        rates={"error_rate": 1 / 3, "zero_result_rate": 0.0, "mean_top1_score": 12.5},
+        figures=RunFigures(
+            latency=LatencySummary(count=2, p50=0.02, p95=0.45, p99=0.49, max=0.5, mean=0.177),
+            error_rate=1 / 3,
+            zero_result_rate=0.0,
+            mean_top1_score=12.5,
+            index_size=1000,
+            sent=3,
+            failed=1,
+            evaluated=2,
+        )
+        if status == "ok"
+        else RunFigures(),
         stats={"index_size": 1000, "versions": {"engine": "1.2"}, "shards": [1, 2]},
         error=None if status == "ok" else "search backend down",
         queries=queries,
@@ -171,12 +183,25 @@ def test_save_run_gives_increasing_ids(store: SqlStore) -> None:
     assert second > first
 
 
-def test_nan_figures_read_back_as_nan(store: SqlStore) -> None:
-    """A figure that could not be computed (NaN) reads back as NaN."""
-    run = dataclasses.replace(make_run(), means={"ndcg@10": math.nan}, latency={"p50": math.nan})
+def test_figures_that_could_not_be_computed_read_back_as_unknown(store: SqlStore) -> None:
+    """A mean that could not be computed reads back as NaN, a run figure as None."""
+    figures = RunFigures(latency=LatencySummary(), mean_top1_score=None, sent=3, evaluated=0)
+    run = dataclasses.replace(make_run(), means={"ndcg@10": math.nan}, figures=figures)
     saved = store.get_run(store.save_run(run))
     assert math.isnan(saved.means["ndcg@10"])
-    assert math.isnan(saved.latency["p50"])
+    assert (None, None, 3, 0) == (
+        saved.figures.latency.p50,
+        saved.figures.mean_top1_score,
+        saved.figures.sent,
+        saved.figures.evaluated,
+    )
+
+
+def test_run_figures_keep_their_types_through_the_store(store: SqlStore) -> None:
+    """Counts read back as integers and the index size as the search reported it."""
+    saved = store.get_run(store.save_run(make_run())).figures
+    assert (3, 1, 2, 1000) == (saved.sent, saved.failed, saved.evaluated, saved.index_size)
+    assert all(type(n) is int for n in (saved.sent, saved.failed, saved.evaluated))
 
 
 def test_get_run_of_unknown_id_raises(store: SqlStore) -> None:
@@ -363,6 +388,10 @@ def test_history_columns(store: SqlStore) -> None:
         "error_rate",
         "zero_result_rate",
         "mean_top1_score",
+        "queries_per_second",
+        "queries",
+        "failed",
+        "evaluated",
     ] == list(store.history("nightly").columns)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from monitor.config.model import Check, Severity
+from monitor.errors import UsageError
 
 #: The outcome of one rule.
 #: ``breach``: over its threshold (and, for quality rules, significant and persistent);
@@ -41,6 +42,13 @@ class RuleOutcome:
     quality: bool = False  # a quality metric rule (significance applies)
     message: str = ""
 
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "check", Check(self.check))
+        except ValueError:
+            known = ", ".join(check.value for check in Check)
+            raise UsageError(f"rule check {self.check!r}: expected one of {known}") from None
+
     @property
     def breached(self) -> bool:
         """Return whether the rule fires an alert."""
@@ -62,7 +70,7 @@ class RuleOutcome:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RuleOutcome:
         """Return the outcome :meth:`to_dict` wrote."""
-        return cls(**{**_known(cls, data), "check": Check(data["check"])})
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True, slots=True)
