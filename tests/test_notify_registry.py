@@ -13,6 +13,7 @@ from monitor.alerts.base import Notification, NotifierContext, accepts, repeat_i
 from monitor.alerts.model import Alert
 from monitor.alerts.notifiers.stdout import StdoutNotifier
 from monitor.alerts.registry import build_notifier, build_notifiers, schedule_interval_seconds
+from monitor.config import load_config_text
 from monitor.config.model import (
     EvalSetConfig,
     NotifierConfig,
@@ -285,11 +286,27 @@ def test_timeout_reaches_the_notifier(monkeypatch: pytest.MonkeyPatch) -> None:
         (ScheduleConfig(cron="*/15 * * * *", interval_seconds=None), 900.0),
         (ScheduleConfig(cron="0 6 * * *", interval_seconds=None), 86400.0),
         (ScheduleConfig(cron="0 6 * * 1-5", interval_seconds=None), 3 * 86400.0),
+        (ScheduleConfig(cron="0 6 * * 7", interval_seconds=None), 7 * 86400.0),
+        (ScheduleConfig(cron="0 6 * * 6-7", interval_seconds=None), 6 * 86400.0),
     ],
 )
 def test_schedule_interval_is_the_longest_gap(schedule: ScheduleConfig, seconds: float) -> None:
     """Cron schedules count their longest gap between runs (a weekend for weekdays)."""
     assert seconds == schedule_interval_seconds(schedule, now=T0)
+
+
+def test_a_sunday_cron_written_as_7_builds_its_notifiers() -> None:
+    """A suite scheduled on weekday 7 (crontab's Sunday) gets its notifiers and a week's gap."""
+    config = load_config_text(
+        "suites:\n"
+        "  weekly:\n"
+        "    evalset: {bundled: larkfield}\n"
+        "    search: {kind: replay, bundled: larkfield/keyword}\n"
+        "    schedule: {cron: '0 3 * * 7', timezone: UTC}\n"
+        "    notifiers: [{kind: alertmanager, url: 'http://127.0.0.1:9'}]\n"
+    )
+    built = build_notifiers(config.suite("weekly"))
+    assert timedelta(days=14) == built["weekly/alertmanager"].ends_after  # type: ignore[attr-defined]
 
 
 def test_alertmanager_keeps_alerts_for_two_cron_gaps() -> None:

@@ -42,6 +42,7 @@ from monitor.config.model import (
     Severity,
     SuiteConfig,
 )
+from monitor.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
 
 if TYPE_CHECKING:
@@ -163,16 +164,16 @@ def schedule_interval_seconds(schedule: ScheduleConfig, *, now: datetime | None 
     """Return how long a suite may go between two runs, in seconds.
 
     For ``interval`` that is the interval; for ``cron``, the longest gap between the next 60
-    firing times (a weekday-only schedule gives its weekend).
+    firing times (a weekday-only schedule gives its weekend), read as crontab(5) reads it.
+    Raise UsageError for a cron expression that does not parse.
     """
     if schedule.interval_seconds is not None:
         return float(schedule.interval_seconds)
     if schedule.cron is None:
         return 3600.0
-    from apscheduler.triggers.cron import CronTrigger
-
-    zone = schedule.timezone or "UTC"
-    trigger = CronTrigger.from_crontab(schedule.cron, timezone=zone)
+    # Through monitor.cron, as the config and the daemon read it: crontab weekdays (0 and 7
+    # are Sunday), not APScheduler's own numbering.
+    trigger = cron_trigger(schedule.cron, timezone=schedule.timezone or "UTC")
     moment = now or datetime.now(timezone.utc)
     previous = None
     longest = 0.0
