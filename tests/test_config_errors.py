@@ -243,3 +243,23 @@ suites:
     expected = r"suites\.two: expected the http exporter of suite 'one'"
     with pytest.raises(ConfigError, match=expected):
         load_config_text(text)
+
+
+def test_an_unknown_notifier_kind_lists_the_installed_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unknown kind names the built-ins and the installed entry points, as the config
+    writes them."""
+    from dataclasses import replace
+    from importlib.metadata import EntryPoint
+
+    from monitor.alerts import registry
+
+    teams = EntryPoint("teams", "teams_plugin:build", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "KINDS", replace(registry.KINDS, discover=lambda g: [teams]))
+    error = config_error(suite_file("notifiers: [{kind: team}]"))
+    assert (
+        "a notifier kind: one of alertmanager, pagerduty, slack, stdout, webhook, or "
+        "entrypoint:<name> for a plug-in (installed: entrypoint:teams) "
+        "(did you mean 'entrypoint:teams'?)"
+    ) == error.expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -47,9 +48,10 @@ def failure(severity: str) -> Alert:
 
 
 class FakeEntryPoint:
-    """An entry point whose ``load`` returns ``target``."""
+    """An entry point called ``name`` whose ``load`` returns ``target``."""
 
-    def __init__(self, target: object, value: str = "plugin:build") -> None:
+    def __init__(self, name: str, target: object, value: str = "plugin:build") -> None:
+        self.name = name
         self.target = target
         self.value = value
 
@@ -61,9 +63,8 @@ class FakeEntryPoint:
 
 def install(monkeypatch: pytest.MonkeyPatch, **points: object) -> None:
     """Make ``points`` the installed notifier entry points."""
-    monkeypatch.setattr(
-        registry, "_entry_points", lambda: {k: FakeEntryPoint(v) for k, v in points.items()}
-    )
+    fakes: Any = [FakeEntryPoint(name, target) for name, target in points.items()]
+    monkeypatch.setattr(registry, "KINDS", replace(registry.KINDS, discover=lambda group: fakes))
 
 
 class Teams:
