@@ -167,6 +167,8 @@ BODY = f"suites:\n  nightly:\n    {EVALSET}\n    {SEARCH}\n"
 # (whole file, key path, line, part of "expected")
 FILE_CASES = [
     ("store: {url: 'mysql://h/db'}\n" + BODY, "store.url", 1, "sqlite:///"),
+    ("store: {url: 'postgresql+asyncpg://h/db'}\n" + BODY, "store.url", 1, "postgresql+psycopg"),
+    ("store: {url: 'sqlite://m.db'}\n" + BODY, "store.url", 1, "sqlite:///path/monitor.db"),
     ("store: {url: sqlite:///a.db, path: b.db}\n" + BODY, "store.path", 1, "exactly one"),
     ("store: {}\n" + BODY, "store", 1, "exactly one of 'url' or 'path'"),
     ("version: 2\n" + BODY, "version", 1, "an integer from 1 to 1"),

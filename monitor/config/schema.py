@@ -9,6 +9,7 @@ be a ``${VAR}`` reference, a string holding one is allowed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from monitor.config import vocab
@@ -16,6 +17,7 @@ from monitor.config.model import METRIC_CHECKS, Check
 from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.spec import MEASURES, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
+from monitor.store.location import SCHEMES
 
 Schema = dict[str, Any]
 
@@ -118,7 +120,7 @@ def _store() -> Schema:
     return _object(
         {
             "url": _text(
-                r"(?:sqlite|postgresql|postgres)(?:\+[a-z0-9]+)?://.*",
+                f"(?:{'|'.join(re.escape(scheme) for scheme in SCHEMES)})://.*",
                 "sqlite:///path/monitor.db or postgresql://user@host/db",
             ),
             "path": _text(description="A SQLite file, relative to the config file's folder."),
