@@ -62,7 +62,6 @@ EXPORTER_KEYS: dict[str, tuple[str, ...]] = {
     "pushgateway": ("url", "job"),
     "textfile": ("path",),
 }
-STORE_SCHEMES = ("sqlite", "postgresql", "postgres")
 #: Eval set formats and the suffixes of the TREC one (mirrors monitor.evalset.formats,
 #: which a test keeps in step; copied so that reading a config imports no eval set code).
 EVALSET_FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
