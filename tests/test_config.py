@@ -198,6 +198,8 @@ def test_load_config_does_not_require_the_eval_set_to_exist(tmp_path: Path) -> N
         ("{url: 'sqlite:///data/m.db'}", "sqlite", "BASE/data/m.db"),
         ("{url: 'sqlite:////var/lib/m.db'}", "sqlite", "/var/lib/m.db"),
         ("{url: 'sqlite:///:memory:'}", "sqlite", None),
+        ("{url: 'sqlite:///'}", "sqlite", None),
+        ("{url: 'postgres://monitor@db/monitor'}", "postgresql", None),
         ("{url: 'postgresql://monitor@db/monitor'}", "postgresql", None),
         ("{url: 'postgresql+psycopg://monitor@db/monitor'}", "postgresql", None),
     ],

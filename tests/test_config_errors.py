@@ -167,6 +167,8 @@ BODY = f"suites:\n  nightly:\n    {EVALSET}\n    {SEARCH}\n"
 # (whole file, key path, line, part of "expected")
 FILE_CASES = [
     ("store: {url: 'mysql://h/db'}\n" + BODY, "store.url", 1, "sqlite:///"),
+    ("store: {url: 'postgresql+asyncpg://h/db'}\n" + BODY, "store.url", 1, "postgresql+psycopg"),
+    ("store: {url: 'sqlite://m.db'}\n" + BODY, "store.url", 1, "sqlite:///path/monitor.db"),
     ("store: {url: sqlite:///a.db, path: b.db}\n" + BODY, "store.path", 1, "exactly one"),
     ("store: {}\n" + BODY, "store", 1, "exactly one of 'url' or 'path'"),
     ("version: 2\n" + BODY, "version", 1, "an integer from 1 to 1"),
@@ -243,3 +245,23 @@ suites:
     expected = r"suites\.two: expected the http exporter of suite 'one'"
     with pytest.raises(ConfigError, match=expected):
         load_config_text(text)
+
+
+def test_an_unknown_notifier_kind_lists_the_installed_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unknown kind names the built-ins and the installed entry points, as the config
+    writes them."""
+    from dataclasses import replace
+    from importlib.metadata import EntryPoint
+
+    from monitor.alerts import registry
+
+    teams = EntryPoint("teams", "teams_plugin:build", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(registry, "KINDS", replace(registry.KINDS, discover=lambda g: [teams]))
+    error = config_error(suite_file("notifiers: [{kind: team}]"))
+    assert (
+        "a notifier kind: one of alertmanager, pagerduty, slack, stdout, webhook, or "
+        "entrypoint:<name> for a plug-in (installed: entrypoint:teams) "
+        "(did you mean 'entrypoint:teams'?)"
+    ) == error.expected

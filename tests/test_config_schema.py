@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from monitor.config import config_schema, load_config, vocab
+from monitor.config import config_schema, load_config, load_config_text, vocab
 from monitor.errors import ConfigError
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -94,7 +98,33 @@ def test_evalset_formats_mirror_the_evalset_package() -> None:
     )
 
 
-def test_search_kinds_mirror_the_search_registry() -> None:
-    """Every built-in search kind the config accepts is one the search registry knows."""
-    registry = pytest.importorskip("monitor.search.registry")
-    assert set() == set(vocab.SEARCH_KINDS) - set(registry.known_kinds())
+@pytest.mark.parametrize(
+    ("registry_module", "section"),
+    [
+        ("monitor.search.registry", lambda suite: suite["search"]),
+        ("monitor.alerts.registry", lambda suite: suite["notifiers"]["items"]),
+    ],
+    ids=["search", "notifiers"],
+)
+def test_the_schema_lists_the_registry_tables_kinds(
+    monkeypatch: pytest.MonkeyPatch,
+    registry_module: str,
+    section: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
+    """A kind added to a registry's alias table is one the schema accepts, with no other edit."""
+    registry = importlib.import_module(registry_module)
+    added = replace(registry.KINDS, builtins={**registry.BUILTINS, "solr": "solr_plugin:build"})
+    monkeypatch.setattr(registry, "KINDS", added)
+    kind = section(config_schema()["$defs"]["suite"]["properties"])["properties"]["kind"]
+    assert sorted([*registry.BUILTINS, "solr"]) == kind["anyOf"][0]["enum"]
+
+
+def test_the_loader_accepts_a_kind_added_to_the_search_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search kind added to the registry's alias table loads, with no other edit."""
+    registry = importlib.import_module("monitor.search.registry")
+    added = replace(registry.KINDS, builtins={**registry.BUILTINS, "solr": "solr_plugin:build"})
+    monkeypatch.setattr(registry, "KINDS", added)
+    text = "suites:\n  s:\n    evalset: {bundled: larkfield}\n    search: {kind: solr}\n"
+    assert "solr" == load_config_text(text).suite("s").search.kind

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -13,6 +14,7 @@ from monitor.alerts.base import Notification, NotifierContext, accepts, repeat_i
 from monitor.alerts.model import Alert
 from monitor.alerts.notifiers.stdout import StdoutNotifier
 from monitor.alerts.registry import build_notifier, build_notifiers, schedule_interval_seconds
+from monitor.config import load_config_text
 from monitor.config.model import (
     EvalSetConfig,
     NotifierConfig,
@@ -46,9 +48,10 @@ def failure(severity: str) -> Alert:
 
 
 class FakeEntryPoint:
-    """An entry point whose ``load`` returns ``target``."""
+    """An entry point called ``name`` whose ``load`` returns ``target``."""
 
-    def __init__(self, target: object, value: str = "plugin:build") -> None:
+    def __init__(self, name: str, target: object, value: str = "plugin:build") -> None:
+        self.name = name
         self.target = target
         self.value = value
 
@@ -60,9 +63,8 @@ class FakeEntryPoint:
 
 def install(monkeypatch: pytest.MonkeyPatch, **points: object) -> None:
     """Make ``points`` the installed notifier entry points."""
-    monkeypatch.setattr(
-        registry, "_entry_points", lambda: {k: FakeEntryPoint(v) for k, v in points.items()}
-    )
+    fakes: Any = [FakeEntryPoint(name, target) for name, target in points.items()]
+    monkeypatch.setattr(registry, "KINDS", replace(registry.KINDS, discover=lambda group: fakes))
 
 
 class Teams:
@@ -285,11 +287,27 @@ def test_timeout_reaches_the_notifier(monkeypatch: pytest.MonkeyPatch) -> None:
         (ScheduleConfig(cron="*/15 * * * *", interval_seconds=None), 900.0),
         (ScheduleConfig(cron="0 6 * * *", interval_seconds=None), 86400.0),
         (ScheduleConfig(cron="0 6 * * 1-5", interval_seconds=None), 3 * 86400.0),
+        (ScheduleConfig(cron="0 6 * * 7", interval_seconds=None), 7 * 86400.0),
+        (ScheduleConfig(cron="0 6 * * 6-7", interval_seconds=None), 6 * 86400.0),
     ],
 )
 def test_schedule_interval_is_the_longest_gap(schedule: ScheduleConfig, seconds: float) -> None:
     """Cron schedules count their longest gap between runs (a weekend for weekdays)."""
     assert seconds == schedule_interval_seconds(schedule, now=T0)
+
+
+def test_a_sunday_cron_written_as_7_builds_its_notifiers() -> None:
+    """A suite scheduled on weekday 7 (crontab's Sunday) gets its notifiers and a week's gap."""
+    config = load_config_text(
+        "suites:\n"
+        "  weekly:\n"
+        "    evalset: {bundled: larkfield}\n"
+        "    search: {kind: replay, bundled: larkfield/keyword}\n"
+        "    schedule: {cron: '0 3 * * 7', timezone: UTC}\n"
+        "    notifiers: [{kind: alertmanager, url: 'http://127.0.0.1:9'}]\n"
+    )
+    built = build_notifiers(config.suite("weekly"))
+    assert timedelta(days=14) == built["weekly/alertmanager"].ends_after  # type: ignore[attr-defined]
 
 
 def test_alertmanager_keeps_alerts_for_two_cron_gaps() -> None:

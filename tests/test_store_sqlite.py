@@ -10,7 +10,7 @@ import pytest
 
 from monitor.errors import StoreError, UsageError
 from monitor.store import QueryRecord, RunRecord, SqlStore, open_store
-from monitor.store.backends import redact
+from monitor.store.location import redact
 
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
 

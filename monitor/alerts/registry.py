@@ -1,14 +1,16 @@
 """Build notifiers from their config: built-in kinds by alias, third parties by entry point.
 
-Built-in kinds: ``webhook``, ``slack``, ``alertmanager``, ``pagerduty`` and ``stdout``.
-Third-party packages add kinds through the entry-point group ``retrieval_monitor.notifiers``,
-each naming a :data:`NotifierBuilder` (``(config, context) -> notifier``)::
+Built-in kinds are the aliases of :data:`BUILTINS` (``webhook``, ``slack``,
+``alertmanager``, ``pagerduty`` and ``stdout``). Third-party packages add kinds through the
+entry-point group ``retrieval_monitor.notifiers``, each naming a :data:`NotifierBuilder`
+(``(config, context) -> notifier``)::
 
     [project.entry-points."retrieval_monitor.notifiers"]
     teams = "my_package.monitor_plugin:build"
 
-and the config names them ``kind: entrypoint:teams``. A built-in kind wins over an entry
-point of the same name unless the ``entrypoint:`` form is used.
+and the config names them ``kind: entrypoint:teams``. Both are loaded the same way
+(:mod:`monitor.plugins`). A built-in kind wins over an entry point of the same name unless
+the ``entrypoint:`` form is used.
 
 Options every notifier takes, handled here before the notifier sees the rest:
 
@@ -23,13 +25,11 @@ Options every notifier takes, handled here before the notifier sees the rest:
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
 
 from monitor.alerts.base import Clock, Notification, Notifier, NotifierContext, accepts, utcnow
@@ -42,7 +42,9 @@ from monitor.config.model import (
     Severity,
     SuiteConfig,
 )
+from monitor.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
+from monitor.plugins import ENTRYPOINT_PREFIX, PluginKinds
 
 if TYPE_CHECKING:
     import httpx
@@ -55,17 +57,26 @@ ENTRY_POINT_GROUP: Final = "retrieval_monitor.notifiers"
 #: The options handled for every notifier.
 COMMON_OPTIONS: Final = ("name", "min_severity", "repeat_interval", "timeout")
 
-_ENTRYPOINT_PREFIX: Final = "entrypoint:"
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
-# Imported only when their kind is asked for: httpx stays out of a stdout-only run.
-_BUILTINS: Final[Mapping[str, str]] = {
-    "alertmanager": "monitor.alerts.notifiers.alertmanager",
-    "pagerduty": "monitor.alerts.notifiers.pagerduty",
-    "slack": "monitor.alerts.notifiers.slack",
-    "stdout": "monitor.alerts.notifiers.stdout",
-    "webhook": "monitor.alerts.notifiers.webhook",
+#: The built-in notifier kinds, the one list of them (the config reads it): alias to
+#: ``module:attr``. Imported only when their kind is asked for: httpx stays out of a
+#: stdout-only run.
+BUILTINS: Final[Mapping[str, str]] = {
+    "alertmanager": "monitor.alerts.notifiers.alertmanager:build",
+    "pagerduty": "monitor.alerts.notifiers.pagerduty:build",
+    "slack": "monitor.alerts.notifiers.slack:build",
+    "stdout": "monitor.alerts.notifiers.stdout:build",
+    "webhook": "monitor.alerts.notifiers.webhook:build",
 }
+
+
+def _broken(kind: str, reason: str) -> NotifierSetupError:
+    return NotifierSetupError(repr(kind), reason)
+
+
+#: The notifier kinds: :data:`BUILTINS` and the entry points of :data:`ENTRY_POINT_GROUP`.
+KINDS: Final = PluginKinds(ENTRY_POINT_GROUP, BUILTINS, UnknownNotifierKindError, _broken)
 
 
 def build_notifiers(
@@ -137,42 +148,31 @@ def build_notifier(config: NotifierConfig, context: NotifierContext) -> Notifier
 
 def builder(kind: str) -> NotifierBuilder:
     """Return the builder registered for ``kind``."""
-    name = kind.removeprefix(_ENTRYPOINT_PREFIX)
-    if name == kind and kind in _BUILTINS:
-        module = importlib.import_module(_BUILTINS[kind])
-        return cast(NotifierBuilder, module.build)
-    plugins = _entry_points()
-    if name not in plugins:
-        raise UnknownNotifierKindError(kind, known_kinds())
-    try:
-        loaded = plugins[name].load()
-    except Exception as exc:
-        reason = f"cannot load entry point {plugins[name].value!r}: {type(exc).__name__}"
-        raise NotifierSetupError(repr(kind), reason) from None
-    if not callable(loaded):
-        raise NotifierSetupError(repr(kind), f"entry point {plugins[name].value!r} is not callable")
-    return _guarded(kind, loaded)
+    plugin = KINDS.load(kind)
+    if plugin.builtin:
+        return cast(NotifierBuilder, plugin.target)
+    return _guarded(kind, plugin.target)
 
 
 def known_kinds() -> tuple[str, ...]:
     """Return the built-in and installed notifier kinds, sorted."""
-    return tuple(sorted(set(_BUILTINS) | set(_entry_points())))
+    return KINDS.known_kinds()
 
 
 def schedule_interval_seconds(schedule: ScheduleConfig, *, now: datetime | None = None) -> float:
     """Return how long a suite may go between two runs, in seconds.
 
     For ``interval`` that is the interval; for ``cron``, the longest gap between the next 60
-    firing times (a weekday-only schedule gives its weekend).
+    firing times (a weekday-only schedule gives its weekend), read as crontab(5) reads it.
+    Raise UsageError for a cron expression that does not parse.
     """
     if schedule.interval_seconds is not None:
         return float(schedule.interval_seconds)
     if schedule.cron is None:
         return 3600.0
-    from apscheduler.triggers.cron import CronTrigger
-
-    zone = schedule.timezone or "UTC"
-    trigger = CronTrigger.from_crontab(schedule.cron, timezone=zone)
+    # Through monitor.cron, as the config and the daemon read it: crontab weekdays (0 and 7
+    # are Sunday), not APScheduler's own numbering.
+    trigger = cron_trigger(schedule.cron, timezone=schedule.timezone or "UTC")
     moment = now or datetime.now(timezone.utc)
     previous = None
     longest = 0.0
@@ -233,7 +233,7 @@ class Routed:
 def _label(config: NotifierConfig) -> str:
     given = config.options.get("name")
     if given is None:
-        return config.kind.removeprefix(_ENTRYPOINT_PREFIX)
+        return config.kind.removeprefix(ENTRYPOINT_PREFIX)
     if not isinstance(given, str) or not _NAME.fullmatch(given):
         raise NotifierSetupError(
             config.kind, "option 'name' must be letters, digits, '_', '.' or '-'"
@@ -253,10 +253,6 @@ def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float
             name, f"option {key!r} must be seconds ({least}) or an interval such as 30m or 4h"
         )
     return seconds
-
-
-def _entry_points() -> dict[str, EntryPoint]:
-    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def _guarded(kind: str, build: Callable[..., object]) -> NotifierBuilder:

@@ -73,13 +73,10 @@ def report(args: argparse.Namespace) -> int:
 
 def _missing_sqlite_file(target: str) -> bool:
     """Return whether ``target`` names a SQLite file that does not exist."""
-    if "://" in target:
-        if not target.lower().startswith("sqlite:///"):
-            return False
-        target = target[len("sqlite:///") :]
-    if target in ("", ":memory:"):
-        return False
-    return not Path(target).expanduser().exists()
+    from monitor.store.location import store_location
+
+    path = store_location(target).path
+    return path is not None and not path.expanduser().exists()
 
 
 def _no_run(suite: str) -> UsageError:

@@ -12,7 +12,6 @@ import os
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from monitor.config import sections, vocab
 from monitor.config.fields import Fields, mask_url
@@ -24,7 +23,8 @@ from monitor.config.model import (
     SuiteConfig,
 )
 from monitor.config.nodes import Node, compose
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, UsageError
+from monitor.store.location import SCHEMES, parse_store_url
 
 #: Where the embedded default configuration lives inside the package.
 DEFAULT_CONFIG_RESOURCE = "data/default_config.yaml"
@@ -160,22 +160,21 @@ def _store(f: Fields, node: Node | None, env: Mapping[str, str]) -> StoreConfig:
     if "path" in entries:
         return _sqlite(f.path(entries["path"], "a SQLite database file path"))
     url_node = entries["url"]
-    expected = "a store URL: sqlite:///path/monitor.db or postgresql://user@host/db"
+    expected = (
+        "a store URL: sqlite:///path/monitor.db or postgresql://user@host/db "
+        f"(schemes: {', '.join(SCHEMES)})"
+    )
     text = f.string(url_node, expected, secret=True)
     try:
-        scheme = urlsplit(text).scheme.split("+", 1)[0]
-    except ValueError:
-        scheme = ""
-    if scheme == "sqlite" and text.startswith("sqlite:///"):
-        rest = text[len("sqlite:///") :]
-        if rest in ("", ":memory:"):
-            return StoreConfig(
-                kind="sqlite", url=Secret("sqlite:///:memory:", "sqlite:///:memory:")
-            )
-        return _sqlite(f.path(Node(rest, url_node.path, url_node.line), expected))
-    if scheme in ("postgresql", "postgres"):
+        location = parse_store_url(text)
+    except UsageError:
+        raise f.error(url_node, expected, found=mask_url(text, hide_path=False)) from None
+    if location.kind == "postgresql":
         return StoreConfig(kind="postgresql", url=Secret(text, mask_url(text, hide_path=False)))
-    raise f.error(url_node, expected, found=mask_url(text, hide_path=False))
+    if location.path is None:
+        return StoreConfig(kind="sqlite", url=Secret("sqlite:///:memory:", "sqlite:///:memory:"))
+    # Relative to the config file's folder, as a `path:` is.
+    return _sqlite(f.path(Node(str(location.path), url_node.path, url_node.line), expected))
 
 
 def _sqlite(path: Path) -> StoreConfig:

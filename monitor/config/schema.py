@@ -1,18 +1,23 @@
 """A JSON Schema (draft 2020-12) of the config file, for editors and CI linters.
 
-Built from the same vocabulary as the loader (:mod:`monitor.config.vocab`). The loader stays
-the authority: it also checks what a schema cannot say (a rule's metric is one the suite
-measures, a cron expression parses, ``evalset`` and ``search`` are given in each suite or in
-``defaults``). Wherever a value may be a ``${VAR}`` reference, a string holding one is allowed.
+Built from the same vocabulary as the loader (:mod:`monitor.config.vocab`, and the plug-in
+kinds it reads from the registries). The loader stays the authority: it also checks what a
+schema cannot say (a rule's metric is one the suite measures, a cron expression parses,
+``evalset`` and ``search`` are given in each suite or in ``defaults``). Wherever a value may
+be a ``${VAR}`` reference, a string holding one is allowed.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from monitor.config import vocab
 from monitor.config.model import METRIC_CHECKS, Check
+from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.spec import MEASURES, Cutoff
+from monitor.plugins import ENTRYPOINT, PluginKinds
+from monitor.store.location import SCHEMES
 
 Schema = dict[str, Any]
 
@@ -97,9 +102,9 @@ def _object(properties: Schema, **extra: Any) -> Schema:
     return {"type": "object", "additionalProperties": False, "properties": properties, **extra}
 
 
-def _kinds(known: tuple[str, ...]) -> Schema:
-    plugin = {"type": "string", "pattern": _anchor(vocab.ENTRYPOINT.pattern)}
-    return {"anyOf": [{"enum": list(known)}, plugin]}
+def _kinds(kinds: PluginKinds) -> Schema:
+    plugin = {"type": "string", "pattern": _anchor(ENTRYPOINT.pattern)}
+    return {"anyOf": [{"enum": list(kinds.builtin_kinds())}, plugin]}
 
 
 def _metric_name() -> Schema:
@@ -115,7 +120,7 @@ def _store() -> Schema:
     return _object(
         {
             "url": _text(
-                r"(?:sqlite|postgresql|postgres)(?:\+[a-z0-9]+)?://.*",
+                f"(?:{'|'.join(re.escape(scheme) for scheme in SCHEMES)})://.*",
                 "sqlite:///path/monitor.db or postgresql://user@host/db",
             ),
             "path": _text(description="A SQLite file, relative to the config file's folder."),
@@ -209,7 +214,7 @@ def _search() -> Schema:
         "type": "object",
         "required": ["kind"],
         "properties": {
-            "kind": _kinds(vocab.SEARCH_KINDS),
+            "kind": _kinds(search_kinds()),
             "bundled": _text(vocab.BUNDLED_RUN.pattern, "A bundled run, e.g. larkfield/keyword."),
         },
         "additionalProperties": True,
@@ -305,7 +310,7 @@ def _notifier() -> Schema:
         "type": "object",
         "required": ["kind"],
         "properties": {
-            "kind": _kinds(vocab.NOTIFIER_KINDS),
+            "kind": _kinds(notifier_kinds()),
             "url": _url("Where alerts go; a secret, best given as ${VAR}."),
             "secret_env": _text(vocab.ENV_NAME.pattern, "The variable holding a signing secret."),
         },

@@ -38,6 +38,7 @@ from monitor.metrics.spec import (
     grid,
     parse_metric,
 )
+from monitor.plugins import ENTRYPOINT, ENTRYPOINT_PREFIX, PluginKinds
 
 
 def _metric(f: Fields, node: Node, example: str) -> Metric:
@@ -53,13 +54,40 @@ def _metric(f: Fields, node: Node, example: str) -> Metric:
         raise f.error(node, expected, show=True) from None
 
 
-def _kind(f: Fields, node: Node, known: tuple[str, ...], what: str) -> str:
-    """Return a plug-in kind: a known alias or ``entrypoint:<name>``."""
+def search_kinds() -> PluginKinds:
+    """Return the search kinds: the search registry's built-in aliases and entry points."""
+    # Imported when asked for: the plug-in packages import the config's records, so an
+    # import at the top would have each package start by importing the other.
+    from monitor.search.registry import KINDS
+
+    return KINDS
+
+
+def notifier_kinds() -> PluginKinds:
+    """Return the notifier kinds: the notifier registry's built-in aliases and entry points."""
+    from monitor.alerts.registry import KINDS  # imported here for the reason given above
+
+    return KINDS
+
+
+def _kind(f: Fields, node: Node, kinds: PluginKinds, what: str) -> str:
+    """Return a plug-in kind: a built-in alias or ``entrypoint:<name>``."""
+    known = kinds.builtin_kinds()
     expected = f"a {what} kind: one of {', '.join(known)}, or entrypoint:<name> for a plug-in"
     kind = f.string(node, expected)
-    if kind not in known and not vocab.ENTRYPOINT.fullmatch(kind):
-        close = difflib.get_close_matches(kind, known, n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+    if kind not in known and not ENTRYPOINT.fullmatch(kind):
+        # Only a mistake pays for reading the installed distributions' entry points.
+        installed = sorted(kinds.entry_points())
+        plugins = [f"{ENTRYPOINT_PREFIX}{name}" for name in installed]
+        if plugins:
+            expected += f" (installed: {', '.join(plugins)})"
+        # A plug-in's name is compared bare too: 'team' is close to 'entrypoint:teams'.
+        # A built-in wins the bare name, as it does when the kind is built.
+        spelled = {name: f"{ENTRYPOINT_PREFIX}{name}" for name in installed}
+        spelled.update({plugin: plugin for plugin in plugins})
+        spelled.update({name: name for name in known})
+        close = difflib.get_close_matches(kind, list(spelled), n=1, cutoff=0.6)
+        hint = f" (did you mean {spelled[close[0]]!r}?)" if close else ""
         raise f.error(node, expected + hint, show=True)
     return kind
 
@@ -111,7 +139,7 @@ def search(f: Fields, node: Node) -> SearchConfig:
     if not isinstance(node.value, Mapping):
         raise f.error(node, "a mapping (the search plug-in: kind and its options)", show=True)
     entries = node.value
-    kind = _kind(f, f.require(node, entries, "kind"), vocab.SEARCH_KINDS, "search")
+    kind = _kind(f, f.require(node, entries, "kind"), search_kinds(), "search")
     bundled = None
     if "bundled" in entries:
         if kind != "replay":
@@ -459,7 +487,7 @@ def _notifier(f: Fields, node: Node) -> NotifierConfig:
     if not isinstance(node.value, Mapping):
         raise f.error(node, "a mapping (a notifier: kind and its options)", show=True)
     entries = node.value
-    kind = _kind(f, f.require(node, entries, "kind"), vocab.NOTIFIER_KINDS, "notifier")
+    kind = _kind(f, f.require(node, entries, "kind"), notifier_kinds(), "notifier")
     url = None
     if "url" in entries:
         if kind == "stdout":

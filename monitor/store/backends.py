@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from monitor.errors import StoreError, UsageError
+from monitor.errors import StoreError
 from monitor.store.base import Store
 from monitor.store.dialect import POSTGRES, SQLITE
+from monitor.store.location import redact, store_location
 from monitor.store.sql import Database
 from monitor.store.sqlstore import SqlStore
 
@@ -19,7 +19,7 @@ SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 #: How long connecting to PostgreSQL may take.
 POSTGRES_CONNECT_TIMEOUT_SECONDS = 10
 
-SCHEMES = ("sqlite", "postgresql", "postgres")
+_MEMORY = ":memory:"
 
 # RETURNING arrived in SQLite 3.35 (upserts in 3.24).
 _SQLITE_MINIMUM = (3, 35, 0)
@@ -32,29 +32,19 @@ def open_store(url_or_path: str | os.PathLike[str]) -> Store:
     common convention: ``sqlite:///relative/path.db`` (three slashes) is relative to the
     working folder, ``sqlite:////abs/path.db`` (four) absolute, ``sqlite:///:memory:`` in memory;
     ``postgresql://user@host:port/db`` opens a PostgreSQL database (needs the ``postgres``
-    extra). Raise StoreError when the store cannot be opened, StoreSchemaError when its schema
+    extra); :mod:`monitor.store.location` reads them. Raise UsageError for a URL it cannot
+    read, StoreError when the store cannot be opened, StoreSchemaError when its schema
     is newer than this code.
     """
-    target = os.fspath(url_or_path)
-    if "://" not in target:
-        return open_sqlite(Path(target))
-    scheme = target.split("://", 1)[0].lower()
-    if scheme == "sqlite":
-        if not target.startswith("sqlite:///"):
-            raise UsageError(
-                f"store URL {target!r}: expected sqlite:///relative/path.db, "
-                "sqlite:////absolute/path.db or sqlite:///:memory:"
-            )
-        return open_sqlite(Path(target[len("sqlite:///") :]))
-    if scheme in ("postgresql", "postgres"):
-        return open_postgres(target)
-    known = ", ".join(SCHEMES)
-    raise UsageError(f"store URL {target!r}: unknown scheme {scheme!r}; known schemes: {known}")
+    location = store_location(url_or_path)
+    if location.kind == "postgresql" and location.url is not None:
+        return open_postgres(location.url)
+    return open_sqlite(Path(_MEMORY) if location.path is None else location.path)
 
 
 def open_sqlite(path: Path) -> SqlStore:
     """Open the SQLite store at ``path`` in WAL mode with foreign keys on."""
-    memory = str(path) == ":memory:"
+    memory = str(path) == _MEMORY
     if not memory:
         path = path.expanduser().absolute()
     location = f"sqlite:///{path}" if not memory else "sqlite:///:memory:"
@@ -110,16 +100,3 @@ def open_postgres(url: str) -> SqlStore:
     except BaseException:
         connection.close()
         raise
-
-
-def redact(url: str) -> str:
-    """Return ``url`` without its password, fit for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is not None:
-        host = parts.netloc.rsplit("@", 1)[1]
-        parts = parts._replace(netloc=f"{parts.username or ''}:***@{host}")
-    if "password=" in parts.query:
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        hidden = [(name, "***" if name == "password" else value) for name, value in query]
-        parts = parts._replace(query=urlencode(hidden, safe="*"))
-    return urlunsplit(parts)
