@@ -48,7 +48,7 @@ EARLIER = STARTED - timedelta(hours=1)
 #: Gauges of the attempt side: what a failed run pushes.
 ATTEMPT = {
     "retrieval_error_ratio",
-    "retrieval_queries_evaluated",
+    "retrieval_queries_sent",
     "retrieval_queries_failed",
     "retrieval_run_duration_seconds",
     "retrieval_last_run_timestamp_seconds",
@@ -60,6 +60,7 @@ UNITLESS = {
     "retrieval_regression_detected",  # 0/1
     "retrieval_run_success",  # 0/1
     "retrieval_top1_score",  # the search's own score scale
+    "retrieval_queries_sent",  # a count
     "retrieval_queries_evaluated",  # a count
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
@@ -97,8 +98,9 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "error_rate": 0.01,
         "zero_result_rate": 0.02,
         "mean_top1_score": 12.5,
-        "queries_evaluated": 100,
+        "queries_sent": 100,
         "queries_failed": 1,
+        "queries_evaluated": 95,
         "evalset_fingerprint": "sha256:0123abcd",
         "baseline_run_id": 7,
         "index_size": 12345,
@@ -119,7 +121,7 @@ def make_failure(**changes: Any) -> SuiteSnapshot:
         "started_at": STARTED,
         "finished_at": FINISHED,
         "error_rate": 0.6,
-        "queries_evaluated": 100,
+        "queries_sent": 100,
         "queries_failed": 60,
         "last_success_at": EARLIER,
     }
@@ -469,7 +471,7 @@ def test_a_snapshot_checks_its_static_labels() -> None:
         ({"latency": {"p90": 0.1}}, "latency key 'p90'"),
         ({"latency": {"p50": -0.1}}, "negative"),
         ({"queries_failed": 101}, "exceeds"),
-        ({"queries_evaluated": -1, "queries_failed": 0}, "queries_evaluated"),
+        ({"queries_sent": -1, "queries_failed": 0}, "queries_sent"),
         ({"baseline": None}, "no baseline value"),
         ({"baseline_ci": {"recall@5": (0.1, -0.1)}}, "low <= high"),
         ({"rules": {"recall@5 max_drop": True}}, "must be a RuleState(breached, severity)"),
@@ -707,7 +709,7 @@ def test_a_reader_never_sees_a_partial_textfile(tmp_path: Path) -> None:
 
     def rewrite() -> None:
         for i in range(30):
-            write_textfile(make_snapshot(queries_evaluated=100 + i), path)
+            write_textfile(make_snapshot(queries_sent=100 + i), path)
         done.set()
 
     writer = threading.Thread(target=rewrite)

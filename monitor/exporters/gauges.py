@@ -239,10 +239,17 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         _scalar(lambda s: s.mean_top1_score),
     ),
     Gauge(
-        "retrieval_queries_evaluated",
+        "retrieval_queries_sent",
         "Queries sent in the latest run, answered or failed.",
         (),
         "attempt",
+        _scalar(lambda s: s.queries_sent),
+    ),
+    Gauge(
+        "retrieval_queries_evaluated",
+        "Judged queries the latest successful run's metric means are over.",
+        (),
+        "success",
         _scalar(lambda s: s.queries_evaluated),
     ),
     Gauge(

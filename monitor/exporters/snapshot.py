@@ -78,8 +78,9 @@ class SuiteSnapshot:
     - ``latency``: ``p50``, ``p95``, ``p99``, ``mean``, ``max`` in seconds, answered queries.
     - ``error_rate``, ``zero_result_rate``: shares in 0..1; ``mean_top1_score``: the mean
       score of the first hit. ``None`` when unknown.
-    - ``queries_evaluated``: the queries sent in the run; ``queries_failed``: those of them
-      that failed.
+    - ``queries_sent``: the queries sent in the run; ``queries_failed``: those of them that
+      failed; ``queries_evaluated``: the judged queries the means are over (as
+      :class:`~monitor.store.records.RunFigures` counts them).
     - ``evalset_fingerprint``, ``baseline_run_id``: which eval set and which baseline the
       figures come from.
     - ``index_size``: documents in the searched index, when the search reports it.
@@ -108,8 +109,9 @@ class SuiteSnapshot:
     error_rate: float | None = None
     zero_result_rate: float | None = None
     mean_top1_score: float | None = None
-    queries_evaluated: int = 0
+    queries_sent: int = 0
     queries_failed: int = 0
+    queries_evaluated: int = 0
     evalset_fingerprint: str = ""
     baseline_run_id: int | None = None
     index_size: int | None = None
@@ -141,13 +143,13 @@ class SuiteSnapshot:
         _set(self, "error_rate", _ratio("error_rate", self.error_rate))
         _set(self, "zero_result_rate", _ratio("zero_result_rate", self.zero_result_rate))
         _set(self, "mean_top1_score", _finite("mean_top1_score", self.mean_top1_score))
-        _count("queries_evaluated", self.queries_evaluated)
-        _count("queries_failed", self.queries_failed)
-        if self.queries_failed > self.queries_evaluated:
-            raise UsageError(
-                f"queries_failed ({self.queries_failed}) exceeds "
-                f"queries_evaluated ({self.queries_evaluated})"
-            )
+        for name in ("queries_sent", "queries_failed", "queries_evaluated"):
+            _count(name, getattr(self, name))
+        for name in ("queries_failed", "queries_evaluated"):
+            if getattr(self, name) > self.queries_sent:
+                raise UsageError(
+                    f"{name} ({getattr(self, name)}) exceeds queries_sent ({self.queries_sent})"
+                )
         if not isinstance(self.evalset_fingerprint, str):
             raise UsageError("evalset_fingerprint must be a string")
         if self.evalset_fingerprint:
