@@ -172,7 +172,7 @@ def test_scheduler_event_is_counted_for_its_suite(
     daemon.on_event(event)
     assert 1 == getattr(daemon.snapshot().suites["demo"], counter)
     assert ["demo"] == [
-        record.logfmt_fields["suite"]  # type: ignore[attr-defined]
+        record.msg["suite"]  # type: ignore[index]
         for record in caplog.records
         if record.name == "monitor.daemon"
     ]

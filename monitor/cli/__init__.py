@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from monitor import errors
 from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, report, run
+from monitor.logs import LOG_FORMATS, configure_logging
 
 #: Exit code of each error family; the first matching class wins, so subclasses come first.
 EXIT_CODES: tuple[tuple[type[errors.MonitorError], int], ...] = (
@@ -39,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="retrieval-monitor",
         description="Know every day whether your retrieval still finds the right documents.",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=LOG_FORMATS[0],
+        help=f"how log lines on stderr are written (default {LOG_FORMATS[0]})",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
@@ -56,6 +63,7 @@ def exit_code(error: BaseException) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     args = build_parser().parse_args(argv)
+    configure_logging(args.log_format)
     try:
         code: int = args.handler(args)
     except errors.MonitorError as error:

@@ -7,7 +7,6 @@ hands the ``/metrics`` endpoint the run's snapshot; :meth:`Daemon.snapshot` tell
 has counted (runs, failures, missed and skipped runs, reloads).
 """
 
-from monitor.daemon.logfmt import LogfmtFormatter, configure_logging, emit
 from monitor.daemon.metrics import MetricsEndpoint, SchedulerCollector, SnapshotBuilder
 from monitor.daemon.schedule import MAX_MISFIRE_GRACE_SECONDS, build_trigger, misfire_grace_seconds
 from monitor.daemon.service import DEFAULT_SHUTDOWN_GRACE_SECONDS, WORKERS, Daemon, SuiteRunner
@@ -19,7 +18,6 @@ __all__ = [
     "WORKERS",
     "Daemon",
     "DaemonSnapshot",
-    "LogfmtFormatter",
     "MetricsEndpoint",
     "SchedulerCollector",
     "SnapshotBuilder",
@@ -27,7 +25,5 @@ __all__ = [
     "SuiteRunner",
     "SuiteStatus",
     "build_trigger",
-    "configure_logging",
-    "emit",
     "misfire_grace_seconds",
 ]

@@ -31,10 +31,10 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from monitor.daemon.logfmt import emit
 from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
 from monitor.daemon.status import DaemonSnapshot, StatusBoard
 from monitor.errors import MonitorError, UsageError
+from monitor.logs import get_logger
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from monitor.job import SuiteOutcome
     from monitor.store import Store
 
-log = logging.getLogger("monitor.daemon")
+log = get_logger("monitor.daemon")
 
 #: Suites that may run at the same time. Each run opens its own store connection.
 WORKERS = 4
@@ -136,9 +136,7 @@ class Daemon:
         for name, (trigger, grace) in plans.items():
             self._add_job(name, trigger, grace)
         self._scheduler.start()
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "daemon_started",
             config=config.source,
             suites=list(config.suites),
@@ -194,9 +192,7 @@ class Daemon:
         with self._idle:
             self._stopping.set()
             running = sorted(self._running)
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "shutdown_started",
             grace_seconds=self._grace,
             running=running or None,
@@ -213,23 +209,21 @@ class Daemon:
                 self._idle.wait(min(remaining, 0.2))
             abandoned = tuple(sorted(self._running))
         if abandoned:
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "shutdown_abandoned",
                 suites=list(abandoned),
                 reason="still running when the grace period ran out",
                 lock="held in the store until it expires",
             )
         else:
-            emit(log, logging.INFO, "shutdown_finished")
+            log.info("shutdown_finished")
         return abandoned
 
     def _stop_requested_again(self) -> bool:
         try:
             while True:
                 if self._requests.get_nowait() == _STOP:
-                    emit(log, logging.WARNING, "shutdown_hurried", reason="second stop request")
+                    log.warning("shutdown_hurried", reason="second stop request")
                     return True
         except queue.Empty:
             return False
@@ -256,14 +250,12 @@ class Daemon:
                 self._store(target).close()
         except Exception as error:
             self._board.reloaded(False)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "reload_failed",
                 error_type=type(error).__name__,
                 error=str(error),
                 kept=current.source,
-                exc=None if isinstance(error, MonitorError) else _traceback(error),
+                exc_info=None if isinstance(error, MonitorError) else error,
             )
             return False
 
@@ -293,9 +285,7 @@ class Daemon:
         for name in added:
             self._add_job(name, *plans[name])
         self._board.reloaded(True)
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "config_reloaded",
             config=config.source,
             added=added or None,
@@ -326,27 +316,24 @@ class Daemon:
         started = time.monotonic()
         started_at = datetime.now(timezone.utc)
         outcome: SuiteOutcome | None = None
-        emit(log, logging.INFO, "run_started", suite=name)
+        log.info("run_started", suite=name)
         try:
             outcome = self._run_suite(suite, target)
         except Exception as error:
             self._board.failed(name, error)
             expected = isinstance(error, MonitorError)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "run_failed",
                 suite=name,
                 error_type=type(error).__name__,
                 error=str(error),
                 duration_seconds=round(time.monotonic() - started, 3),
-                exc=None if expected else _traceback(error),
+                exc_info=None if expected else error,
             )
         else:
             self._board.succeeded(name, outcome)
             comparison = outcome.comparison
-            emit(
-                log,
+            log.log(
                 logging.WARNING if comparison.verdict == "evalset_changed" else logging.INFO,
                 "run_finished",
                 suite=name,
@@ -391,9 +378,7 @@ class Daemon:
         name = str(event.job_id)
         if event.code == EVENT_JOB_MISSED:
             self._board.missed(name)
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "run_missed",
                 suite=name,
                 scheduled_at=event.scheduled_run_time,
@@ -401,9 +386,7 @@ class Daemon:
             )
         elif event.code == EVENT_JOB_MAX_INSTANCES:
             self._board.skipped(name)
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "run_skipped",
                 suite=name,
                 scheduled_at=list(event.scheduled_run_times),
@@ -411,17 +394,15 @@ class Daemon:
             )
         elif event.code == EVENT_JOB_ERROR:
             self._board.job_error(name)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "job_error",
                 suite=name,
                 error_type=type(event.exception).__name__,
                 error=str(event.exception),
-                exc=event.traceback,
+                exception=event.traceback,
             )
         elif event.code == EVENT_JOB_EXECUTED:
-            emit(log, logging.DEBUG, "job_executed", suite=name)
+            log.debug("job_executed", suite=name)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -453,14 +434,12 @@ class Daemon:
                 )
             )
         except Exception as error:
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "export_failed",
                 suite=suite.name,
                 error_type=type(error).__name__,
                 error=str(error),
-                exc=None if isinstance(error, MonitorError) else _traceback(error),
+                exc_info=None if isinstance(error, MonitorError) else error,
             )
 
     def _add_job(self, name: str, trigger: Any, grace: int) -> None:
@@ -485,9 +464,7 @@ class Daemon:
             job = self._scheduler.get_job(name)
             if job is None:
                 continue
-            emit(
-                log,
-                logging.INFO,
+            log.info(
                 "suite_scheduled",
                 suite=name,
                 trigger=str(job.trigger),
@@ -500,9 +477,3 @@ def _plan(suite: SuiteConfig) -> tuple[Any, int]:
     """Return the suite's trigger and misfire grace time; raise for a schedule that fails."""
     trigger = build_trigger(suite.schedule)
     return trigger, misfire_grace_seconds(trigger)
-
-
-def _traceback(error: BaseException) -> str:
-    import traceback
-
-    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
