@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -23,8 +23,9 @@ from apscheduler.events import (
 from monitor.config import MonitorConfig, SuiteConfig, load_config_text
 from monitor.daemon import Daemon
 from monitor.errors import ConfigError, SearchBackendError, UsageError
+from monitor.exporters import SuiteSnapshot, start_http_exporter
 from monitor.job import SuiteOutcome, run_suite
-from monitor.store import Store
+from monitor.store import Store, open_store
 
 BUNDLED = {
     "evalset": {"bundled": "larkfield"},
@@ -83,13 +84,14 @@ class Recorder:
         *,
         config_hash: str = "",
         progress: bool | None = None,
+        sinks: Sequence[Callable[[SuiteSnapshot], None]] = (),
     ) -> SuiteOutcome:
         self.calls.append(suite.name)
         if self.block:
             self.release.wait(10)
         if self.error is not None:
             raise self.error
-        return run_suite(suite, store, config_hash=config_hash, progress=progress)
+        return run_suite(suite, store, config_hash=config_hash, progress=progress, sinks=sinks)
 
 
 def test_a_failing_run_is_counted_and_the_next_run_still_comes(make: Callable[..., Daemon]) -> None:
@@ -211,50 +213,75 @@ def test_reload_adds_removes_and_reschedules_suites(make: Callable[..., Daemon])
     assert {"kept", "added"} == set(daemon.snapshot().suites)
 
 
-def test_each_run_is_exported_through_the_snapshot_builder(make: Callable[..., Daemon]) -> None:
-    """After a run the endpoint gets what the builder made of it; removed suites are forgotten."""
-    built: list[tuple[str, bool]] = []
+def test_each_run_is_exported_to_the_endpoint(make: Callable[..., Daemon]) -> None:
+    """After a run the endpoint gets the run's snapshot; a removed suite is forgotten."""
     endpoint = FakeEndpoint()
-
-    def snapshot(suite: SuiteConfig, outcome: SuiteOutcome | None, **times: Any) -> Any:
-        built.append((suite.name, outcome is not None))
-        return f"snapshot of {suite.name}"
-
     configs = iter([config_of(other="1h")])
-    daemon = make(
-        config_of(demo="1h"),
-        metrics=endpoint,
-        snapshot=snapshot,
-        reload_config=lambda: next(configs),
-    )
+    daemon = make(config_of(demo="1h"), metrics=endpoint, reload_config=lambda: next(configs))
     daemon.start()
     until(lambda: len(endpoint.updates) == 1)
-    assert [("demo", True)] == built
-    assert ["snapshot of demo"] == endpoint.updates
+    assert [("demo", True)] == [(u.suite, u.success) for u in endpoint.updates]
     daemon.reload()
     assert ["demo"] == endpoint.forgotten
 
 
 def test_a_failing_export_does_not_fail_the_run(make: Callable[..., Daemon]) -> None:
-    """An export that raises is logged; the run still counts as a success."""
-
-    def snapshot(*args: Any, **kwargs: Any) -> Any:
-        raise UsageError("label 'suite': bad")
-
-    daemon = make(config_of(demo="1h"), metrics=FakeEndpoint(), snapshot=snapshot)
+    """An endpoint that refuses the snapshot is logged; the run still counts as a success."""
+    endpoint = FakeEndpoint(error=UsageError("label 'suite': bad"))
+    daemon = make(config_of(demo="1h"), metrics=endpoint)
     daemon.start()
     until(lambda: daemon.snapshot().suites["demo"].runs == 1)
     assert 0 == daemon.snapshot().suites["demo"].failures
 
 
+def test_after_a_restart_a_failed_run_exports_the_stored_last_success(
+    make: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """A new daemon on the same store whose first run fails serves the store's last success."""
+    first = make(config_of(demo="1h"))
+    first.start()
+    until(lambda: first.snapshot().suites["demo"].runs == 1)
+    first.shutdown()
+    (tmp_path / "down.py").write_text("def search(query, k):\n    raise ConnectionError('down')\n")
+    down = {
+        "evalset": {"bundled": "larkfield"},
+        "search": {"kind": "python", "target": "down:search", "path": str(tmp_path)},
+        "runner": {"retries": 0},
+        "schedule": {"interval": "1h"},
+        "notifiers": [],
+    }
+    endpoint = start_http_exporter("127.0.0.1", 0)
+    try:
+        second = make(
+            load_config_text(yaml.safe_dump({"suites": {"demo": down}}), "test.yaml"),
+            metrics=endpoint,
+        )
+        second.start()
+        until(lambda: second.snapshot().suites["demo"].failures == 1)
+        served = {
+            family.name: [sample.value for sample in family.samples]
+            for family in endpoint.collect()
+        }
+    finally:
+        endpoint.close()
+    with open_store(tmp_path / "monitor.db") as store:
+        last_ok = store.latest_run("demo")
+    assert last_ok is not None
+    assert [0.0] == served["retrieval_run_success"]
+    assert [last_ok.finished_at.timestamp()] == served["retrieval_last_success_timestamp_seconds"]
+
+
 class FakeEndpoint:
-    """A /metrics endpoint that records what it is given."""
+    """A /metrics endpoint that records what it is given, or refuses it with ``error``."""
 
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
+    def __init__(self, error: Exception | None = None) -> None:
+        self.updates: list[SuiteSnapshot] = []
         self.forgotten: list[str] = []
+        self.error = error
 
-    def update(self, snapshot: Any) -> None:
+    def update(self, snapshot: SuiteSnapshot) -> None:
+        if self.error is not None:
+            raise self.error
         self.updates.append(snapshot)
 
     def forget(self, suite: str) -> None:

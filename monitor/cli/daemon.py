@@ -86,14 +86,11 @@ def daemon(args: argparse.Namespace) -> int:
     open_store(store_target(args, config)).close()
     endpoint = start_http_exporter(*metrics_address(args, config))
     get_logger("monitor.daemon").info("metrics_serving", url=endpoint.url)
-    from monitor.publish import suite_snapshot
-
     service = Daemon(
         config,
         store_target=lambda new: store_target(args, new),
         reload_config=lambda: load(args),
         metrics=endpoint,
-        snapshot=suite_snapshot,
         initial_run=not args.no_initial_run,
         shutdown_grace=args.shutdown_grace,
     )

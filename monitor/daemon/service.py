@@ -26,7 +26,7 @@ import queue
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,7 +38,8 @@ from monitor.logs import get_logger
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
-    from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
+    from monitor.daemon.metrics import MetricsEndpoint
+    from monitor.exporters import SuiteSnapshot
     from monitor.job import SuiteOutcome
     from monitor.store import Store
 
@@ -64,6 +65,7 @@ class SuiteRunner(Protocol):
         *,
         config_hash: str = "",
         progress: bool | None = None,
+        sinks: Sequence[Callable[[SuiteSnapshot], None]] = (),
     ) -> SuiteOutcome: ...
 
 
@@ -71,10 +73,11 @@ class Daemon:
     """Run each suite of a config on its schedule; reload on request; stop within a grace.
 
     ``store_target`` gives the store URL for a config (the CLI's ``--store`` wins over the
-    config's); ``reload_config`` reads the config again for :meth:`reload`. After every run
-    ``metrics`` (the ``/metrics`` endpoint) is given what ``snapshot`` builds of it. With
-    ``initial_run`` every suite also runs once as soon as it is scheduled. ``run`` and
-    ``open_store`` default to the real ones.
+    config's); ``reload_config`` reads the config again for :meth:`reload`. Every run hands
+    ``metrics`` (the ``/metrics`` endpoint) its snapshot through the composer's sinks, as
+    ``run --metrics-out`` does, so a failed run's last success comes from the store, not
+    from what this process has seen. With ``initial_run`` every suite also runs once as soon
+    as it is scheduled. ``run`` and ``open_store`` default to the real ones.
     """
 
     def __init__(
@@ -84,7 +87,6 @@ class Daemon:
         store_target: Callable[[MonitorConfig], str],
         reload_config: Callable[[], MonitorConfig] | None = None,
         metrics: MetricsEndpoint | None = None,
-        snapshot: SnapshotBuilder | None = None,
         initial_run: bool = True,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
         workers: int = WORKERS,
@@ -98,7 +100,6 @@ class Daemon:
         self._store_target = store_target
         self._reload_config = reload_config
         self._metrics = metrics
-        self._snapshot = snapshot
         self._initial_run = initial_run
         self._grace = shutdown_grace
         self._workers = workers
@@ -314,8 +315,6 @@ class Daemon:
             self._running.add(name)
         self._board.started(name)
         started = time.monotonic()
-        started_at = datetime.now(timezone.utc)
-        outcome: SuiteOutcome | None = None
         log.info("run_started", suite=name)
         try:
             outcome = self._run_suite(suite, target)
@@ -340,6 +339,7 @@ class Daemon:
                 run_id=outcome.run_id,
                 verdict=comparison.verdict,
                 regression=comparison.regression,
+                export_errors=list(outcome.published.export_errors) or None,
                 duration_seconds=round(time.monotonic() - started, 3),
             )
         finally:
@@ -347,15 +347,15 @@ class Daemon:
             with self._idle:
                 self._running.discard(name)
                 self._idle.notify_all()
-        self._export(suite, outcome, started_at)
 
     def _run_suite(self, suite: SuiteConfig, target: str) -> SuiteOutcome:
         from monitor.config import config_hash
         from monitor.job import run_suite
 
         run = self._run or run_suite
+        sinks = () if self._metrics is None else (self._metrics.update,)
         with self._store(target) as store:
-            return run(suite, store, config_hash=config_hash(suite), progress=False)
+            return run(suite, store, config_hash=config_hash(suite), progress=False, sinks=sinks)
 
     def _store(self, target: str) -> Store:
         if self._open_store is not None:
@@ -415,32 +415,6 @@ class Daemon:
         if self._scheduler is None:
             return {}
         return {str(job.id): job.next_run_time for job in self._scheduler.get_jobs()}
-
-    def _export(
-        self, suite: SuiteConfig, outcome: SuiteOutcome | None, started_at: datetime
-    ) -> None:
-        """Hand ``/metrics`` what the run tells; a failing export is logged, never raised."""
-        if self._metrics is None or self._snapshot is None:
-            return
-        status = self._board.snapshot().suites.get(suite.name)
-        try:
-            self._metrics.update(
-                self._snapshot(
-                    suite,
-                    outcome,
-                    started_at=started_at,
-                    finished_at=datetime.now(timezone.utc),
-                    last_success_at=status.last_success_at if status else None,
-                )
-            )
-        except Exception as error:
-            log.error(
-                "export_failed",
-                suite=suite.name,
-                error_type=type(error).__name__,
-                error=str(error),
-                exc_info=None if isinstance(error, MonitorError) else error,
-            )
 
     def _add_job(self, name: str, trigger: Any, grace: int) -> None:
         options: dict[str, Any] = {}
