@@ -3,6 +3,7 @@ and how shutdown treats a run that will not finish."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -104,6 +105,28 @@ def test_a_failing_run_is_counted_and_the_next_run_still_comes(make: Callable[..
     status = daemon.snapshot().suites["demo"]
     assert (0, "SearchBackendError: backend down") == (status.runs, status.last_error)
     assert status.last_failure_at is not None
+
+
+def test_a_suite_locked_by_another_process_is_skipped_not_failed(
+    make: Callable[..., Daemon], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run whose suite lock is held elsewhere is a skip: no error logged, nothing exported."""
+    endpoint = FakeEndpoint()
+    daemon = make(config_of(demo="1h"), metrics=endpoint)
+    with open_store(tmp_path / "monitor.db") as store, store.lock("demo", ttl_seconds=60):
+        daemon.start()
+        until(lambda: daemon.snapshot().suites["demo"].skipped == 1)
+        until(lambda: not daemon.snapshot().suites["demo"].running)
+    status = daemon.snapshot().suites["demo"]
+    assert (0, 0, 1) == (status.runs, status.failures, status.skipped)
+    assert [] == endpoint.updates
+    daemon_records = [r for r in caplog.records if r.name == "monitor.daemon"]
+    assert [] == [r.msg for r in daemon_records if r.levelno >= logging.ERROR]
+    assert [("run_skipped", logging.WARNING)] == [
+        (r.msg["event"], r.levelno)  # type: ignore[index]
+        for r in daemon_records
+        if r.msg["event"] == "run_skipped"  # type: ignore[index]
+    ]
 
 
 def test_an_unexpected_exception_in_a_run_is_contained(make: Callable[..., Daemon]) -> None:

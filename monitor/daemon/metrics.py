@@ -36,8 +36,9 @@ class SchedulerCollector(Collector):
 
     ``retrieval_scheduler_runs_total{suite, outcome}`` counts, since the daemon started, runs
     that were stored (``ok``), that raised (``failed``), that started too late and were
-    dropped (``missed``), that were due while the previous run was still going (``skipped``)
-    and faults of the job itself (``job_error``); ``retrieval_scheduler_config_reloads_total``
+    dropped (``missed``), that were due while the previous run was still going or another
+    process held the suite's store lock (``skipped``) and faults of the job itself
+    (``job_error``); ``retrieval_scheduler_config_reloads_total``
     counts reloads by result. A missed or skipped run stores nothing, so only these counters
     (and the stale last-success alert) show it.
     """

@@ -12,8 +12,9 @@ the previous one is still going is skipped and counted), ``coalesce=True`` (runs
 row become one) and the misfire grace time of :mod:`monitor.daemon.schedule`. The job
 calls :func:`monitor.job.run_suite`, the same composer the one-shot ``run`` uses, and
 catches every error it raises: a failing suite is logged and counted, and the next run
-comes as scheduled. A listener on the scheduler logs and counts missed and skipped runs and
-any fault of the job itself.
+comes as scheduled. A suite another process is running (its store lock is held) is
+skipped, as ``run`` skips it. A listener on the scheduler logs and counts missed and skipped
+runs and any fault of the job itself.
 
 The job reads the suite's config when it starts, so a reload (:meth:`Daemon.reload`)
 changes the next run of every suite; only a changed schedule touches the scheduler.
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
 from monitor.daemon.status import DaemonSnapshot, StatusBoard
-from monitor.errors import MonitorError, UsageError
+from monitor.errors import MonitorError, StoreLockedError, UsageError
 from monitor.logs import get_logger
 
 if TYPE_CHECKING:
@@ -303,7 +304,8 @@ class Daemon:
         """Run the suite ``name`` once with the current config; log and count how it went.
 
         Never raises for a failing suite: every error of the run is caught, logged as
-        ``run_failed`` and counted, so the scheduler goes on with the next run.
+        ``run_failed`` and counted, so the scheduler goes on with the next run. A suite whose
+        store lock another process holds is skipped: counted and logged as ``run_skipped``.
         """
         config, target = self._current
         suite = config.suites.get(name)
@@ -318,6 +320,18 @@ class Daemon:
         log.info("run_started", suite=name)
         try:
             outcome = self._run_suite(suite, target)
+        except StoreLockedError as error:
+            # Another process (a second replica, a manual `run`) is running the suite now:
+            # a skip, as for `run`, not a failure. The composer exported nothing for it.
+            self._board.skipped(name)
+            log.warning(
+                "run_skipped",
+                suite=name,
+                reason="another process holds the suite's lock",
+                holder_host=error.host,
+                holder_pid=error.pid,
+                locked_since=error.since,
+            )
         except Exception as error:
             self._board.failed(name, error)
             expected = isinstance(error, MonitorError)

@@ -23,9 +23,10 @@ class SuiteStatus:
     """One suite as the daemon has seen it since it started.
 
     ``runs`` counts runs that finished and were stored; ``failures`` runs that raised (the
-    search backend failed, the store was locked or unreachable, a bad eval set); ``missed``
+    search backend failed, the store was unreachable, a bad eval set); ``missed``
     runs that started later than the misfire grace time allowed and were dropped;
-    ``skipped`` runs that were due while the previous run of the suite was still going;
+    ``skipped`` runs that were due while the previous run of the suite was still going, or
+    while another process held the suite's store lock;
     ``job_errors`` faults in the daemon's job itself, reported by the scheduler.
     """
 
@@ -106,7 +107,7 @@ class StatusBoard:
         self._change(suite, lambda s: replace(s, missed=s.missed + 1))
 
     def skipped(self, suite: str) -> None:
-        """Count a run of ``suite`` not started because the previous one was still going."""
+        """Count a run of ``suite`` not made: the previous one, or another process's, was going."""
         self._change(suite, lambda s: replace(s, skipped=s.skipped + 1))
 
     def job_error(self, suite: str) -> None:
