@@ -40,7 +40,8 @@ class SchedulerCollector(Collector):
     process held the suite's store lock (``skipped``) and faults of the job itself
     (``job_error``); ``retrieval_scheduler_config_reloads_total``
     counts reloads by result. A missed or skipped run stores nothing, so only these counters
-    (and the stale last-success alert) show it.
+    (and the stale last-success alert) show it. Each suite's series carry its static
+    ``labels:`` from the config, as its run gauges do.
     """
 
     def __init__(self, snapshot: Callable[[], DaemonSnapshot]) -> None:
@@ -52,7 +53,6 @@ class SchedulerCollector(Collector):
         runs = CounterMetricFamily(
             "retrieval_scheduler_runs",
             "Runs of each suite since the daemon started, by outcome.",
-            labels=("suite", "outcome"),
         )
         for name, status in state.suites.items():
             for outcome, count in (
@@ -62,7 +62,11 @@ class SchedulerCollector(Collector):
                 ("skipped", status.skipped),
                 ("job_error", status.job_errors),
             ):
-                runs.add_metric((name, outcome), count)
+                # The suite's static labels, as on its run gauges; its own labels come first
+                # and win (the exporters reserve their names).
+                labels = {"suite": name, "outcome": outcome}
+                labels.update((k, v) for k, v in status.labels.items() if k not in labels)
+                runs.add_sample("retrieval_scheduler_runs_total", labels, count)
         yield runs
         reloads = CounterMetricFamily(
             "retrieval_scheduler_config_reloads",

@@ -422,7 +422,9 @@ class Daemon:
 
     def snapshot(self) -> DaemonSnapshot:
         """Return the daemon's state now."""
-        return self._board.snapshot(self.next_run_times())
+        suites = self._current[0].suites
+        labels = {name: suite.labels for name, suite in suites.items()}
+        return self._board.snapshot(self.next_run_times(), labels)
 
     def next_run_times(self) -> dict[str, datetime | None]:
         """Return each scheduled suite's next run time (None while paused)."""

@@ -28,6 +28,8 @@ class SuiteStatus:
     ``skipped`` runs that were due while the previous run of the suite was still going, or
     while another process held the suite's store lock;
     ``job_errors`` faults in the daemon's job itself, reported by the scheduler.
+    ``next_run_at`` and ``labels`` (the suite's static labels) come from the schedule and the
+    config when the snapshot is taken.
     """
 
     suite: str
@@ -43,6 +45,7 @@ class SuiteStatus:
     last_error: str | None = None
     last_outcome: SuiteOutcome | None = field(default=None, repr=False)
     next_run_at: datetime | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +125,21 @@ class StatusBoard:
             else:
                 self._reload_failures += 1
 
-    def snapshot(self, next_runs: Mapping[str, datetime | None] | None = None) -> DaemonSnapshot:
-        """Return the state now, with each suite's next run time from ``next_runs``."""
+    def snapshot(
+        self,
+        next_runs: Mapping[str, datetime | None] | None = None,
+        labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> DaemonSnapshot:
+        """Return the state now, with each suite's next run time and static labels."""
         next_runs = next_runs or {}
+        labels = labels or {}
         with self._lock:
             suites = {
-                name: replace(status, next_run_at=next_runs.get(name))
+                name: replace(
+                    status,
+                    next_run_at=next_runs.get(name),
+                    labels=MappingProxyType(dict(labels.get(name, {}))),
+                )
                 for name, status in self._suites.items()
             }
             return DaemonSnapshot(
