@@ -4,7 +4,9 @@ suites, reloads on SIGHUP and stops on SIGTERM within its grace period."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -276,3 +278,41 @@ def test_daemon_exits_2_on_a_bad_config_at_start_up(start: Callable[..., Daemon]
     daemon = start({"demo": suite("1s", metrics=["no_such_measure@5"])})
     assert 2 == daemon.process.wait(timeout=WAIT_SECONDS)
     assert "no_such_measure" in daemon.log()
+
+
+def test_an_abandoned_runs_lock_is_taken_over_at_once_on_this_host(
+    start: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """After SIGTERM abandons a run, its lock names the ended daemon, and a run on this host
+    takes it over at once, as the daemon's log says."""
+    daemon = start(
+        {"slow": python_suite("slow:search", tmp_path, "1h")}, "--shutdown-grace", "0.2", slow=0.2
+    )
+    daemon.wait_for(lambda: bool(daemon.events("run_started", suite="slow")), "the run to start")
+    assert 0 == daemon.stop()[0]
+    with sqlite3.connect(daemon.store) as db:
+        holders = db.execute("SELECT pid FROM locks WHERE suite = 'slow'").fetchall()
+    assert [(daemon.process.pid,)] == holders
+    with open_store(daemon.store) as store, store.lock("slow", ttl_seconds=60) as holder:
+        assert os.getpid() == holder.pid
+    (line,) = daemon.events("shutdown_abandoned", suites="slow")
+    fields = dict(word.split("=", 1) for word in shlex.split(line))
+    assert "the grace period of 0.2 s ran out" == fields["reason"]
+    assert fields["lock"].startswith("taken over at once by the suite's next run on this host")
+
+
+def test_a_second_sigterm_abandons_the_run_naming_the_second_signal(
+    start: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """A second SIGTERM during the grace ends the daemon at once; the log names that reason."""
+    daemon = start({"slow": python_suite("slow:search", tmp_path, "1h")}, slow=0.2)
+    daemon.wait_for(lambda: bool(daemon.events("run_started", suite="slow")), "the run to start")
+    daemon.signal(signal.SIGTERM)
+    daemon.wait_for(lambda: bool(daemon.events("shutdown_started")), "the shutdown to start")
+    code, seconds = daemon.stop()
+    assert (0, True) == (code, seconds < 5.0)
+    (line,) = daemon.events("shutdown_abandoned", suites="slow")
+    assert (
+        "a second stop request came"
+        == dict(word.split("=", 1) for word in shlex.split(line))["reason"]
+    )

@@ -4,6 +4,8 @@ and how shutdown treats a run that will not finish."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -324,8 +326,19 @@ def test_shutdown_waits_for_a_run_that_finishes_within_the_grace(
     assert 1 == daemon.snapshot().suites["demo"].runs
 
 
-def test_shutdown_abandons_a_run_that_outlasts_the_grace(make: Callable[..., Daemon]) -> None:
-    """A run still going when the grace runs out is named as abandoned."""
+def abandoned_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """Return the shutdown_abandoned events logged so far."""
+    return [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict) and r.msg["event"] == "shutdown_abandoned"
+    ]
+
+
+def test_shutdown_abandons_a_run_that_outlasts_the_grace(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run still going when the grace runs out is abandoned, the grace named as the reason."""
     run = Recorder(block=True)
     daemon = make(config_of(demo="1h"), run=run, shutdown_grace=0.1)
     daemon.start()
@@ -334,6 +347,42 @@ def test_shutdown_abandons_a_run_that_outlasts_the_grace(make: Callable[..., Dae
         assert ("demo",) == daemon.shutdown()
     finally:
         run.release.set()
+    assert ["the grace period of 0.1 s ran out"] == [e["reason"] for e in abandoned_events(caplog)]
+
+
+def test_a_second_stop_request_abandons_the_run_and_says_so(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A second stop during a long grace abandons the run at once, naming the second request."""
+    run = Recorder(block=True)
+    daemon = make(config_of(demo="1h"), run=run, shutdown_grace=30.0)
+    daemon.start()
+    until(lambda: daemon.snapshot().suites["demo"].running)
+    threading.Timer(0.2, daemon.request_stop).start()
+    started = time.monotonic()
+    try:
+        assert ("demo",) == daemon.shutdown()
+    finally:
+        run.release.set()
+    assert time.monotonic() - started < 5.0
+    assert ["a second stop request came"] == [e["reason"] for e in abandoned_events(caplog)]
+
+
+def test_an_abandoned_runs_lock_is_said_to_be_taken_over_on_this_host(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The abandoned event names this host and process, whose lock a run here takes over."""
+    run = Recorder(block=True)
+    daemon = make(config_of(demo="1h"), run=run, shutdown_grace=0.0)
+    daemon.start()
+    until(lambda: daemon.snapshot().suites["demo"].running)
+    try:
+        daemon.shutdown()
+    finally:
+        run.release.set()
+    (event,) = abandoned_events(caplog)
+    assert (socket.gethostname(), os.getpid()) == (event["host"], event["pid"])
+    assert event["lock"].startswith("taken over at once by the suite's next run on this host")
 
 
 def test_shutdown_grace_below_zero_is_refused(tmp_path: Path) -> None:

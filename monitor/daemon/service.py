@@ -23,8 +23,10 @@ changes the next run of every suite; only a changed schedule touches the schedul
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +53,13 @@ WORKERS = 4
 
 #: How long a shutdown waits for the running suites by default, in seconds.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
+
+#: What becomes of an abandoned run's store lock (see :mod:`monitor.store.locks`): it names
+#: this host and process, so it is taken over once the process has ended.
+ABANDONED_LOCK = (
+    "taken over at once by the suite's next run on this host once this process has ended; "
+    "a run on another host waits until it expires"
+)
 
 _STOP = "stop"
 _RELOAD = "reload"
@@ -186,10 +195,12 @@ class Daemon:
         """Stop scheduling and wait up to the grace period for the running suites.
 
         Return the suites still running when the grace ran out or a second stop request
-        came (empty when every run finished). The caller ends the process without waiting
-        for them. Nothing is left half-written, since every store write is one transaction
-        and a run's record is written at its end; the suite's store lock stays until it
-        expires.
+        came (empty when every run finished); ``shutdown_abandoned`` logs which of the two
+        it was. The caller ends the process without waiting for them. Nothing is left
+        half-written, since every store write is one transaction and a run's record is
+        written at its end. An abandoned run's store lock names this host and process: once
+        the process has ended, the suite's next run on this host takes it over at once,
+        while a run on another host waits until it expires (:mod:`monitor.store.locks`).
         """
         with self._idle:
             self._stopping.set()
@@ -203,8 +214,12 @@ class Daemon:
             # Not waiting here: the wait below is bounded, APScheduler's is not.
             self._scheduler.shutdown(wait=False)
         deadline = time.monotonic() + self._grace
+        reason = f"the grace period of {self._grace:g} s ran out"
         with self._idle:
-            while self._running and not self._stop_requested_again():
+            while self._running:
+                if self._stop_requested_again():
+                    reason = "a second stop request came"
+                    break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -214,8 +229,10 @@ class Daemon:
             log.warning(
                 "shutdown_abandoned",
                 suites=list(abandoned),
-                reason="still running when the grace period ran out",
-                lock="held in the store until it expires",
+                reason=reason,
+                lock=ABANDONED_LOCK,
+                host=socket.gethostname(),
+                pid=os.getpid(),
             )
         else:
             log.info("shutdown_finished")
@@ -225,7 +242,6 @@ class Daemon:
         try:
             while True:
                 if self._requests.get_nowait() == _STOP:
-                    log.warning("shutdown_hurried", reason="second stop request")
                     return True
         except queue.Empty:
             return False
