@@ -3,6 +3,7 @@ suites, reloads on SIGHUP and stops on SIGTERM within its grace period."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -61,7 +62,14 @@ def python_suite(target: str, folder: Path, schedule: str = "1s") -> dict[str, A
 class Daemon:
     """A `retrieval-monitor daemon` subprocess with its stderr in a file."""
 
-    def __init__(self, workdir: Path, config: Path, *options: str, slow: float = 0.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        config: Path,
+        *options: str,
+        slow: float = 0.0,
+        log_format: str = "logfmt",
+    ) -> None:
         self.workdir = workdir
         self.config = config
         self.store = workdir / "monitor.db"
@@ -70,7 +78,8 @@ class Daemon:
         self._stderr = self.stderr_path.open("wb")
         self.process = subprocess.Popen(
             [
-                *(sys.executable, "-m", "monitor", "daemon", "--config", str(config)),
+                *(sys.executable, "-m", "monitor", "--log-format", log_format, "daemon"),
+                *("--config", str(config)),
                 *("--store", str(self.store), "--metrics-port", "0", *options),
             ],
             cwd=workdir,
@@ -142,9 +151,11 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
         (tmp_path / name).write_text(text)
     started: list[Daemon] = []
 
-    def start_daemon(suites: dict[str, Any], *options: str, slow: float = 0.0) -> Daemon:
+    def start_daemon(
+        suites: dict[str, Any], *options: str, slow: float = 0.0, log_format: str = "logfmt"
+    ) -> Daemon:
         config = write_config(tmp_path / "monitor.yaml", suites)
-        daemon = Daemon(tmp_path, config, *options, slow=slow)
+        daemon = Daemon(tmp_path, config, *options, slow=slow, log_format=log_format)
         started.append(daemon)
         return daemon
 
@@ -316,3 +327,20 @@ def test_a_second_sigterm_abandons_the_run_naming_the_second_signal(
         "a second stop request came"
         == dict(word.split("=", 1) for word in shlex.split(line))["reason"]
     )
+
+
+def test_daemon_logs_json_lines_with_log_format_json(start: Callable[..., Daemon]) -> None:
+    """With ``--log-format json`` before the command every line of the daemon is a JSON event."""
+    daemon = start({"demo": suite("1h")}, log_format="json")
+
+    def events() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in daemon.log().splitlines()]
+
+    daemon.wait_for(
+        lambda: any(e["event"] == "run_finished" for e in events()), "the run to finish"
+    )
+    assert 0 == daemon.stop()[0]
+    (finished,) = [e for e in events() if e["event"] == "run_finished"]
+    assert ("monitor.daemon", "demo") == (finished["logger"], finished["suite"])
+    assert isinstance(finished["run_id"], int)
+    assert "shutdown_finished" == events()[-1]["event"]
