@@ -3,8 +3,11 @@ suites, reloads on SIGHUP and stops on SIGTERM within its grace period."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -59,7 +62,14 @@ def python_suite(target: str, folder: Path, schedule: str = "1s") -> dict[str, A
 class Daemon:
     """A `retrieval-monitor daemon` subprocess with its stderr in a file."""
 
-    def __init__(self, workdir: Path, config: Path, *options: str, slow: float = 0.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        config: Path,
+        *options: str,
+        slow: float = 0.0,
+        log_format: str = "logfmt",
+    ) -> None:
         self.workdir = workdir
         self.config = config
         self.store = workdir / "monitor.db"
@@ -68,7 +78,8 @@ class Daemon:
         self._stderr = self.stderr_path.open("wb")
         self.process = subprocess.Popen(
             [
-                *(sys.executable, "-m", "monitor", "daemon", "--config", str(config)),
+                *(sys.executable, "-m", "monitor", "--log-format", log_format, "daemon"),
+                *("--config", str(config)),
                 *("--store", str(self.store), "--metrics-port", "0", *options),
             ],
             cwd=workdir,
@@ -140,9 +151,11 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
         (tmp_path / name).write_text(text)
     started: list[Daemon] = []
 
-    def start_daemon(suites: dict[str, Any], *options: str, slow: float = 0.0) -> Daemon:
+    def start_daemon(
+        suites: dict[str, Any], *options: str, slow: float = 0.0, log_format: str = "logfmt"
+    ) -> Daemon:
         config = write_config(tmp_path / "monitor.yaml", suites)
-        daemon = Daemon(tmp_path, config, *options, slow=slow)
+        daemon = Daemon(tmp_path, config, *options, slow=slow, log_format=log_format)
         started.append(daemon)
         return daemon
 
@@ -276,3 +289,58 @@ def test_daemon_exits_2_on_a_bad_config_at_start_up(start: Callable[..., Daemon]
     daemon = start({"demo": suite("1s", metrics=["no_such_measure@5"])})
     assert 2 == daemon.process.wait(timeout=WAIT_SECONDS)
     assert "no_such_measure" in daemon.log()
+
+
+def test_an_abandoned_runs_lock_is_taken_over_at_once_on_this_host(
+    start: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """After SIGTERM abandons a run, its lock names the ended daemon, and a run on this host
+    takes it over at once, as the daemon's log says."""
+    daemon = start(
+        {"slow": python_suite("slow:search", tmp_path, "1h")}, "--shutdown-grace", "0.2", slow=0.2
+    )
+    daemon.wait_for(lambda: bool(daemon.events("run_started", suite="slow")), "the run to start")
+    assert 0 == daemon.stop()[0]
+    with sqlite3.connect(daemon.store) as db:
+        holders = db.execute("SELECT pid FROM locks WHERE suite = 'slow'").fetchall()
+    assert [(daemon.process.pid,)] == holders
+    with open_store(daemon.store) as store, store.lock("slow", ttl_seconds=60) as holder:
+        assert os.getpid() == holder.pid
+    (line,) = daemon.events("shutdown_abandoned", suites="slow")
+    fields = dict(word.split("=", 1) for word in shlex.split(line))
+    assert "the grace period of 0.2 s ran out" == fields["reason"]
+    assert fields["lock"].startswith("taken over at once by the suite's next run on this host")
+
+
+def test_a_second_sigterm_abandons_the_run_naming_the_second_signal(
+    start: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """A second SIGTERM during the grace ends the daemon at once; the log names that reason."""
+    daemon = start({"slow": python_suite("slow:search", tmp_path, "1h")}, slow=0.2)
+    daemon.wait_for(lambda: bool(daemon.events("run_started", suite="slow")), "the run to start")
+    daemon.signal(signal.SIGTERM)
+    daemon.wait_for(lambda: bool(daemon.events("shutdown_started")), "the shutdown to start")
+    code, seconds = daemon.stop()
+    assert (0, True) == (code, seconds < 5.0)
+    (line,) = daemon.events("shutdown_abandoned", suites="slow")
+    assert (
+        "a second stop request came"
+        == dict(word.split("=", 1) for word in shlex.split(line))["reason"]
+    )
+
+
+def test_daemon_logs_json_lines_with_log_format_json(start: Callable[..., Daemon]) -> None:
+    """With ``--log-format json`` before the command every line of the daemon is a JSON event."""
+    daemon = start({"demo": suite("1h")}, log_format="json")
+
+    def events() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in daemon.log().splitlines()]
+
+    daemon.wait_for(
+        lambda: any(e["event"] == "run_finished" for e in events()), "the run to finish"
+    )
+    assert 0 == daemon.stop()[0]
+    (finished,) = [e for e in events() if e["event"] == "run_finished"]
+    assert ("monitor.daemon", "demo") == (finished["logger"], finished["suite"])
+    assert isinstance(finished["run_id"], int)
+    assert "shutdown_finished" == events()[-1]["event"]

@@ -3,9 +3,12 @@ and how shutdown treats a run that will not finish."""
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -23,9 +26,10 @@ from apscheduler.events import (
 from monitor.config import MonitorConfig, SuiteConfig, load_config_text
 from monitor.daemon import Daemon
 from monitor.errors import ConfigError, SearchBackendError, UsageError
+from monitor.exporters import SuiteSnapshot, start_http_exporter
 from monitor.job import run_suite
 from monitor.outcome import SuiteOutcome
-from monitor.store import Store
+from monitor.store import Store, open_store
 
 BUNDLED = {
     "evalset": {"bundled": "larkfield"},
@@ -84,13 +88,14 @@ class Recorder:
         *,
         config_hash: str = "",
         progress: bool | None = None,
+        sinks: Sequence[Callable[[SuiteSnapshot], None]] = (),
     ) -> SuiteOutcome:
         self.calls.append(suite.name)
         if self.block:
             self.release.wait(10)
         if self.error is not None:
             raise self.error
-        return run_suite(suite, store, config_hash=config_hash, progress=progress)
+        return run_suite(suite, store, config_hash=config_hash, progress=progress, sinks=sinks)
 
 
 def test_a_failing_run_is_counted_and_the_next_run_still_comes(make: Callable[..., Daemon]) -> None:
@@ -103,6 +108,28 @@ def test_a_failing_run_is_counted_and_the_next_run_still_comes(make: Callable[..
     status = daemon.snapshot().suites["demo"]
     assert (0, "SearchBackendError: backend down") == (status.runs, status.last_error)
     assert status.last_failure_at is not None
+
+
+def test_a_suite_locked_by_another_process_is_skipped_not_failed(
+    make: Callable[..., Daemon], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run whose suite lock is held elsewhere is a skip: no error logged, nothing exported."""
+    endpoint = FakeEndpoint()
+    daemon = make(config_of(demo="1h"), metrics=endpoint)
+    with open_store(tmp_path / "monitor.db") as store, store.lock("demo", ttl_seconds=60):
+        daemon.start()
+        until(lambda: daemon.snapshot().suites["demo"].skipped == 1)
+        until(lambda: not daemon.snapshot().suites["demo"].running)
+    status = daemon.snapshot().suites["demo"]
+    assert (0, 0, 1) == (status.runs, status.failures, status.skipped)
+    assert [] == endpoint.updates
+    daemon_records = [r for r in caplog.records if r.name == "monitor.daemon"]
+    assert [] == [r.msg for r in daemon_records if r.levelno >= logging.ERROR]
+    assert [("run_skipped", logging.WARNING)] == [
+        (r.msg["event"], r.levelno)  # type: ignore[index]
+        for r in daemon_records
+        if r.msg["event"] == "run_skipped"  # type: ignore[index]
+    ]
 
 
 def test_an_unexpected_exception_in_a_run_is_contained(make: Callable[..., Daemon]) -> None:
@@ -173,7 +200,7 @@ def test_scheduler_event_is_counted_for_its_suite(
     daemon.on_event(event)
     assert 1 == getattr(daemon.snapshot().suites["demo"], counter)
     assert ["demo"] == [
-        record.logfmt_fields["suite"]  # type: ignore[attr-defined]
+        record.msg["suite"]  # type: ignore[index]
         for record in caplog.records
         if record.name == "monitor.daemon"
     ]
@@ -212,50 +239,75 @@ def test_reload_adds_removes_and_reschedules_suites(make: Callable[..., Daemon])
     assert {"kept", "added"} == set(daemon.snapshot().suites)
 
 
-def test_each_run_is_exported_through_the_snapshot_builder(make: Callable[..., Daemon]) -> None:
-    """After a run the endpoint gets what the builder made of it; removed suites are forgotten."""
-    built: list[tuple[str, bool]] = []
+def test_each_run_is_exported_to_the_endpoint(make: Callable[..., Daemon]) -> None:
+    """After a run the endpoint gets the run's snapshot; a removed suite is forgotten."""
     endpoint = FakeEndpoint()
-
-    def snapshot(suite: SuiteConfig, outcome: SuiteOutcome | None, **times: Any) -> Any:
-        built.append((suite.name, outcome is not None))
-        return f"snapshot of {suite.name}"
-
     configs = iter([config_of(other="1h")])
-    daemon = make(
-        config_of(demo="1h"),
-        metrics=endpoint,
-        snapshot=snapshot,
-        reload_config=lambda: next(configs),
-    )
+    daemon = make(config_of(demo="1h"), metrics=endpoint, reload_config=lambda: next(configs))
     daemon.start()
     until(lambda: len(endpoint.updates) == 1)
-    assert [("demo", True)] == built
-    assert ["snapshot of demo"] == endpoint.updates
+    assert [("demo", True)] == [(u.suite, u.success) for u in endpoint.updates]
     daemon.reload()
     assert ["demo"] == endpoint.forgotten
 
 
 def test_a_failing_export_does_not_fail_the_run(make: Callable[..., Daemon]) -> None:
-    """An export that raises is logged; the run still counts as a success."""
-
-    def snapshot(*args: Any, **kwargs: Any) -> Any:
-        raise UsageError("label 'suite': bad")
-
-    daemon = make(config_of(demo="1h"), metrics=FakeEndpoint(), snapshot=snapshot)
+    """An endpoint that refuses the snapshot is logged; the run still counts as a success."""
+    endpoint = FakeEndpoint(error=UsageError("label 'suite': bad"))
+    daemon = make(config_of(demo="1h"), metrics=endpoint)
     daemon.start()
     until(lambda: daemon.snapshot().suites["demo"].runs == 1)
     assert 0 == daemon.snapshot().suites["demo"].failures
 
 
+def test_after_a_restart_a_failed_run_exports_the_stored_last_success(
+    make: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """A new daemon on the same store whose first run fails serves the store's last success."""
+    first = make(config_of(demo="1h"))
+    first.start()
+    until(lambda: first.snapshot().suites["demo"].runs == 1)
+    first.shutdown()
+    (tmp_path / "down.py").write_text("def search(query, k):\n    raise ConnectionError('down')\n")
+    down = {
+        "evalset": {"bundled": "larkfield"},
+        "search": {"kind": "python", "target": "down:search", "path": str(tmp_path)},
+        "runner": {"retries": 0},
+        "schedule": {"interval": "1h"},
+        "notifiers": [],
+    }
+    endpoint = start_http_exporter("127.0.0.1", 0)
+    try:
+        second = make(
+            load_config_text(yaml.safe_dump({"suites": {"demo": down}}), "test.yaml"),
+            metrics=endpoint,
+        )
+        second.start()
+        until(lambda: second.snapshot().suites["demo"].failures == 1)
+        served = {
+            family.name: [sample.value for sample in family.samples]
+            for family in endpoint.collect()
+        }
+    finally:
+        endpoint.close()
+    with open_store(tmp_path / "monitor.db") as store:
+        last_ok = store.latest_run("demo")
+    assert last_ok is not None
+    assert [0.0] == served["retrieval_run_success"]
+    assert [last_ok.finished_at.timestamp()] == served["retrieval_last_success_timestamp_seconds"]
+
+
 class FakeEndpoint:
-    """A /metrics endpoint that records what it is given."""
+    """A /metrics endpoint that records what it is given, or refuses it with ``error``."""
 
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
+    def __init__(self, error: Exception | None = None) -> None:
+        self.updates: list[SuiteSnapshot] = []
         self.forgotten: list[str] = []
+        self.error = error
 
-    def update(self, snapshot: Any) -> None:
+    def update(self, snapshot: SuiteSnapshot) -> None:
+        if self.error is not None:
+            raise self.error
         self.updates.append(snapshot)
 
     def forget(self, suite: str) -> None:
@@ -275,8 +327,19 @@ def test_shutdown_waits_for_a_run_that_finishes_within_the_grace(
     assert 1 == daemon.snapshot().suites["demo"].runs
 
 
-def test_shutdown_abandons_a_run_that_outlasts_the_grace(make: Callable[..., Daemon]) -> None:
-    """A run still going when the grace runs out is named as abandoned."""
+def abandoned_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """Return the shutdown_abandoned events logged so far."""
+    return [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict) and r.msg["event"] == "shutdown_abandoned"
+    ]
+
+
+def test_shutdown_abandons_a_run_that_outlasts_the_grace(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run still going when the grace runs out is abandoned, the grace named as the reason."""
     run = Recorder(block=True)
     daemon = make(config_of(demo="1h"), run=run, shutdown_grace=0.1)
     daemon.start()
@@ -285,6 +348,42 @@ def test_shutdown_abandons_a_run_that_outlasts_the_grace(make: Callable[..., Dae
         assert ("demo",) == daemon.shutdown()
     finally:
         run.release.set()
+    assert ["the grace period of 0.1 s ran out"] == [e["reason"] for e in abandoned_events(caplog)]
+
+
+def test_a_second_stop_request_abandons_the_run_and_says_so(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A second stop during a long grace abandons the run at once, naming the second request."""
+    run = Recorder(block=True)
+    daemon = make(config_of(demo="1h"), run=run, shutdown_grace=30.0)
+    daemon.start()
+    until(lambda: daemon.snapshot().suites["demo"].running)
+    threading.Timer(0.2, daemon.request_stop).start()
+    started = time.monotonic()
+    try:
+        assert ("demo",) == daemon.shutdown()
+    finally:
+        run.release.set()
+    assert time.monotonic() - started < 5.0
+    assert ["a second stop request came"] == [e["reason"] for e in abandoned_events(caplog)]
+
+
+def test_an_abandoned_runs_lock_is_said_to_be_taken_over_on_this_host(
+    make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The abandoned event names this host and process, whose lock a run here takes over."""
+    run = Recorder(block=True)
+    daemon = make(config_of(demo="1h"), run=run, shutdown_grace=0.0)
+    daemon.start()
+    until(lambda: daemon.snapshot().suites["demo"].running)
+    try:
+        daemon.shutdown()
+    finally:
+        run.release.set()
+    (event,) = abandoned_events(caplog)
+    assert (socket.gethostname(), os.getpid()) == (event["host"], event["pid"])
+    assert event["lock"].startswith("taken over at once by the suite's next run on this host")
 
 
 def test_shutdown_grace_below_zero_is_refused(tmp_path: Path) -> None:

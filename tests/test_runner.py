@@ -506,20 +506,29 @@ def test_terminal_bar_stays_hidden_for_short_runs() -> None:
     assert "" == stream.getvalue()
 
 
-def test_log_progress_writes_key_value_lines(caplog: pytest.LogCaptureFixture) -> None:
-    """Off a terminal, progress is logged as key=value lines."""
+def test_log_progress_logs_a_progress_event(caplog: pytest.LogCaptureFixture) -> None:
+    """Off a terminal, progress is logged as queries_progress events with the counts."""
     progress = LogProgress(10, "nightly", interval=0.0)
     with caplog.at_level(logging.INFO, logger="monitor.runner"):
         progress.update(5, 1)
-    assert ["run progress label=nightly done=5 total=10 failed=1"] == [
-        r.getMessage().rsplit(" elapsed_s", 1)[0] for r in caplog.records
+    assert [
+        {"event": "queries_progress", "label": "nightly", "done": 5, "total": 10, "failed": 1}
+    ] == [
+        {key: r.msg[key] for key in ("event", "label", "done", "total", "failed")}  # type: ignore[index]
+        for r in caplog.records
     ]
 
 
 def test_run_logs_a_summary_line(queries: list[Query], caplog: pytest.LogCaptureFixture) -> None:
-    """Every run logs one key=value summary line when it finishes."""
+    """Every run logs one queries_finished event with its counts when it finishes."""
     with caplog.at_level(logging.INFO, logger="monitor.runner"):
         run_queries(queries[:2], FakeSearch(), label="nightly", progress=False)
-    finished = [r.getMessage() for r in caplog.records if "run finished" in r.getMessage()]
+    finished = [
+        r.msg
+        for r in caplog.records
+        if isinstance(r.msg, dict) and r.msg["event"] == "queries_finished"
+    ]
     assert 1 == len(finished)
-    assert "label=nightly queries=2 failed=0" in finished[0]
+    assert {"label": "nightly", "queries": 2, "failed": 0} == {
+        key: finished[0][key] for key in ("label", "queries", "failed")
+    }

@@ -15,6 +15,7 @@ from monitor import errors
 from monitor.cli import baseline, config, daemon, evaluate, ksweep, pipelines, report, run
 from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
+from monitor.logs import LOG_FORMATS, configure_logging
 
 _COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report)
 
@@ -26,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Know every day whether your retrieval still finds the right documents.",
     )
     parser.add_argument("--version", action=VersionAction, help="print the version and exit")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=LOG_FORMATS[0],
+        help=f"how log lines on stderr are written (default {LOG_FORMATS[0]})",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
@@ -35,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     args = build_parser().parse_args(argv)
+    configure_logging(args.log_format)
     try:
         code: int = args.handler(args)
     except errors.MonitorError as error:

@@ -3,7 +3,8 @@
 Each suite runs on its ``schedule`` (cron or interval) and once at start-up (unless
 ``--no-initial-run``), through the same composer as ``run``; ``/metrics`` is served on
 ``--metrics-address``:``--metrics-port`` (default: the first ``kind: http`` exporter of the
-config, else 127.0.0.1:9108). Logs are ``key=value`` lines on stderr.
+config, else 127.0.0.1:9108). Logs are one event a line on stderr, logfmt or JSON as the
+global ``--log-format`` says.
 
 Signals: SIGTERM and SIGINT stop scheduling and wait up to ``--shutdown-grace`` seconds for
 the running suites, then exit 0 (a run still going is abandoned: every store write is one
@@ -28,8 +29,6 @@ from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig
-
-log = logging.getLogger("monitor.daemon")
 
 
 def register(subparsers: Any) -> None:
@@ -71,30 +70,27 @@ def register(subparsers: Any) -> None:
 
 def daemon(args: argparse.Namespace) -> int:
     """Run the daemon until a stop signal; return 0."""
-    from monitor.daemon import Daemon, SchedulerCollector, configure_logging, emit
+    from monitor.daemon import Daemon, SchedulerCollector
     from monitor.errors import UsageError
     from monitor.exporters import start_http_exporter
+    from monitor.logs import get_logger
     from monitor.store import open_store
 
     if not args.shutdown_grace >= 0:
         raise UsageError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace}")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port must be from 0 to 65535, not {args.metrics_port}")
-    configure_logging(sys.stderr)
     config = load(args)
     # Open the store once before scheduling anything: a store that is unreachable or newer
     # than this code stops the start-up with its exit code instead of failing every run.
     open_store(store_target(args, config)).close()
     endpoint = start_http_exporter(*metrics_address(args, config))
-    emit(log, logging.INFO, "metrics_serving", url=endpoint.url)
-    from monitor.publish import suite_snapshot
-
+    get_logger("monitor.daemon").info("metrics_serving", url=endpoint.url)
     service = Daemon(
         config,
         store_target=lambda new: store_target(args, new),
         reload_config=lambda: load(args),
         metrics=endpoint,
-        snapshot=suite_snapshot,
         initial_run=not args.no_initial_run,
         shutdown_grace=args.shutdown_grace,
     )

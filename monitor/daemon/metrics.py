@@ -1,26 +1,22 @@
-"""How the daemon feeds ``/metrics``: the exporter's endpoint and a snapshot builder.
+"""How the daemon feeds ``/metrics``: the exporter's endpoint and the scheduler's counters.
 
 The endpoint is :func:`monitor.exporters.start_http_exporter`'s :class:`HttpExporter`: one
-server for every suite, fed one :class:`~monitor.exporters.SuiteSnapshot` per run. The
-builder that turns a suite's run (or failed attempt) into that snapshot belongs to the job
-composer, which the one-shot exporters (Pushgateway, textfile) need as well; the daemon
-takes it as a parameter and calls it once per run.
+server for every suite. Its ``update`` is one of the sinks the job composer
+(:func:`monitor.job.run_suite`) hands each run's :class:`~monitor.exporters.SuiteSnapshot`,
+as it does ``run --metrics-out``'s, so the daemon builds no snapshot of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
-    from monitor.config.model import SuiteConfig
     from monitor.daemon.status import DaemonSnapshot
     from monitor.exporters import SuiteSnapshot
-    from monitor.outcome import SuiteOutcome
 
 
 class MetricsEndpoint(Protocol):
@@ -35,33 +31,17 @@ class MetricsEndpoint(Protocol):
         ...
 
 
-class SnapshotBuilder(Protocol):
-    """Return what one run of ``suite`` tells Prometheus.
-
-    ``outcome`` is the run's :class:`~monitor.job.SuiteOutcome`, or None when the run
-    raised; ``last_success_at`` is when the suite last succeeded, as far as the daemon knows.
-    """
-
-    def __call__(
-        self,
-        suite: SuiteConfig,
-        outcome: SuiteOutcome | None,
-        *,
-        started_at: datetime,
-        finished_at: datetime,
-        last_success_at: datetime | None,
-    ) -> SuiteSnapshot: ...
-
-
 class SchedulerCollector(Collector):
     """The daemon's own counters, read from its status board at each scrape.
 
     ``retrieval_scheduler_runs_total{suite, outcome}`` counts, since the daemon started, runs
     that were stored (``ok``), that raised (``failed``), that started too late and were
-    dropped (``missed``), that were due while the previous run was still going (``skipped``)
-    and faults of the job itself (``job_error``); ``retrieval_scheduler_config_reloads_total``
+    dropped (``missed``), that were due while the previous run was still going or another
+    process held the suite's store lock (``skipped``) and faults of the job itself
+    (``job_error``); ``retrieval_scheduler_config_reloads_total``
     counts reloads by result. A missed or skipped run stores nothing, so only these counters
-    (and the stale last-success alert) show it.
+    (and the stale last-success alert) show it. Each suite's series carry its static
+    ``labels:`` from the config, as its run gauges do.
     """
 
     def __init__(self, snapshot: Callable[[], DaemonSnapshot]) -> None:
@@ -73,7 +53,6 @@ class SchedulerCollector(Collector):
         runs = CounterMetricFamily(
             "retrieval_scheduler_runs",
             "Runs of each suite since the daemon started, by outcome.",
-            labels=("suite", "outcome"),
         )
         for name, status in state.suites.items():
             for outcome, count in (
@@ -83,7 +62,11 @@ class SchedulerCollector(Collector):
                 ("skipped", status.skipped),
                 ("job_error", status.job_errors),
             ):
-                runs.add_metric((name, outcome), count)
+                # The suite's static labels, as on its run gauges; its own labels come first
+                # and win (the exporters reserve their names).
+                labels = {"suite": name, "outcome": outcome}
+                labels.update((k, v) for k, v in status.labels.items() if k not in labels)
+                runs.add_sample("retrieval_scheduler_runs_total", labels, count)
         yield runs
         reloads = CounterMetricFamily(
             "retrieval_scheduler_config_reloads",

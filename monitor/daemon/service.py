@@ -12,8 +12,9 @@ the previous one is still going is skipped and counted), ``coalesce=True`` (runs
 row become one) and the misfire grace time of :mod:`monitor.daemon.schedule`. The job
 calls :func:`monitor.job.run_suite`, the same composer the one-shot ``run`` uses, and
 catches every error it raises: a failing suite is logged and counted, and the next run
-comes as scheduled. A listener on the scheduler logs and counts missed and skipped runs and
-any fault of the job itself.
+comes as scheduled. A suite another process is running (its store lock is held) is
+skipped, as ``run`` skips it. A listener on the scheduler logs and counts missed and skipped
+runs and any fault of the job itself.
 
 The job reads the suite's config when it starts, so a reload (:meth:`Daemon.reload`)
 changes the next run of every suite; only a changed schedule touches the scheduler.
@@ -22,33 +23,43 @@ changes the next run of every suite; only a changed schedule touches the schedul
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from monitor.daemon.logfmt import emit
 from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
 from monitor.daemon.status import DaemonSnapshot, StatusBoard
-from monitor.errors import MonitorError, UsageError
+from monitor.errors import MonitorError, StoreLockedError, UsageError
+from monitor.logs import get_logger
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
-    from monitor.daemon.metrics import MetricsEndpoint, SnapshotBuilder
+    from monitor.daemon.metrics import MetricsEndpoint
+    from monitor.exporters import SuiteSnapshot
     from monitor.outcome import SuiteOutcome
     from monitor.store import Store
 
-log = logging.getLogger("monitor.daemon")
+log = get_logger("monitor.daemon")
 
 #: Suites that may run at the same time. Each run opens its own store connection.
 WORKERS = 4
 
 #: How long a shutdown waits for the running suites by default, in seconds.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
+
+#: What becomes of an abandoned run's store lock (see :mod:`monitor.store.locks`): it names
+#: this host and process, so it is taken over once the process has ended.
+ABANDONED_LOCK = (
+    "taken over at once by the suite's next run on this host once this process has ended; "
+    "a run on another host waits until it expires"
+)
 
 _STOP = "stop"
 _RELOAD = "reload"
@@ -64,6 +75,7 @@ class SuiteRunner(Protocol):
         *,
         config_hash: str = "",
         progress: bool | None = None,
+        sinks: Sequence[Callable[[SuiteSnapshot], None]] = (),
     ) -> SuiteOutcome: ...
 
 
@@ -71,10 +83,11 @@ class Daemon:
     """Run each suite of a config on its schedule; reload on request; stop within a grace.
 
     ``store_target`` gives the store URL for a config (the CLI's ``--store`` wins over the
-    config's); ``reload_config`` reads the config again for :meth:`reload`. After every run
-    ``metrics`` (the ``/metrics`` endpoint) is given what ``snapshot`` builds of it. With
-    ``initial_run`` every suite also runs once as soon as it is scheduled. ``run`` and
-    ``open_store`` default to the real ones.
+    config's); ``reload_config`` reads the config again for :meth:`reload`. Every run hands
+    ``metrics`` (the ``/metrics`` endpoint) its snapshot through the composer's sinks, as
+    ``run --metrics-out`` does, so a failed run's last success comes from the store, not
+    from what this process has seen. With ``initial_run`` every suite also runs once as soon
+    as it is scheduled. ``run`` and ``open_store`` default to the real ones.
     """
 
     def __init__(
@@ -84,7 +97,6 @@ class Daemon:
         store_target: Callable[[MonitorConfig], str],
         reload_config: Callable[[], MonitorConfig] | None = None,
         metrics: MetricsEndpoint | None = None,
-        snapshot: SnapshotBuilder | None = None,
         initial_run: bool = True,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
         workers: int = WORKERS,
@@ -98,7 +110,6 @@ class Daemon:
         self._store_target = store_target
         self._reload_config = reload_config
         self._metrics = metrics
-        self._snapshot = snapshot
         self._initial_run = initial_run
         self._grace = shutdown_grace
         self._workers = workers
@@ -136,9 +147,7 @@ class Daemon:
         for name, (trigger, grace) in plans.items():
             self._add_job(name, trigger, grace)
         self._scheduler.start()
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "daemon_started",
             config=config.source,
             suites=list(config.suites),
@@ -186,17 +195,17 @@ class Daemon:
         """Stop scheduling and wait up to the grace period for the running suites.
 
         Return the suites still running when the grace ran out or a second stop request
-        came (empty when every run finished). The caller ends the process without waiting
-        for them. Nothing is left half-written, since every store write is one transaction
-        and a run's record is written at its end; the suite's store lock stays until it
-        expires.
+        came (empty when every run finished); ``shutdown_abandoned`` logs which of the two
+        it was. The caller ends the process without waiting for them. Nothing is left
+        half-written, since every store write is one transaction and a run's record is
+        written at its end. An abandoned run's store lock names this host and process: once
+        the process has ended, the suite's next run on this host takes it over at once,
+        while a run on another host waits until it expires (:mod:`monitor.store.locks`).
         """
         with self._idle:
             self._stopping.set()
             running = sorted(self._running)
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "shutdown_started",
             grace_seconds=self._grace,
             running=running or None,
@@ -205,31 +214,34 @@ class Daemon:
             # Not waiting here: the wait below is bounded, APScheduler's is not.
             self._scheduler.shutdown(wait=False)
         deadline = time.monotonic() + self._grace
+        reason = f"the grace period of {self._grace:g} s ran out"
         with self._idle:
-            while self._running and not self._stop_requested_again():
+            while self._running:
+                if self._stop_requested_again():
+                    reason = "a second stop request came"
+                    break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._idle.wait(min(remaining, 0.2))
             abandoned = tuple(sorted(self._running))
         if abandoned:
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "shutdown_abandoned",
                 suites=list(abandoned),
-                reason="still running when the grace period ran out",
-                lock="held in the store until it expires",
+                reason=reason,
+                lock=ABANDONED_LOCK,
+                host=socket.gethostname(),
+                pid=os.getpid(),
             )
         else:
-            emit(log, logging.INFO, "shutdown_finished")
+            log.info("shutdown_finished")
         return abandoned
 
     def _stop_requested_again(self) -> bool:
         try:
             while True:
                 if self._requests.get_nowait() == _STOP:
-                    emit(log, logging.WARNING, "shutdown_hurried", reason="second stop request")
                     return True
         except queue.Empty:
             return False
@@ -256,14 +268,12 @@ class Daemon:
                 self._store(target).close()
         except Exception as error:
             self._board.reloaded(False)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "reload_failed",
                 error_type=type(error).__name__,
                 error=str(error),
                 kept=current.source,
-                exc=None if isinstance(error, MonitorError) else _traceback(error),
+                exc_info=None if isinstance(error, MonitorError) else error,
             )
             return False
 
@@ -293,9 +303,7 @@ class Daemon:
         for name in added:
             self._add_job(name, *plans[name])
         self._board.reloaded(True)
-        emit(
-            log,
-            logging.INFO,
+        log.info(
             "config_reloaded",
             config=config.source,
             added=added or None,
@@ -312,7 +320,8 @@ class Daemon:
         """Run the suite ``name`` once with the current config; log and count how it went.
 
         Never raises for a failing suite: every error of the run is caught, logged as
-        ``run_failed`` and counted, so the scheduler goes on with the next run.
+        ``run_failed`` and counted, so the scheduler goes on with the next run. A suite whose
+        store lock another process holds is skipped: counted and logged as ``run_skipped``.
         """
         config, target = self._current
         suite = config.suites.get(name)
@@ -324,35 +333,43 @@ class Daemon:
             self._running.add(name)
         self._board.started(name)
         started = time.monotonic()
-        started_at = datetime.now(timezone.utc)
-        outcome: SuiteOutcome | None = None
-        emit(log, logging.INFO, "run_started", suite=name)
+        log.info("run_started", suite=name)
         try:
             outcome = self._run_suite(suite, target)
+        except StoreLockedError as error:
+            # Another process (a second replica, a manual `run`) is running the suite now:
+            # a skip, as for `run`, not a failure. The composer exported nothing for it.
+            self._board.skipped(name)
+            log.warning(
+                "run_skipped",
+                suite=name,
+                reason="another process holds the suite's lock",
+                holder_host=error.host,
+                holder_pid=error.pid,
+                locked_since=error.since,
+            )
         except Exception as error:
             self._board.failed(name, error)
             expected = isinstance(error, MonitorError)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "run_failed",
                 suite=name,
                 error_type=type(error).__name__,
                 error=str(error),
                 duration_seconds=round(time.monotonic() - started, 3),
-                exc=None if expected else _traceback(error),
+                exc_info=None if expected else error,
             )
         else:
             self._board.succeeded(name, outcome)
             comparison = outcome.comparison
-            emit(
-                log,
+            log.log(
                 logging.WARNING if comparison.verdict == "evalset_changed" else logging.INFO,
                 "run_finished",
                 suite=name,
                 run_id=outcome.run_id,
                 verdict=comparison.verdict,
                 regression=comparison.regression,
+                export_errors=list(outcome.published.export_errors) or None,
                 duration_seconds=round(time.monotonic() - started, 3),
             )
         finally:
@@ -360,15 +377,15 @@ class Daemon:
             with self._idle:
                 self._running.discard(name)
                 self._idle.notify_all()
-        self._export(suite, outcome, started_at)
 
     def _run_suite(self, suite: SuiteConfig, target: str) -> SuiteOutcome:
         from monitor.config import config_hash
         from monitor.job import run_suite
 
         run = self._run or run_suite
+        sinks = () if self._metrics is None else (self._metrics.update,)
         with self._store(target) as store:
-            return run(suite, store, config_hash=config_hash(suite), progress=False)
+            return run(suite, store, config_hash=config_hash(suite), progress=False, sinks=sinks)
 
     def _store(self, target: str) -> Store:
         if self._open_store is not None:
@@ -391,9 +408,7 @@ class Daemon:
         name = str(event.job_id)
         if event.code == EVENT_JOB_MISSED:
             self._board.missed(name)
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "run_missed",
                 suite=name,
                 scheduled_at=event.scheduled_run_time,
@@ -401,9 +416,7 @@ class Daemon:
             )
         elif event.code == EVENT_JOB_MAX_INSTANCES:
             self._board.skipped(name)
-            emit(
-                log,
-                logging.WARNING,
+            log.warning(
                 "run_skipped",
                 suite=name,
                 scheduled_at=list(event.scheduled_run_times),
@@ -411,57 +424,29 @@ class Daemon:
             )
         elif event.code == EVENT_JOB_ERROR:
             self._board.job_error(name)
-            emit(
-                log,
-                logging.ERROR,
+            log.error(
                 "job_error",
                 suite=name,
                 error_type=type(event.exception).__name__,
                 error=str(event.exception),
-                exc=event.traceback,
+                exception=event.traceback,
             )
         elif event.code == EVENT_JOB_EXECUTED:
-            emit(log, logging.DEBUG, "job_executed", suite=name)
+            log.debug("job_executed", suite=name)
 
     # -- state ------------------------------------------------------------------------------
 
     def snapshot(self) -> DaemonSnapshot:
         """Return the daemon's state now."""
-        return self._board.snapshot(self.next_run_times())
+        suites = self._current[0].suites
+        labels = {name: suite.labels for name, suite in suites.items()}
+        return self._board.snapshot(self.next_run_times(), labels)
 
     def next_run_times(self) -> dict[str, datetime | None]:
         """Return each scheduled suite's next run time (None while paused)."""
         if self._scheduler is None:
             return {}
         return {str(job.id): job.next_run_time for job in self._scheduler.get_jobs()}
-
-    def _export(
-        self, suite: SuiteConfig, outcome: SuiteOutcome | None, started_at: datetime
-    ) -> None:
-        """Hand ``/metrics`` what the run tells; a failing export is logged, never raised."""
-        if self._metrics is None or self._snapshot is None:
-            return
-        status = self._board.snapshot().suites.get(suite.name)
-        try:
-            self._metrics.update(
-                self._snapshot(
-                    suite,
-                    outcome,
-                    started_at=started_at,
-                    finished_at=datetime.now(timezone.utc),
-                    last_success_at=status.last_success_at if status else None,
-                )
-            )
-        except Exception as error:
-            emit(
-                log,
-                logging.ERROR,
-                "export_failed",
-                suite=suite.name,
-                error_type=type(error).__name__,
-                error=str(error),
-                exc=None if isinstance(error, MonitorError) else _traceback(error),
-            )
 
     def _add_job(self, name: str, trigger: Any, grace: int) -> None:
         options: dict[str, Any] = {}
@@ -485,9 +470,7 @@ class Daemon:
             job = self._scheduler.get_job(name)
             if job is None:
                 continue
-            emit(
-                log,
-                logging.INFO,
+            log.info(
                 "suite_scheduled",
                 suite=name,
                 trigger=str(job.trigger),
@@ -500,9 +483,3 @@ def _plan(suite: SuiteConfig) -> tuple[Any, int]:
     """Return the suite's trigger and misfire grace time; raise for a schedule that fails."""
     trigger = build_trigger(suite.schedule)
     return trigger, misfire_grace_seconds(trigger)
-
-
-def _traceback(error: BaseException) -> str:
-    import traceback
-
-    return "".join(traceback.format_exception(type(error), error, error.__traceback__))

@@ -23,10 +23,13 @@ class SuiteStatus:
     """One suite as the daemon has seen it since it started.
 
     ``runs`` counts runs that finished and were stored; ``failures`` runs that raised (the
-    search backend failed, the store was locked or unreachable, a bad eval set); ``missed``
+    search backend failed, the store was unreachable, a bad eval set); ``missed``
     runs that started later than the misfire grace time allowed and were dropped;
-    ``skipped`` runs that were due while the previous run of the suite was still going;
+    ``skipped`` runs that were due while the previous run of the suite was still going, or
+    while another process held the suite's store lock;
     ``job_errors`` faults in the daemon's job itself, reported by the scheduler.
+    ``next_run_at`` and ``labels`` (the suite's static labels) come from the schedule and the
+    config when the snapshot is taken.
     """
 
     suite: str
@@ -42,6 +45,7 @@ class SuiteStatus:
     last_error: str | None = None
     last_outcome: SuiteOutcome | None = field(default=None, repr=False)
     next_run_at: datetime | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +110,7 @@ class StatusBoard:
         self._change(suite, lambda s: replace(s, missed=s.missed + 1))
 
     def skipped(self, suite: str) -> None:
-        """Count a run of ``suite`` not started because the previous one was still going."""
+        """Count a run of ``suite`` not made: the previous one, or another process's, was going."""
         self._change(suite, lambda s: replace(s, skipped=s.skipped + 1))
 
     def job_error(self, suite: str) -> None:
@@ -121,12 +125,21 @@ class StatusBoard:
             else:
                 self._reload_failures += 1
 
-    def snapshot(self, next_runs: Mapping[str, datetime | None] | None = None) -> DaemonSnapshot:
-        """Return the state now, with each suite's next run time from ``next_runs``."""
+    def snapshot(
+        self,
+        next_runs: Mapping[str, datetime | None] | None = None,
+        labels: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> DaemonSnapshot:
+        """Return the state now, with each suite's next run time and static labels."""
         next_runs = next_runs or {}
+        labels = labels or {}
         with self._lock:
             suites = {
-                name: replace(status, next_run_at=next_runs.get(name))
+                name: replace(
+                    status,
+                    next_run_at=next_runs.get(name),
+                    labels=MappingProxyType(dict(labels.get(name, {}))),
+                )
                 for name, status in self._suites.items()
             }
             return DaemonSnapshot(

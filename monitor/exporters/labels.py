@@ -40,6 +40,8 @@ RESERVED_LABELS: Final = frozenset(
         "job",
         "instance",
         "le",
+        # The daemon's retrieval_scheduler_runs_total.
+        "outcome",
     }
 )
 

@@ -1,18 +1,20 @@
 """Tell a person how far a run has got: a bar on a terminal, log lines elsewhere.
 
 A run shows a bar on stderr when stderr is an interactive terminal, from the moment the run
-has taken a second; otherwise it logs ``key=value`` lines through :mod:`logging` (logger
-``monitor.runner``): one at the start, one every few seconds, one at the end.
+has taken a second; otherwise it logs ``queries_progress`` events (logger ``monitor.runner``,
+see :mod:`monitor.logs`) every few seconds, between the runner's ``queries_started`` and
+``queries_finished``.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from typing import Protocol, TextIO
 
-logger = logging.getLogger("monitor.runner")
+from monitor.logs import get_logger
+
+logger = get_logger("monitor.runner")
 
 
 class Progress(Protocol):
@@ -94,7 +96,7 @@ class TerminalBar:
 
 
 class LogProgress:
-    """``key=value`` progress lines every ``interval`` seconds."""
+    """A ``queries_progress`` event every ``interval`` seconds."""
 
     def __init__(self, total: int, label: str | None = None, *, interval: float = 5.0) -> None:
         self.total = total
@@ -110,12 +112,12 @@ class LogProgress:
             return
         self._next = now + (self.interval or 0.0)
         logger.info(
-            "run progress label=%s done=%d total=%d failed=%d elapsed_s=%.1f",
-            self.label,
-            done,
-            self.total,
-            failed,
-            now - self._started,
+            "queries_progress",
+            label=self.label,
+            done=done,
+            total=self.total,
+            failed=failed,
+            elapsed_seconds=round(now - self._started, 1),
         )
 
     def close(self) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import threading
 import time
@@ -96,14 +95,14 @@ def run_queries(
         deadline_at=caller.deadline_at,
     )
     logger.info(
-        "run started label=%s queries=%d k=%d concurrency=%d timeout_s=%s retries=%d warmup=%d",
-        label or "-",
-        len(items),
-        k,
-        concurrency,
-        timeout,
-        retries,
-        warmup,
+        "queries_started",
+        label=label,
+        queries=len(items),
+        k=k,
+        concurrency=concurrency,
+        timeout_seconds=timeout,
+        retries=retries,
+        warmup=warmup,
     )
     try:
         if is_async(search):
@@ -114,9 +113,7 @@ def run_queries(
         reporter.update(tally.done, tally.failed)
         reporter.close()
     if warm.tally.failed:
-        logger.warning(
-            "warm-up failures label=%s failed=%d warmup=%d", label or "-", warm.tally.failed, warmup
-        )
+        logger.warning("warmup_failed", label=label, failed=warm.tally.failed, warmup=warmup)
     end = time.perf_counter()
     if tally.stopped or (max_failures is not None and tally.failed > max_failures):
         counts: dict[str, int] = {}
@@ -124,11 +121,12 @@ def run_queries(
             if outcome is not None and outcome.error_type is not None:
                 counts[outcome.error_type] = counts.get(outcome.error_type, 0) + 1
         logger.error(
-            "run stopped label=%s reason=error_budget failed=%d queries=%d budget=%s",
-            label or "-",
-            tally.failed,
-            len(items),
-            error_budget,
+            "queries_stopped",
+            label=label,
+            reason="error_budget",
+            failed=tally.failed,
+            queries=len(items),
+            budget=error_budget,
         )
         raise ErrorBudgetExceeded(tally.failed, len(items), error_budget or 0.0, counts)
     outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
@@ -285,27 +283,26 @@ def _stats(search: Search) -> dict[str, MetaValue]:
     try:
         return search_stats(search)
     except Exception as error:
-        logger.warning("search stats failed error=%s message=%s", type(error).__name__, error)
+        logger.warning("search_stats_failed", error_type=type(error).__name__, error=str(error))
         return {"stats_error": f"{type(error).__name__}: {error}"}
 
 
 def _log_summary(result: RunResult) -> None:
     latency = result.latency
-    logging.getLogger("monitor.runner").info(
-        "run finished label=%s queries=%d failed=%d empty=%d error_rate=%.4f "
-        "p50_s=%s p95_s=%s qps=%s duration_s=%.3f retries=%d",
-        result.label or "-",
-        result.total,
-        result.failed,
-        result.empty,
-        result.error_rate,
-        _fmt(latency.p50),
-        _fmt(latency.p95),
-        _fmt(result.queries_per_second),
-        result.duration_seconds,
-        result.retries,
+    logger.info(
+        "queries_finished",
+        label=result.label,
+        queries=result.total,
+        failed=result.failed,
+        empty=result.empty,
+        error_rate=round(result.error_rate, 4),
+        p50_seconds=_rounded(latency.p50),
+        p95_seconds=_rounded(latency.p95),
+        queries_per_second=_rounded(result.queries_per_second),
+        duration_seconds=round(result.duration_seconds, 3),
+        retries=result.retries,
     )
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6g}"
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.6g}")
