@@ -28,3 +28,21 @@ def unavailable(reason: str) -> None:
     if services_required():
         pytest.fail(f"required service unavailable: {reason}")
     pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Sum the skipped tests up by reason, one line each, above the closing line.
+
+    The services a test needs (PostgreSQL, Prometheus, ...) give the same reason for every
+    test they skip; listing each skip would bury the summary.
+    """
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = text.removeprefix("Skipped: ").split(":", 1)[0].strip()
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{count:5d}  {reason}")

@@ -16,14 +16,20 @@ ids, and read it in the order given. Queries missing from the run get an empty r
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from metric_cases import Case, random_case, trec_order
 
 from monitor.evaluation import evaluate
 
-ranx_metrics = pytest.importorskip("ranx.metrics")
-numba_typed = pytest.importorskip("numba.typed")
+if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":  # .ci/run installs the bench extra
+    import numba.typed as numba_typed
+    import ranx.metrics as ranx_metrics
+else:
+    ranx_metrics = pytest.importorskip("ranx.metrics")
+    numba_typed = pytest.importorskip("numba.typed")
 
 pytestmark = [
     # numba compiles ranx's functions on the first call when its cache is cold (~10 s).
