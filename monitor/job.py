@@ -12,7 +12,6 @@ neither waits for real time nor sleeps through real backoff.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, UsageError
+from monitor.logs import get_logger
 from monitor.outcome import SuiteOutcome
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from monitor.store import Store
     from monitor.store.records import RunRecord
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: How many recent runs' rule breaches are kept for persistence checks.
 _HISTORY = 50
@@ -78,7 +78,7 @@ def run_suite(
             started = clock()
             try:
                 outcome = _run_locked(suite, store, config_hash, progress, clock)
-            except MonitorError as error:
+            except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
             snapshot = suite_snapshot(
@@ -101,7 +101,7 @@ def run_suite(
 def _publish_failure(
     suite: SuiteConfig,
     store: Store,
-    error: MonitorError,
+    error: Exception,
     started: datetime,
     sinks: Sequence[Sink],
     notifiers: Mapping[str, Notifier],
@@ -127,7 +127,7 @@ def _publish_failure(
     try:
         alert(suite, store, None, error, at=finished, notifiers=notifiers, delivery=delivery)
     except MonitorError as failure:
-        log.error("suite=%s the failure alert could not be raised: %s", suite.name, failure)
+        log.error("failure_alert_failed", suite=suite.name, error=str(failure))
 
 
 def _run_locked(
@@ -315,7 +315,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_baseline(suite.name, run_id)
-    log.info("suite=%s pinned the bundled run %s as baseline run_id=%d", suite.name, name, run_id)
+    log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
     return run_id
 
 

@@ -10,7 +10,6 @@ the store's outbox for the next run.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -27,6 +26,7 @@ from monitor.errors import (
     StoreError,
     StoreLockedError,
 )
+from monitor.logs import get_logger
 from monitor.outcome import Published
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from monitor.outcome import SuiteOutcome
     from monitor.store import Store
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Something that takes a snapshot: an exporter endpoint's ``update``, a file writer.
 Sink = Callable[["SuiteSnapshot"], None]
@@ -122,7 +122,7 @@ def export(snapshot: SuiteSnapshot, suite: SuiteConfig, sinks: Iterable[Sink] = 
         try:
             send(snapshot)
         except MonitorError as error:
-            log.error("suite=%s exporter=%s export failed: %s", suite.name, name, error)
+            log.error("export_failed", suite=suite.name, exporter=name, error=str(error))
             errors.append(f"{name}: {error}")
     return errors
 

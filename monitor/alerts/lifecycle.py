@@ -31,7 +31,6 @@ Per run::
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -58,8 +57,9 @@ from monitor.alerts.outbox import (
     flush_outbox,
 )
 from monitor.errors import UsageError
+from monitor.logs import get_logger
 
-log = logging.getLogger("monitor.alerts")
+log = get_logger("monitor.alerts")
 
 #: The store namespace of the alert state.
 NAMESPACE: Final = "alerts"
@@ -223,7 +223,12 @@ class AlertLifecycle:
                 if name in self.notifiers:
                     plans.append(Notification(cleared, "resolved", name))
                 else:
-                    log.warning("%s is no longer configured: not told %s resolved", name, key)
+                    log.warning(
+                        "resolve_not_told",
+                        notifier=name,
+                        alert=key,
+                        reason="notifier no longer configured",
+                    )
         # The outbox first: a crash before the state is saved repeats, never loses, a message.
         planned = tuple(
             Planned(n.receiver, n.alert.fingerprint, n.transition, enqueue(self.store, n))
@@ -283,7 +288,7 @@ def _read_state(document: Mapping[str, Any] | None, key: str) -> dict[str, dict[
         return {}
     alerts = document.get("alerts")
     if document.get("version") != STATE_VERSION or not isinstance(alerts, Mapping):
-        log.warning("alert state %s has an unknown form; starting afresh", key)
+        log.warning("alert_state_unreadable", key=key, action="starting afresh")
         return {}
     readable = {}
     for fingerprint, entry in alerts.items():
@@ -291,7 +296,7 @@ def _read_state(document: Mapping[str, Any] | None, key: str) -> dict[str, dict[
             Alert.from_dict(entry["alert"])
             _told(entry)
         except (UsageError, KeyError, TypeError, ValueError):
-            log.warning("alert state %s: entry %s cannot be read; dropped", key, fingerprint)
+            log.warning("alert_state_entry_dropped", key=key, fingerprint=fingerprint)
             continue
         readable[str(fingerprint)] = dict(entry)
     return readable

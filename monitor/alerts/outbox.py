@@ -22,7 +22,6 @@ one notification twice on the next run; it never loses one.
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,8 +32,9 @@ from monitor.alerts.base import TRANSITIONS, Notification, Notifier, Transition,
 from monitor.alerts.delivery import DEFAULT_POLICY, DeliveryPolicy, Random, Sleep, try_deliver
 from monitor.alerts.model import Alert
 from monitor.errors import UsageError
+from monitor.logs import get_logger
 
-log = logging.getLogger("monitor.alerts")
+log = get_logger("monitor.alerts")
 
 #: The outbox kind of alert notifications.
 OUTBOX_KIND: Final = "alert"
@@ -158,7 +158,9 @@ def flush_outbox(
             notification = notification_from(message.payload)
         except UsageError as exc:
             store.attempt_failed(message.id, exc.message)
-            log.warning("outbox message %d for %s cannot be read: %s", message.id, name, exc)
+            log.warning(
+                "outbox_message_unreadable", message_id=message.id, notifier=name, error=str(exc)
+            )
             continue
         stream = (name, notification.alert.fingerprint)
         if stream in held:
@@ -172,13 +174,13 @@ def flush_outbox(
             # back every later message of this alert, so it is given up, loudly.
             store.abandon(message.id, f"rejected {message.attempts + 1} times: {outcome.error}")
             log.error(
-                "%s rejected the %s of alert %s %d times; given up (outbox message %d): %s",
-                name,
-                notification.transition,
-                notification.alert.fingerprint,
-                message.attempts + 1,
-                message.id,
-                outcome.error,
+                "outbox_message_given_up",
+                notifier=name,
+                transition=notification.transition,
+                fingerprint=notification.alert.fingerprint,
+                rejections=message.attempts + 1,
+                message_id=message.id,
+                error=outcome.error,
             )
             continue
         held.add(stream)
@@ -234,16 +236,16 @@ def _attempt(
     if error is not None:
         if store is not None and message_id is not None:
             store.attempt_failed(message_id, str(error))
-            log.warning("%s (kept in the outbox as message %d)", error, message_id)
+            log.warning("delivery_failed", error=str(error), kept_as_message=message_id)
         else:
-            log.warning("%s", error)
+            log.warning("delivery_failed", error=str(error))
     else:
         if store is not None and message_id is not None:
             store.mark_delivered(message_id)
         log.info(
-            "%s: %s of alert %s delivered",
-            notification.receiver,
-            notification.transition,
-            notification.alert.fingerprint,
+            "delivered",
+            notifier=notification.receiver,
+            transition=notification.transition,
+            fingerprint=notification.alert.fingerprint,
         )
     return outcome
