@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from monitor.compare.stats import compare_paired
 from monitor.errors import SearchBackendError
 from monitor.metrics.spec import Metric
-from monitor.stats import compare_paired
 
 if TYPE_CHECKING:
     from monitor.evalset import EvalSet

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import ScheduleConfig
-from monitor.cron import crontab_weekdays
+from monitor.daemon.cron import crontab_weekdays
 from monitor.daemon.schedule import MAX_MISFIRE_GRACE_SECONDS, build_trigger, misfire_grace_seconds
 from monitor.errors import UsageError
 

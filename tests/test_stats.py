@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor import stats
-from monitor.errors import UsageError
-from monitor.stats import (
+from monitor.compare import stats
+from monitor.compare.stats import (
     ALTERNATIVES,
     Alternative,
     Method,
@@ -23,6 +22,7 @@ from monitor.stats import (
     paired_randomization_test,
     wilson_interval,
 )
+from monitor.errors import UsageError
 
 deltas_strategy = st.lists(
     st.floats(-10.0, 10.0, allow_nan=False, allow_subnormal=False), min_size=1, max_size=30

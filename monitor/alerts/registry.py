@@ -42,7 +42,7 @@ from monitor.config.model import (
     Severity,
     SuiteConfig,
 )
-from monitor.cron import cron_trigger
+from monitor.daemon.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
 from monitor.plugins import ENTRYPOINT_PREFIX, PluginKinds
 
@@ -170,7 +170,7 @@ def schedule_interval_seconds(schedule: ScheduleConfig, *, now: datetime | None 
         return float(schedule.interval_seconds)
     if schedule.cron is None:
         return 3600.0
-    # Through monitor.cron, as the config and the daemon read it: crontab weekdays (0 and 7
+    # Through monitor.daemon.cron, as the config and the daemon read it: crontab weekdays (0 and 7
     # are Sunday), not APScheduler's own numbering.
     trigger = cron_trigger(schedule.cron, timezone=schedule.timezone or "UTC")
     moment = now or datetime.now(timezone.utc)

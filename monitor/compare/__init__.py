@@ -22,9 +22,9 @@ from monitor.compare.records import (
     Verdict,
 )
 from monitor.compare.rules import aligned, apply_rule, run_figure
+from monitor.compare.stats import mean_ci
 from monitor.config.model import RuleConfig, SignificanceConfig
 from monitor.records import MetaValue
-from monitor.stats import mean_ci
 from monitor.store.records import RunRecord
 
 __all__ = [

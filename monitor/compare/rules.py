@@ -20,8 +20,8 @@ from functools import partial
 import numpy as np
 
 from monitor.compare.records import RuleOutcome, RuleStatus
+from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
-from monitor.stats import compare_paired, mean_ci
 from monitor.store.records import RunFigures, RunRecord
 
 #: The run figure each operational check reads, by check: its name and how to read it.

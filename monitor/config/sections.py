@@ -299,7 +299,7 @@ def _cron(f: Fields, node: Node) -> str:
     if len(text.split()) != 5:
         raise f.error(node, expected, show=True)
     # apscheduler is imported here only: a config without cron never pays for it.
-    from monitor.cron import cron_trigger
+    from monitor.daemon.cron import cron_trigger
 
     try:
         cron_trigger(text, timezone="UTC")

@@ -1,6 +1,6 @@
 """Turn a suite's ``schedule`` into an APScheduler 3.x trigger and a misfire grace time.
 
-Cron expressions mean what crontab(5) says (see :mod:`monitor.cron`).
+Cron expressions mean what crontab(5) says (see :mod:`monitor.daemon.cron`).
 
 A run that starts late (the workers were busy, the host was suspended) still runs while it
 is at most :func:`misfire_grace_seconds` late: half the schedule's shortest gap between two
@@ -17,7 +17,7 @@ import itertools
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from monitor.cron import cron_trigger
+from monitor.daemon.cron import cron_trigger
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
 """How the reports name each interval they show: by the method that computed it.
 
 A drop rule's interval is the percentile bootstrap interval of the mean per-query delta
-(:func:`monitor.stats.compare_paired`); a ``min`` rule's is the Student t interval of the
+(:func:`monitor.compare.stats.compare_paired`); a ``min`` rule's is the Student t interval of the
 current mean, and the metric table's the paired t interval of the mean per-query delta
-(:func:`monitor.stats.mean_ci`). All are at 95%.
+(:func:`monitor.compare.stats.mean_ci`). All are at 95%.
 """
 
 from __future__ import annotations
