@@ -150,8 +150,7 @@ def _figures(outcome: RuleOutcome) -> str:
 def _evidence(details: RegressionDetails) -> str:
     outcome, parts = details.outcome, []
     if outcome.ci_low is not None and outcome.ci_high is not None:
-        level = "" if details.confidence is None else f"{details.confidence:.0%} "
-        parts.append(f"{level}interval [{number(outcome.ci_low)}, {number(outcome.ci_high)}]")
+        parts.append(f"{outcome.ci_label} [{number(outcome.ci_low)}, {number(outcome.ci_high)}]")
     if outcome.p_value is not None:
         parts.append(f"p = {number(outcome.p_value)}")
     return ("Change: " + ", ".join(parts) + ".") if parts else ""

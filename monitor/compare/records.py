@@ -55,6 +55,19 @@ class RuleOutcome:
         return self.status == "breach"
 
     @property
+    def ci_method(self) -> str:
+        """Return how the interval was computed: ``"t"`` (a ``min`` rule's Student t interval
+        of the current mean) or ``"bootstrap"`` (a drop rule's percentile bootstrap interval
+        of the mean per-query delta)."""
+        return "t" if self.check is Check.MIN else "bootstrap"
+
+    @property
+    def ci_label(self) -> str:
+        """Return the interval's name for people, e.g. ``"bootstrap 95% CI of delta"``."""
+        bounds = "mean" if self.check is Check.MIN else "delta"
+        return f"{self.ci_method} 95% CI of {bounds}"
+
+    @property
     def relative_delta(self) -> float | None:
         """Return the change as a share of the baseline, or None when it has no meaning."""
         if self.current is None or self.baseline is None or not self.baseline:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
-from monitor.report.intervals import METRIC_CI, rule_ci_label, rule_ci_method
+from monitor.report.intervals import METRIC_CI
 from monitor.report.records import Report
 from monitor.store.records import RunFigures, RunRecord
 
@@ -239,8 +239,8 @@ def _rules(rules: Sequence[RuleOutcome]) -> str:
         ci_cell = '<td class="num"></td>'
         if interval:
             ci_cell = (
-                f'<td class="num" title="{_e(rule_ci_label(rule))}">'
-                f"{_e(f'{rule_ci_method(rule)} {interval}')}</td>"
+                f'<td class="num" title="{_e(rule.ci_label)}">'
+                f"{_e(f'{rule.ci_method} {interval}')}</td>"
             )
         rows.append(
             "<tr>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from monitor.compare import Comparison, RuleOutcome
-from monitor.report.intervals import METRIC_CI, rule_ci_label
+from monitor.report.intervals import METRIC_CI
 
 _MARK = {
     "ok": "ok",
@@ -100,7 +100,7 @@ def _rule_interval(rule: RuleOutcome) -> str:
     if rule.ci_low is None or rule.ci_high is None:
         return ""
     spec = "+.4f" if rule.check != "min" else ".4f"
-    return f"; {rule_ci_label(rule)} [{rule.ci_low:{spec}}, {rule.ci_high:{spec}}]"
+    return f"; {rule.ci_label} [{rule.ci_low:{spec}}, {rule.ci_high:{spec}}]"
 
 
 def _rank(rank: int | None) -> str:
