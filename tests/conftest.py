@@ -7,7 +7,9 @@ starts every service): there an unreachable service fails the test instead of hi
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -46,3 +48,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("skipped, by reason")
         for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
             terminalreporter.write_line(f"{count:5d}  {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _no_log_handler_outlives_its_test() -> Iterator[None]:
+    """Take away the log handler a test's ``main()`` put on the root logger.
+
+    Otherwise a scheduler thread still finishing after its test writes its lines between
+    the test runner's own.
+    """
+    yield
+    from monitor.logs import LogHandler
+
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, LogHandler)]:
+        root.removeHandler(handler)
