@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from monitor.alerts.delivery import DEFAULT_POLICY, Delivery
 from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
+from monitor.config import load_config
+from monitor.job import run_suite
+from monitor.store import open_store
 
 SUITE = """
 store: {{path: {store}}}
@@ -70,12 +75,18 @@ def test_regression_fires_once_and_resolves_on_recovery(
 def test_an_undelivered_alert_waits_in_the_outbox(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
-    """With the receiver down the alert is kept and delivered, once, by the next run."""
-    bad = write(tmp_path, receiver, "keyword")
-    receiver.stop()
-    assert 0 == main(["run", "--config", str(bad), "--no-progress"])
-    receiver.start()
-    assert 0 == main(["run", "--config", str(bad), "--no-progress"])
+    """With the receiver down the alert is kept and delivered, once, by the next run; the
+    retries back off through the injected sleep, never the real one."""
+    config = load_config(write(tmp_path, receiver, "keyword"))
+    waits: list[float] = []
+    delivery = Delivery(sleep=waits.append)
+    with open_store(config.store.url.reveal()) as store:
+        receiver.stop()
+        first = run_suite(config.suite("nightly"), store, progress=False, delivery=delivery)
+        receiver.start()
+        second = run_suite(config.suite("nightly"), store, progress=False, delivery=delivery)
+    assert (1, 0) == (first.published.undelivered, second.published.undelivered)
+    assert DEFAULT_POLICY.attempts - 1 == len(waits)
     assert [("firing", ["mrr@10 max_drop"])] == statuses(receiver)
 
 
@@ -115,3 +126,14 @@ def test_a_pushgateway_that_is_down_exits_1_and_keeps_the_run(
     main(["runs", "list", "--config", str(config), "--format", "json"])
     runs = json.loads(capsys.readouterr().out)
     assert ["nightly", "larkfield/rerank"] == [r["pipeline"] for r in runs]
+
+
+def test_the_injected_clock_dates_the_alerts(tmp_path: Path, receiver: RecordingReceiver) -> None:
+    """An alert raised by run_suite starts at the time of the clock it was given."""
+    config = load_config(write(tmp_path, receiver, "keyword"))
+    moment = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    with open_store(config.store.url.reveal()) as store:
+        run_suite(config.suite("nightly"), store, progress=False, clock=lambda: moment)
+    (request,) = receiver.accepted
+    (alert,) = json.loads(request.body)["alerts"]
+    assert moment == datetime.fromisoformat(alert["startsAt"].replace("Z", "+00:00"))
