@@ -185,3 +185,37 @@ def test_few_queries_warn_about_power() -> None:
     """Fewer than 30 answerable queries add a warning."""
     comparison = compare_runs(run([1.0] * 10, run_id=2), run([1.0] * 10, run_id=1), [])
     assert any("only 10 answerable queries" in w for w in comparison.warnings)
+
+
+def _two_metric_run(recall: list[float], mrr: list[float], run_id: int) -> RunRecord:
+    queries = tuple(
+        QueryRecord(f"q{i:03d}", {"recall@5": r, "mrr@10": m}, relevant_ids=("rel",))
+        for i, (r, m) in enumerate(zip(recall, mrr, strict=True))
+    )
+    return RunRecord(
+        suite="s",
+        pipeline="p",
+        started_at=T0,
+        finished_at=T0,
+        means={"recall@5": sum(recall) / len(recall), "mrr@10": sum(mrr) / len(mrr)},
+        queries=queries,
+        run_id=run_id,
+    )
+
+
+def test_segments_and_worse_queries_are_given_for_every_watched_metric() -> None:
+    """Each metric a quality rule watches has its own breakdown: French queries drove the
+    recall drop, English ones the mrr drop."""
+    before = _two_metric_run([1.0] * 40, [1.0] * 40, run_id=1)
+    after = _two_metric_run([0.0] * 10 + [1.0] * 30, [1.0] * 30 + [0.0] * 10, run_id=2)
+    metadata = {f"q{i:03d}": {"language": "fr" if i < 20 else "en"} for i in range(40)}
+    rules = [drop_rule(), RuleConfig(Check.MAX_DROP, 0.05, parse_metric("mrr@10"))]
+    comparison = compare_runs(
+        after, before, rules, significance=FAST, segments=["language"], metadata=metadata
+    )
+    recall = comparison.driving_segment(metric="recall@5")
+    mrr = comparison.driving_segment(metric="mrr@10")
+    assert ("fr", "en") == (recall.value if recall else None, mrr.value if mrr else None)
+    assert {"recall@5", "mrr@10"} == {s.metric for s in comparison.segments}
+    assert {"q030"} <= {d.query_id for d in comparison.worse_for("mrr@10")}
+    assert {"q000"} <= {d.query_id for d in comparison.worse_for("recall@5")}
