@@ -1,10 +1,16 @@
-"""The dictionary forms of alerts and of the comparison records they carry."""
+"""The dictionary forms of alerts and of the comparison records they carry.
+
+The version-1 forms in ``tests/data/alerts`` were written by the alert model of the release
+before version 2 (``Alert.to_dict`` of commit 61385a9), as a store holds them.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -18,12 +24,135 @@ from monitor.compare.records import Change, QueryDiff, RuleOutcome, RuleStatus, 
 from monitor.config.model import Check, LinksConfig
 from monitor.errors import UsageError
 
+DATA = Path(__file__).resolve().parent / "data" / "alerts"
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def stored(name: str) -> dict[str, Any]:
+    """Return the stored alert form ``tests/data/alerts/<name>.json``."""
+    return dict(json.loads((DATA / f"{name}.json").read_text(encoding="utf-8")))
 
 
 def through_json(alert: Alert) -> Alert:
     """Return ``alert`` written with to_dict, sent through JSON and read back."""
     return Alert.from_dict(json.loads(json.dumps(alert.to_dict(), allow_nan=False)))
+
+
+# --- version 1 ---------------------------------------------------------------------------------
+
+
+def test_a_version_1_regression_keeps_its_identity_texts_and_times() -> None:
+    """The fingerprint, wording, labels, links and times of a stored v1 alert read unchanged."""
+    data = stored("regression-v1")
+    alert = Alert.from_dict(data)
+    assert (
+        data["fingerprint"],
+        "critical",
+        data["summary"],
+        data["description"],
+        {"team": "search"},
+        "https://r/8",
+        T0,
+        "firing",
+    ) == (
+        alert.fingerprint,
+        alert.severity,
+        alert.summary,
+        alert.description,
+        dict(alert.labels),
+        alert.links.report,
+        alert.starts_at,
+        alert.status,
+    )
+
+
+def test_a_version_1_regression_reads_as_the_rule_outcome_it_described() -> None:
+    """The figures of a v1 form become a breached RuleOutcome of the alert's rule."""
+    expected = breach(
+        "recall@5", 0.70, 0.81, severity="critical", p_value=0.002, ci_low=-0.16, ci_high=-0.06
+    )
+    assert expected == Alert.from_dict(stored("regression-v1")).details.outcome  # type: ignore[union-attr]
+
+
+def test_a_version_1_segment_reads_with_an_unknown_contribution() -> None:
+    """A v1 segment had no contribution: it reads as NaN, the rest as it was."""
+    found = Alert.from_dict(stored("regression-v1")).details.segment  # type: ignore[union-attr]
+    assert found is not None
+    assert (("language", "fr", "recall@5", 12, 0.80, 0.55, -0.25), True) == (
+        (found.key, found.value, found.metric, found.n, found.baseline, found.current,
+         round(found.delta, 12)),
+        math.isnan(found.contribution),
+    )  # fmt: skip
+
+
+def test_version_1_retrieved_ids_read_as_the_current_ids() -> None:
+    """A v1 worse query's retrieved ids are the QueryDiff's current ids."""
+    (query,) = Alert.from_dict(stored("regression-v1")).details.worse_queries  # type: ignore[union-attr]
+    assert ("q17", "recall@5", ("d3", "d9"), ("d1",), 1.0, 0.0) == (
+        query.query_id,
+        query.metric,
+        query.expected_ids,
+        query.current_ids,
+        query.baseline,
+        query.current,
+    )
+
+
+def test_a_version_1_evidence_keeps_confidence_and_runs() -> None:
+    """The interval's level and the run ids of a v1 form are kept."""
+    details = Alert.from_dict(stored("regression-v1")).details
+    assert details is not None
+    assert (0.95, 8, 5) == (details.confidence, details.run_id, details.baseline_run_id)
+
+
+def test_a_version_1_operational_regression_is_no_quality_rule() -> None:
+    """A v1 error-rate alert has no metric identity and reads as an operational outcome."""
+    alert = Alert.from_dict(stored("operational-v1"))
+    outcome = alert.details.outcome  # type: ignore[union-attr]
+    assert (None, Check.ERROR_RATE_MAX, "error_rate", False, None) == (
+        alert.identity.metric,
+        outcome.check,
+        outcome.metric,
+        outcome.quality,
+        outcome.baseline,
+    )
+
+
+def test_a_version_1_failure_reads() -> None:
+    """A v1 monitor failure reads as the failure alert the builder makes today."""
+    expected = failure_alert(
+        "nightly", FailureReason.SEARCH_BACKEND_DOWN, "connection refused", at=T0
+    )
+    assert expected == Alert.from_dict(stored("failure-v1"))
+
+
+@pytest.mark.parametrize("name", ["regression-v1", "operational-v1", "failure-v1"])
+def test_a_version_1_alert_is_written_again_as_version_2(name: str) -> None:
+    """An alert read from a v1 form is written as version 2."""
+    assert 2 == Alert.from_dict(stored(name)).to_dict()["version"]
+
+
+def test_a_version_1_alert_written_again_keeps_its_unknown_contribution() -> None:
+    """A v1 segment's NaN contribution, written as null in version 2, reads back as NaN."""
+    again = through_json(Alert.from_dict(stored("regression-v1")))
+    found = again.details.segment  # type: ignore[union-attr]
+    assert found is not None
+    assert (float, True) == (type(found.contribution), math.isnan(found.contribution))
+
+
+def test_a_version_1_alert_written_again_reads_back_the_same() -> None:
+    """Apart from the unknown contribution, the v1 alert survives being written as v2."""
+    first = Alert.from_dict(stored("regression-v1"))
+    again = through_json(first)
+    assert first.to_dict() == again.to_dict()
+
+
+def test_a_version_1_form_with_an_unknown_check_is_refused() -> None:
+    """A v1 form whose check the config does not know is a UsageError, not a traceback."""
+    data = stored("regression-v1")
+    data["details"]["check"] = "max_dorp"
+    with pytest.raises(UsageError, match="not an alert in dictionary form"):
+        Alert.from_dict(data)
 
 
 # --- version 2 ---------------------------------------------------------------------------------
