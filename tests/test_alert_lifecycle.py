@@ -16,16 +16,16 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import pytest
 from conftest import unavailable
 
+from monitor.alerts.build import failure_alert, regression_alert
 from monitor.alerts.lifecycle import NAMESPACE, AlertLifecycle, AlertStore
 from monitor.alerts.model import Alert, RegressionDetails, failures_checked
 from monitor.alerts.outbox import OUTBOX_KIND, flush_outbox, send_now
-from monitor.alerts.testing import ManualClock, MemoryStore, RecordingNotifier, no_sleep
+from monitor.alerts.testing import ManualClock, MemoryStore, RecordingNotifier, breach, no_sleep
 from monitor.errors import NotifyError, UsageError
 from monitor.store import open_store
 
 #: The database scripts/start-postgres.sh starts.
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
-EVIDENCE = RegressionDetails("recall@5", "max_drop", 0.05, 0.70, 0.81)
 
 
 @pytest.fixture
@@ -75,12 +75,13 @@ def regression(
     clock: ManualClock, rule: str = "recall@5 max_drop", suite: str = "nightly"
 ) -> Alert:
     """Return a firing regression alert seen now."""
-    return Alert.regression(suite, rule, EVIDENCE, at=clock(), metric="recall@5")
+    evidence = RegressionDetails(breach("recall@5", 0.70, 0.81, rule=rule))
+    return regression_alert(suite, evidence, at=clock())
 
 
 def failure(clock: ManualClock, reason: str = "search_backend_down") -> Alert:
     """Return a firing monitor failure seen now."""
-    return Alert.monitor_failure("nightly", reason, "connection refused", at=clock())
+    return failure_alert("nightly", reason, "connection refused", at=clock())
 
 
 def lifecycle(

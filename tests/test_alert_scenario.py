@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from monitor.alerts.base import close_notifiers
+from monitor.alerts.build import failure_alert, regression_alert
 from monitor.alerts.delivery import DeliveryPolicy
 from monitor.alerts.lifecycle import AlertLifecycle
 from monitor.alerts.model import Alert, FailureReason, RegressionDetails, failures_checked
 from monitor.alerts.registry import build_notifiers
-from monitor.alerts.testing import ManualClock, RecordingReceiver
+from monitor.alerts.testing import ManualClock, RecordingReceiver, breach
 from monitor.config.model import (
     EvalSetConfig,
     NotifierConfig,
@@ -31,14 +32,14 @@ from monitor.config.model import (
 )
 from monitor.store import open_store
 
-EVIDENCE = RegressionDetails("ndcg@10", "max_relative_drop", 0.1, 0.61, 0.74, p_value=0.001)
+EVIDENCE = RegressionDetails(
+    breach("ndcg@10", 0.61, 0.74, check="max_relative_drop", threshold=0.1, p_value=0.001)
+)
 
 
 def ndcg_drop(at: datetime) -> Alert:
     """Return the suite's ndcg@10 regression, seen at ``at``."""
-    return Alert.regression(
-        "nightly", "ndcg@10 max_relative_drop", EVIDENCE, at=at, metric="ndcg@10"
-    )
+    return regression_alert("nightly", EVIDENCE, at=at)
 
 
 def incident(dedup_key: str) -> str:
@@ -106,7 +107,7 @@ class Job:
         """Do what the job does with alerts: flush, then report failures and regressions."""
         life.flush()
         if backend_down:
-            down = Alert.monitor_failure(
+            down = failure_alert(
                 "nightly", FailureReason.SEARCH_BACKEND_DOWN, "connection refused", at=now
             )
             stopped_at = failures_checked(FailureReason.SEARCH_BACKEND_DOWN)

@@ -25,10 +25,11 @@ import pytest
 from conftest import unavailable
 
 from monitor.alerts.base import close_notifiers
+from monitor.alerts.build import regression_alert
 from monitor.alerts.lifecycle import AlertLifecycle
 from monitor.alerts.model import Alert, RegressionDetails
 from monitor.alerts.registry import build_notifiers
-from monitor.alerts.testing import no_sleep
+from monitor.alerts.testing import breach, no_sleep
 from monitor.config.model import (
     EvalSetConfig,
     LinksConfig,
@@ -43,7 +44,7 @@ from monitor.store import open_store
 pytestmark = pytest.mark.service
 
 URL = os.environ.get("MONITOR_ALERTMANAGER_URL", "http://127.0.0.1:59093").rstrip("/")
-EVIDENCE = RegressionDetails("recall@10", "max_drop", 0.1, 0.62, 0.80, p_value=0.004)
+EVIDENCE = RegressionDetails(breach("recall@10", 0.62, 0.80, threshold=0.1, p_value=0.004))
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +98,10 @@ def active(suite: str) -> list[dict[str, Any]]:
 
 def regression(suite: SuiteConfig) -> Alert:
     """Return the suite's recall@10 regression, seen now."""
-    return Alert.regression(
+    return regression_alert(
         suite.name,
-        "recall@10 max_drop",
         EVIDENCE,
         at=datetime.now(timezone.utc),
-        metric="recall@10",
         labels=suite.labels,
         links=suite.links,
     )

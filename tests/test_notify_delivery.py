@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from monitor.alerts.base import Notification, NotifierContext
+from monitor.alerts.build import failure_alert
 from monitor.alerts.delivery import DeliveryPolicy, deliver, try_deliver
 from monitor.alerts.http import Poster, retry_after
-from monitor.alerts.model import Alert
 from monitor.alerts.notifiers import webhook
 from monitor.alerts.testing import RecordingNotifier
 from monitor.config.model import NotifierConfig, Secret
@@ -20,7 +20,7 @@ from monitor.errors import NotifierSetupError, NotifyError, UsageError
 
 T0 = datetime(2030, 1, 1, tzinfo=timezone.utc)
 URL = Secret("https://hooks.example.test/services/T000/B000/XXXXSECRETXXXX", "https://***")
-ALERT = Alert.monitor_failure("s", "search_backend_down", "connection refused", at=T0)
+ALERT = failure_alert("s", "search_backend_down", "connection refused", at=T0)
 NOTE = Notification(ALERT, "firing", "s/test")
 
 

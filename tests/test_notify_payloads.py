@@ -13,33 +13,22 @@ import httpx
 import pytest
 
 from monitor.alerts.base import Notification, Notifier, NotifierContext
-from monitor.alerts.model import Alert, RegressionDetails, WorseQuery
+from monitor.alerts.build import regression_alert
+from monitor.alerts.model import Alert, RegressionDetails
 from monitor.alerts.notifiers import alertmanager, pagerduty, slack, stdout, webhook
 from monitor.alerts.registry import build_notifier
-from monitor.alerts.testing import ManualClock
+from monitor.alerts.testing import ManualClock, breach, worse
+from monitor.alerts.text import alert_annotations
 from monitor.config.model import LinksConfig, NotifierConfig, Secret
 from monitor.errors import NotifierSetupError
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)
 LINKS = LinksConfig(report="https://r.example/run/7", dashboard="https://d.example", runbook=None)
 EVIDENCE = RegressionDetails(
-    "recall@5",
-    "max_drop",
-    0.05,
-    0.70,
-    0.81,
-    p_value=0.002,
-    worse_queries=(WorseQuery("q17", "travel <policy>", 1.0, 0.0, ("d3",), ("d1",)),),
+    breach("recall@5", 0.70, 0.81, p_value=0.002),
+    worse_queries=(worse("q17", "travel <policy>", 1.0, 0.0, ("d3",), ("d1",)),),
 )
-FIRING = Alert.regression(
-    "nightly",
-    "recall@5 max_drop",
-    EVIDENCE,
-    at=T0,
-    metric="recall@5",
-    labels={"team": "search"},
-    links=LINKS,
-)
+FIRING = regression_alert("nightly", EVIDENCE, at=T0, labels={"team": "search"}, links=LINKS)
 RESOLVED = FIRING.resolved(T0 + timedelta(hours=2))
 
 
@@ -141,7 +130,7 @@ def test_webhook_alert_entry_while_firing() -> None:
     assert {
         "status": "firing",
         "labels": FIRING.label_set(),
-        "annotations": FIRING.annotations(),
+        "annotations": alert_annotations(FIRING),
         "startsAt": "2030-01-01T09:00:00.000000Z",
         "endsAt": "0001-01-01T00:00:00Z",
         "generatorURL": "https://r.example/run/7",
@@ -244,8 +233,22 @@ def test_slack_resolved_is_one_line_and_the_links() -> None:
     """A resolved message drops the evidence."""
     captured = Captured()
     send(make(SLACK, captured), RESOLVED)
-    assert ":white_check_mark: RESOLVED (warning): nightly" == captured.body["text"][:46]
     assert ["section", "context"] == [block["type"] for block in captured.body["blocks"]]
+
+
+def test_slack_resolved_headline_says_the_rule_holds_again() -> None:
+    """A resolved message says the rule holds again instead of repeating the firing sentence."""
+    captured = Captured()
+    send(make(SLACK, captured), RESOLVED)
+    expected = ":white_check_mark: RESOLVED (warning): nightly: recall@5 max_drop holds again"
+    assert expected == captured.body["text"]
+
+
+def test_slack_resolved_message_does_not_repeat_the_firing_sentence() -> None:
+    """No part of a resolved message says that recall dropped."""
+    captured = Captured()
+    send(make(SLACK, captured), RESOLVED)
+    assert False is ("dropped" in json.dumps(captured.body))
 
 
 def test_slack_reminders_say_still_firing() -> None:
@@ -265,10 +268,9 @@ def test_slack_passes_channel() -> None:
 
 def test_slack_message_stays_short() -> None:
     """A long description is cut so the message stays within Slack's block limit."""
-    many = tuple(WorseQuery(f"q{i}", "x" * 80, 1.0, 0.0, ("d",), ("e",)) for i in range(40))
-    long_alert = Alert.regression(
-        "s", "r", RegressionDetails("m", "max_drop", 0.1, 0.1, 0.5, worse_queries=many), at=T0
-    )
+    many = tuple(worse(f"q{i}", "x" * 80, 1.0, 0.0, ("d",), ("e",), metric="m") for i in range(40))
+    evidence = RegressionDetails(breach("m", 0.1, 0.5, threshold=0.1), worse_queries=many)
+    long_alert = regression_alert("s", evidence, at=T0)
     captured = Captured()
     send(make(SLACK, captured), long_alert)
     detail = captured.body["blocks"][1]["text"]["text"]
@@ -294,7 +296,7 @@ def test_alertmanager_keeps_a_firing_alert_alive_for_two_intervals() -> None:
     posted = captured.body[0]
     assert {
         "labels": FIRING.label_set(),
-        "annotations": FIRING.annotations(),
+        "annotations": alert_annotations(FIRING),
         "startsAt": "2030-01-01T09:00:00.000000Z",
         "endsAt": "2030-01-01T14:30:00.000000Z",
         "generatorURL": "https://r.example/run/7",
@@ -410,7 +412,8 @@ def test_stdout_writes_the_plain_text() -> None:
     out = io.StringIO()
     notifier = stdout.build(NotifierConfig("stdout"), NotifierContext("s/stdout", stream=out))
     send(notifier, RESOLVED)
-    assert out.getvalue().startswith("[RESOLVED] warning nightly: recall@5 dropped")
+    (first, *_) = out.getvalue().splitlines()
+    assert "[RESOLVED] warning nightly: recall@5 max_drop holds again" == first
 
 
 # --- options --------------------------------------------------------------------------------

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from monitor.alerts.build import regression_alert
 from monitor.alerts.delivery import DeliveryPolicy
 from monitor.alerts.lifecycle import AlertLifecycle
-from monitor.alerts.model import Alert, RegressionDetails, WorseQuery
+from monitor.alerts.model import Alert, RegressionDetails
 from monitor.alerts.notifiers import webhook
 from monitor.alerts.outbox import OUTBOX_KIND
 from monitor.alerts.registry import build_notifiers
-from monitor.alerts.testing import ManualClock, RecordingReceiver
+from monitor.alerts.testing import ManualClock, RecordingReceiver, breach, worse
 from monitor.config.model import (
     EvalSetConfig,
     NotifierConfig,
@@ -34,15 +35,8 @@ from monitor.store import Store, open_store
 SIGNING_KEY = "whsec-0123456789"
 FAST = DeliveryPolicy(attempts=3, backoff_seconds=0.01, backoff_max_seconds=0.05)
 EVIDENCE = RegressionDetails(
-    "recall@5",
-    "max_drop",
-    0.05,
-    0.70,
-    0.81,
-    p_value=0.003,
-    ci_low=-0.15,
-    ci_high=-0.05,
-    worse_queries=(WorseQuery("q3", "sick leave", 1.0, 0.0, ("d4",), ("d9", "d2")),),
+    breach("recall@5", 0.70, 0.81, p_value=0.003, ci_low=-0.15, ci_high=-0.05),
+    worse_queries=(worse("q3", "sick leave", 1.0, 0.0, ("d4",), ("d9", "d2")),),
 )
 
 
@@ -91,7 +85,7 @@ def hook(receiver: RecordingReceiver, path: str = "/hook", **options: object) ->
 
 def alert(clock: ManualClock) -> Alert:
     """Return the recall@5 regression of ``nightly``, seen now."""
-    return Alert.regression("nightly", "recall@5 max_drop", EVIDENCE, at=clock(), metric="recall@5")
+    return regression_alert("nightly", EVIDENCE, at=clock())
 
 
 def run(

@@ -11,6 +11,7 @@ import pytest
 
 from monitor.alerts import registry
 from monitor.alerts.base import Notification, NotifierContext, accepts, repeat_interval_of
+from monitor.alerts.build import failure_alert
 from monitor.alerts.model import Alert
 from monitor.alerts.notifiers.stdout import StdoutNotifier
 from monitor.alerts.registry import build_notifier, build_notifiers, schedule_interval_seconds
@@ -44,7 +45,7 @@ def suite(*notifiers: NotifierConfig, schedule: ScheduleConfig | None = None) ->
 
 def failure(severity: str) -> Alert:
     """Return a monitor failure of the given severity."""
-    return Alert.monitor_failure("nightly", "store_unwritable", "x", at=T0, severity=severity)  # type: ignore[arg-type]
+    return failure_alert("nightly", "store_unwritable", "x", at=T0, severity=severity)  # type: ignore[arg-type]
 
 
 class FakeEntryPoint:

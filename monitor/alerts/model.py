@@ -303,12 +303,25 @@ def _details_dict(details: RegressionDetails) -> dict[str, Any]:
     }
 
 
+def _not_a_number(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """Return ``data`` with NaN for the float fields ``names`` that :func:`_json_ready` wrote
+    as None (a version-1 segment's unknown contribution, for one)."""
+    return {**data, **{name: math.nan for name in names if name in data and data[name] is None}}
+
+
 def _details_from(data: Mapping[str, Any], alert: Mapping[str, Any]) -> RegressionDetails:
     segment = data.get("segment")
     return RegressionDetails(
         outcome=RuleOutcome.from_dict(data["outcome"]),
-        segment=None if segment is None else SegmentChange.from_dict(segment),
-        worse_queries=tuple(QueryDiff.from_dict(query) for query in data["worse_queries"]),
+        segment=None
+        if segment is None
+        else SegmentChange.from_dict(
+            _not_a_number(segment, ("baseline", "current", "delta", "contribution"))
+        ),
+        worse_queries=tuple(
+            QueryDiff.from_dict(_not_a_number(query, ("baseline", "current")))
+            for query in data["worse_queries"]
+        ),
         confidence=data.get("confidence"),
         run_id=data.get("run_id"),
         baseline_run_id=data.get("baseline_run_id"),
