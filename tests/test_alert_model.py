@@ -130,7 +130,7 @@ def test_regression_description_holds_the_evidence() -> None:
     expected = "\n".join(
         [
             "recall@5: 0.81 in the baseline, 0.7 now (-0.11, -13.6%); rule max_drop 0.05.",
-            "Change: 95% interval [-0.16, -0.06], p = 0.002.",
+            "Change: bootstrap 95% CI of delta [-0.16, -0.06], p = 0.002.",
             "Driven by language=fr: 0.8 -> 0.55 over 12 queries.",
             "Queries that got worse:",
             "- q17 'where is the travel policy?': 1 -> 0; expected d3, d9; retrieved d1",
