@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -27,6 +27,17 @@ class _HasQrels(Protocol):
 
 class _HasRun(Protocol):
     def as_run(self) -> Run: ...
+
+
+class _Outcome(Protocol):
+    @property
+    def query_id(self) -> str: ...
+
+
+@runtime_checkable
+class _HasFailures(Protocol):
+    @property
+    def failures(self) -> tuple[_Outcome, ...]: ...
 
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
@@ -121,6 +132,7 @@ def evaluate(
     metrics: str | Iterable[str | Metric] | None = None,
     *,
     include_no_relevant: bool = False,
+    exclude_failed: bool = False,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -129,9 +141,19 @@ def evaluate(
     format); ``run`` is ``{qid: [doc, ...]}`` best first, ``{qid: {doc: score}}``, a runner
     result, or a path (TREC run or JSON). Queries with no relevant judgment are left out of
     the means unless ``include_no_relevant``; judged queries missing from the run score 0.
+
+    A runner result's failed queries (``error_type`` set) rank nothing, so they score 0 like
+    any miss; with ``exclude_failed`` they are left out of the values and the means instead,
+    as if they were not in the eval set (a monitored run: a failure is not a quality figure,
+    the error rate counts it). The answered queries are scored the same either way.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
-    resolution = resolve(_as_qrels(qrels), _as_run(run), include_no_relevant=include_no_relevant)
+    judged, ranked = _as_qrels(qrels), _as_run(run)
+    failed = _failed_ids(run) if exclude_failed else frozenset()
+    if failed:
+        judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
+        ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
+    resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
     ranks = resolution.ranks
     return EvaluationResult(
         metrics=specs,
@@ -160,6 +182,13 @@ def _as_qrels(qrels: QrelsLike) -> Qrels:
         "a {qid: {doc: grade}} mapping, an eval set or a path",
         found=type(qrels).__name__,
     )
+
+
+def _failed_ids(run: RunLike) -> frozenset[str]:
+    """Return the ids of the queries ``run`` failed, when it knows (a runner result)."""
+    if not isinstance(run, _HasFailures):
+        return frozenset()
+    return frozenset(outcome.query_id for outcome in run.failures)
 
 
 def _as_run(run: RunLike) -> Run:

@@ -171,7 +171,7 @@ def _run_locked(
     finally:
         close_search(search)
 
-    evaluation = evaluate(evalset, result, suite.metrics)
+    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
     record = _record(suite, evalset, config_hash, result, evaluation)
     run_id = store.save_run(record)
     record = store.get_run(run_id)
@@ -228,8 +228,8 @@ def _record(
 ) -> RunRecord:
     """Turn a finished run into the store's record: one QueryRecord per eval-set query.
 
-    Queries left out of the metrics (no relevant judgment) keep their rankings and latency
-    but carry no metric values.
+    Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
+    their rankings, latency and error but carry no metric values.
     """
     from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
@@ -311,7 +311,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
-    evaluation = evaluate(evalset, result, suite.metrics)
+    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_baseline(suite.name, run_id)

@@ -60,7 +60,7 @@ class QueryOutcome:
 
     ``hits`` is the ranking best first, already free of repeated ids (``duplicates`` counts
     the later copies that were dropped). A failed query has ``error_type`` set and no hits;
-    it still counts as a miss in the quality metrics.
+    a monitored run leaves it out of the quality metrics (the error rate counts it).
     """
 
     query_id: str
