@@ -115,12 +115,15 @@ def headline(alert: Alert) -> str:
 
 
 def regression_description(details: RegressionDetails) -> str:
-    """Return the evidence of a regression in a few lines: figures, the change, the segment
-    that drove the rule's metric and the queries that got worse on it."""
+    """Return the evidence of a regression in a few lines: figures, the change, how many
+    failed queries were left out, the segment that drove the rule's metric and the queries
+    that got worse on it."""
     lines = [_figures(details.outcome)]
     evidence = _evidence(details)
     if evidence:
         lines.append(evidence)
+    if details.outcome.left_out:
+        lines.append(_left_out(details.outcome.left_out))
     segment = details.segment
     if segment is not None:
         lines.append(
@@ -154,6 +157,14 @@ def _evidence(details: RegressionDetails) -> str:
     if outcome.p_value is not None:
         parts.append(f"p = {number(outcome.p_value)}")
     return ("Change: " + ", ".join(parts) + ".") if parts else ""
+
+
+def _left_out(count: int) -> str:
+    noun = "query" if count == 1 else "queries"
+    return (
+        f"Left out: {number(count)} {noun} the search failed for, compared on answered "
+        "queries only (the error rate counts failures)."
+    )
 
 
 def worse_query(query: QueryDiff) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from monitor.compare.records import Change, QueryDiff, SegmentChange
+from monitor.compare.rules import answered
 from monitor.metrics.spec import parse_metric
 from monitor.records import MetaValue
 from monitor.store.records import QueryRecord, RunRecord
@@ -24,12 +25,16 @@ def worse_queries(
     top: int = 10,
     shown_ids: int = 5,
 ) -> tuple[QueryDiff, ...]:
-    """Return up to ``top`` queries whose ``metric`` fell, largest loss first."""
-    before = {q.query_id: q for q in baseline.queries if metric in q.values}
+    """Return up to ``top`` queries whose ``metric`` fell, largest loss first.
+
+    Only queries answered in both runs are compared: a failed query is no lost hit (the error
+    rate counts it), whatever values an older store kept for it.
+    """
+    before = {q.query_id: q for q in baseline.queries if metric in q.values and answered(q)}
     diffs: list[QueryDiff] = []
     for now in current.queries:
         old = before.get(now.query_id)
-        if old is None or metric not in now.values:
+        if old is None or metric not in now.values or not answered(now):
             continue
         if now.values[metric] < old.values[metric] - _TOLERANCE:
             diffs.append(_diff(old, now, metric, (texts or {}).get(now.query_id, ""), shown_ids))

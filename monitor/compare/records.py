@@ -41,6 +41,9 @@ class RuleOutcome:
     ci_high: float | None = None
     quality: bool = False  # a quality metric rule (significance applies)
     message: str = ""
+    #: Judged queries a quality rule left out because the search failed for them (in either
+    #: run when compared with a baseline): failures are the error rate's, not quality.
+    left_out: int = 0
 
     def __post_init__(self) -> None:
         try:

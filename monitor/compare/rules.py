@@ -8,6 +8,10 @@ current mean lying wholly under the floor for ``min``. Otherwise the outcome is
 zero-result rates, top-1 score, index size) compare figures of whole runs and need no test.
 With persistence ``{breaches: N, runs: M}`` a significant breach fires only when it was also
 seen in enough of the previous runs (``pending`` until then).
+
+A query the search failed for (``error_type`` set) is not a quality figure: quality rules
+compare only the queries answered in both runs, and say how many they left out
+(``RuleOutcome.left_out``). The error-rate rule and the monitor-failure alert cover failures.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import numpy as np
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
-from monitor.store.records import RunFigures, RunRecord
+from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
 #: The run figure each operational check reads, by check: its name and how to read it.
 FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] = {
@@ -75,10 +79,14 @@ def _quality(
     significance: SignificanceConfig,
 ) -> RuleOutcome:
     metric = str(rule.metric)
-    make = _outcome(rule, metric, quality=True)
+    # A floor is about the current run alone; a drop compares the pairs of both runs.
+    excluded = left_out(current, None if rule.check is Check.MIN else baseline)
+    make = partial(_outcome(rule, metric, quality=True), left_out=excluded)
     value = current.means.get(metric)
     if value is None or math.isnan(value):
-        return make(status="skipped", message=f"{metric} was not measured in this run")
+        failed = left_out(current)
+        reason = f": the search failed for all {failed} judged queries" if failed else ""
+        return make(status="skipped", message=f"{metric} was not measured in this run{reason}")
     if rule.check is Check.MIN:
         values = paired[1] if paired is not None else None
         low, high = _interval(values)
@@ -88,7 +96,8 @@ def _quality(
                 current=value,
                 ci_low=low,
                 ci_high=high,
-                message=f"{metric} {value:.4f} >= floor {rule.threshold:g}",
+                message=f"{metric} {value:.4f} >= floor {rule.threshold:g}"
+                + _left_out_text(excluded),
             )
         sure = high is not None and high < rule.threshold
         return make(
@@ -97,20 +106,30 @@ def _quality(
             ci_low=low,
             ci_high=high,
             message=f"{metric} {value:.4f} below floor {rule.threshold:g}"
-            + ("" if sure else " (the confidence interval reaches the floor)"),
+            + ("" if sure else " (the confidence interval reaches the floor)")
+            + _left_out_text(excluded),
         )
     if baseline is None or paired is None:
         return make(status="skipped", current=value, message="no baseline to compare with")
     before, after = paired
     if len(before) == 0:
-        return make(status="skipped", current=value, message="no query in common with the baseline")
+        return make(
+            status="skipped",
+            current=value,
+            message="no query answered in both this run and the baseline"
+            + _left_out_text(excluded),
+        )
     old = float(before.mean())
     new = float(after.mean())
     delta = new - old
     drop = -delta if rule.check is Check.MAX_DROP else (-delta / old if old > 0 else 0.0)
     figures = {"current": new, "baseline": old, "delta": delta}
     if drop <= rule.threshold:
-        return make(status="ok", **figures, message=_drop_text(metric, old, new, rule))
+        return make(
+            status="ok",
+            **figures,
+            message=_drop_text(metric, old, new, rule) + _left_out_text(excluded),
+        )
     test = compare_paired(
         before,
         after,
@@ -129,7 +148,7 @@ def _quality(
         p_value=test.p_value,
         ci_low=test.ci_low,
         ci_high=test.ci_high,
-        message=f"{_drop_text(metric, old, new, rule)}; {note}",
+        message=f"{_drop_text(metric, old, new, rule)}; {note}" + _left_out_text(excluded),
     )
 
 
@@ -175,6 +194,14 @@ def _drop_text(metric: str, old: float, new: float, rule: RuleConfig) -> str:
     return f"{metric} {old:.4f} -> {new:.4f} ({new - old:+.4f}; allowed drop {limit})"
 
 
+def _left_out_text(count: int) -> str:
+    """Return the note a quality rule's message ends with when it left failed queries out."""
+    if not count:
+        return ""
+    noun = "query" if count == 1 else "queries"
+    return f"; {count} failed {noun} left out (the error rate counts them)"
+
+
 def _interval(values: np.ndarray | None) -> tuple[float | None, float | None]:
     if values is None or len(values) < 2:
         return None, None
@@ -194,17 +221,41 @@ def _outcome(rule: RuleConfig, metric: str, *, quality: bool) -> partial[RuleOut
     )
 
 
+def answered(query: QueryRecord) -> bool:
+    """Return whether the search answered ``query`` (with or without hits): only answered
+    queries are quality figures."""
+    return query.error_type is None
+
+
 def aligned(
     baseline: RunRecord, current: RunRecord, metric: str
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Return the query ids both runs evaluated and their values of ``metric``, aligned."""
+    """Return the query ids both runs answered and evaluated, and their values of ``metric``,
+    aligned. A query the search failed for in either run is left out (:func:`left_out`)."""
     before: Mapping[str, float] = {
-        q.query_id: q.values[metric] for q in baseline.queries if metric in q.values
+        q.query_id: q.values[metric] for q in baseline.queries if metric in q.values and answered(q)
     }
-    ids = [q.query_id for q in current.queries if metric in q.values and q.query_id in before]
-    now = {q.query_id: q.values[metric] for q in current.queries if metric in q.values}
+    now = {
+        q.query_id: q.values[metric] for q in current.queries if metric in q.values and answered(q)
+    }
+    ids = [qid for qid in now if qid in before]
     return (
         ids,
         np.array([before[q] for q in ids], dtype=np.float64),
         np.array([now[q] for q in ids], dtype=np.float64),
+    )
+
+
+def left_out(current: RunRecord, baseline: RunRecord | None = None) -> int:
+    """Return how many judged queries a quality rule leaves out because the search failed
+    for them: in ``current``, and in ``baseline`` too for the queries both runs hold."""
+    if baseline is None:
+        return sum(1 for q in current.queries if q.relevant_ids and not answered(q))
+    before = {q.query_id: q for q in baseline.queries}
+    return sum(
+        1
+        for q in current.queries
+        if q.query_id in before
+        and (q.relevant_ids or before[q.query_id].relevant_ids)
+        and not (answered(q) and answered(before[q.query_id]))
     )
