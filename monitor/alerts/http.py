@@ -28,6 +28,8 @@ from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
 
 USER_AGENT: Final = f"retrieval-monitor/{__version__}"
+#: The header that carries a notification's idempotency key.
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 #: Most characters of a receiver's answer quoted in an error.
 QUOTED_CHARS: Final = 200
 
@@ -71,14 +73,25 @@ class Poster:
         )
         self._clock = clock
 
-    def post(self, body: bytes, headers: Mapping[str, str] | None = None) -> int:
-        """Send ``body`` once; return the 2xx status, or raise NotifyError."""
+    def post(
+        self,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        idempotency_key: str = "",
+    ) -> int:
+        """Send ``body`` once; return the 2xx status, or raise NotifyError.
+
+        A non-empty ``idempotency_key`` is sent as the :data:`IDEMPOTENCY_HEADER` header.
+        """
         sent = {
             "content-type": "application/json",
             "user-agent": USER_AGENT,
             **self._headers,
             **(headers or {}),
         }
+        if idempotency_key:
+            sent[IDEMPOTENCY_HEADER] = idempotency_key
         request = httpx.Request(
             "POST",
             self._url.reveal(),

@@ -10,6 +10,9 @@ it has not heard of for its ``resolve_timeout`` (5 minutes by default), and an h
 would flap; two intervals survive one late run. A resolved alert is sent with ``endsAt``
 set to the time it cleared, which resolves it at once.
 
+Every request carries the notification's ``Idempotency-Key`` header; Alertmanager itself
+needs none, as a repeated post of the same labels is the same alert.
+
 Options: ``url`` (required: the base URL, with any route prefix, such as
 ``http://alertmanager:9093``), ``headers`` (secret; for an authenticating proxy),
 ``ends_after`` (seconds an alert stays alive without news; default 2 x the suite's
@@ -62,7 +65,7 @@ class AlertmanagerNotifier:
         """Post ``notification`` once."""
         ends = rfc3339(self._clock() + self.ends_after)
         body = json.dumps([alertmanager_alert(notification, ends)], ensure_ascii=False)
-        self._poster.post(body.encode("utf-8"))
+        self._poster.post(body.encode("utf-8"), idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -5,6 +5,8 @@ alert's identity), so PagerDuty folds repeats into the open incident and a ``res
 closes it. The routing key is read from ``routing_key`` (secret; best ``${VAR}``) or from
 the environment variable named by ``secret_env``. It is sent in the body only, never shown.
 
+Each request also carries the notification's ``Idempotency-Key`` header.
+
 Options: ``routing_key`` or ``secret_env``, ``url`` (default :data:`EVENTS_URL`; tests point
 it at a local server), ``source`` (default ``retrieval-monitor/<suite>``), ``timeout``.
 """
@@ -92,7 +94,8 @@ class PagerDutyNotifier:
     def send(self, notification: Notification) -> None:
         """Send ``notification`` once."""
         event = pagerduty_event(notification, self._routing_key.reveal(), self.source)
-        self._poster.post(json.dumps(event, ensure_ascii=False).encode("utf-8"))
+        body = json.dumps(event, ensure_ascii=False).encode("utf-8")
+        self._poster.post(body, idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""

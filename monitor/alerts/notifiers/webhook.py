@@ -3,6 +3,8 @@
 Receivers written for Alertmanager's webhook (``status``, ``alerts[]`` with ``labels``,
 ``annotations``, ``startsAt``, ``endsAt``, ``fingerprint``, ...) read it unchanged. Each
 message holds one alert; ``groupKey`` is the same for every message about that alert.
+``idempotencyKey`` (also the ``Idempotency-Key`` header) is the notification's key: the same
+on every delivery of one notification, for receivers to drop duplicates.
 
 With ``secret_env: NAME``, the body is signed with HMAC-SHA256 using the value of the
 environment variable ``NAME`` and the signature is sent as
@@ -64,6 +66,7 @@ def webhook_payload(
                 "fingerprint": alert.fingerprint,
             }
         ],
+        "idempotencyKey": notification.idempotency_key,
     }
 
 
@@ -101,7 +104,7 @@ class WebhookNotifier:
         headers = {}
         if self._secret is not None:
             headers[SIGNATURE_HEADER] = sign(self._secret.reveal(), body)
-        self._poster.post(body, headers)
+        self._poster.post(body, headers, idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""
