@@ -14,9 +14,10 @@ Every request carries the notification's ``Idempotency-Key`` header; Alertmanage
 needs none, as a repeated post of the same labels is the same alert.
 
 Options: ``url`` (required: the base URL, with any route prefix, such as
-``http://alertmanager:9093``), ``headers`` (secret; for an authenticating proxy),
-``ends_after`` (seconds an alert stays alive without news; default 2 x the suite's
-interval), ``timeout``.
+``http://alertmanager:9093``; ``https://user:pass@alertmanager`` sends the credentials as
+HTTP basic auth), ``headers`` (secret; for an authenticating proxy), ``ends_after``
+(seconds an alert stays alive without news; default 2 x the suite's interval), ``verify``
+(true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class AlertmanagerNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> AlertmanagerNotifier:
     """Build the Alertmanager notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("headers", "ends_after"))
+    options = Options(name, config, ("headers", "ends_after", "verify"))
     base = require_url(name, config)
     url = Secret(base.reveal().rstrip("/") + API_PATH, base.masked)
     poster = Poster(
@@ -88,6 +89,7 @@ def build(config: NotifierConfig, context: NotifierContext) -> AlertmanagerNotif
         timeout_seconds=context.timeout_seconds,
         headers=options.headers(),
         clock=context.clock,
+        verify=options.verify(),
     )
     ends_after = options.number("ends_after", 2 * context.interval_seconds)
     return AlertmanagerNotifier(

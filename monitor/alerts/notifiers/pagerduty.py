@@ -8,7 +8,8 @@ the environment variable named by ``secret_env``. It is sent in the body only, n
 Each request also carries the notification's ``Idempotency-Key`` header.
 
 Options: ``routing_key`` or ``secret_env``, ``url`` (default :data:`EVENTS_URL`; tests point
-it at a local server), ``source`` (default ``retrieval-monitor/<suite>``), ``timeout``.
+it at a local server), ``source`` (default ``retrieval-monitor/<suite>``), ``verify`` (true,
+false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class PagerDutyNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> PagerDutyNotifier:
     """Build the PagerDuty notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("routing_key", "source"))
+    options = Options(name, config, ("routing_key", "source", "verify"))
     raw = options.string("routing_key")
     if raw is not None and config.secret_env is not None:
         raise NotifierSetupError(name, "give 'routing_key' or 'secret_env', not both")
@@ -128,5 +129,6 @@ def build(config: NotifierConfig, context: NotifierContext) -> PagerDutyNotifier
         timeout_seconds=context.timeout_seconds,
         secrets=(routing_key.reveal(),),
         clock=context.clock,
+        verify=options.verify(),
     )
     return PagerDutyNotifier(name, poster, routing_key, options.string("source"))

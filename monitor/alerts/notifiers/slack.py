@@ -6,7 +6,7 @@ links. The context block's ``block_id`` and the ``Idempotency-Key`` header carry
 notification's key, the same on every delivery of one notification (Slack itself does not
 deduplicate: a proxy or an app reading the channel can). Options: ``url`` (required, the
 webhook URL: a secret), ``channel``, ``username``, ``icon_emoji`` (honoured by legacy
-webhooks), ``timeout``.
+webhooks), ``verify`` (true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class SlackNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> SlackNotifier:
     """Build the Slack notifier of ``config``."""
     name = context.name
-    options = Options(name, config, _PASSED)
+    options = Options(name, config, (*_PASSED, "verify"))
     extra = {key: value for key in _PASSED if (value := options.string(key)) is not None}
     poster = Poster(
         name,
@@ -104,5 +104,6 @@ def build(config: NotifierConfig, context: NotifierContext) -> SlackNotifier:
         transport=context.transport,
         timeout_seconds=context.timeout_seconds,
         clock=context.clock,
+        verify=options.verify(),
     )
     return SlackNotifier(name, poster, extra)

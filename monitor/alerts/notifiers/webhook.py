@@ -13,7 +13,7 @@ receiver can check it before parsing (:func:`verify_signature`).
 
 Options: ``url`` (required), ``secret_env``, ``headers`` (extra request headers, secret),
 ``external_url`` (the payload's ``externalURL``; default the suite's dashboard or report
-link), ``timeout``.
+link), ``verify`` (true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class WebhookNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> WebhookNotifier:
     """Build the webhook notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("headers", "external_url"))
+    options = Options(name, config, ("headers", "external_url", "verify"))
     secret = None
     if config.secret_env is not None:
         secret = env_secret(name, context, config.secret_env, "the signing secret")
@@ -129,6 +129,7 @@ def build(config: NotifierConfig, context: NotifierContext) -> WebhookNotifier:
         headers=options.headers(),
         secrets=() if secret is None else (secret.reveal(),),
         clock=context.clock,
+        verify=options.verify(),
     )
     return WebhookNotifier(
         name, poster, secret=secret, external_url=options.string("external_url") or ""
