@@ -82,7 +82,8 @@ HOOK = NotifierConfig("webhook", url=Secret("http://127.0.0.1:9/hook"))
 
 
 def test_webhook_sends_alertmanagers_payload_shape() -> None:
-    """The body has exactly the keys of Alertmanager's webhook payload, version 4."""
+    """The body has exactly the keys of Alertmanager's webhook payload, version 4, and the
+    notification's idempotency key."""
     captured = Captured()
     send(make(HOOK, captured))
     assert [
@@ -96,6 +97,7 @@ def test_webhook_sends_alertmanagers_payload_shape() -> None:
         "commonAnnotations",
         "externalURL",
         "alerts",
+        "idempotencyKey",
     ] == list(captured.body)
 
 

@@ -12,10 +12,16 @@ Optional extras, found by name:
   run, as Alertmanager needs; ``None`` or absent: the lifecycle's default);
 - ``accepts(alert) -> bool``: whether the notifier wants this alert at all;
 - ``close()``: release connections (:func:`close_notifiers`).
+
+Delivery is at least once: a receiver may get a notification twice (a retry after a timeout,
+a run killed between the receiver's answer and the outbox's record of it). Every
+:class:`Notification` carries an ``idempotency_key`` that is the same each time that
+notification is sent, and differs between notifications, for receivers to deduplicate on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -42,15 +48,35 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def notification_key(receiver: str, alert: Alert, transition: Transition, nonce: str = "") -> str:
+    """Return the idempotency key of ``alert`` at ``transition`` for ``receiver``.
+
+    It is derived from the notifier's name, the alert's fingerprint, the start of its
+    episode (``starts_at``) and the transition, so the firing and the resolve of one episode
+    keep their keys from run to run. Reminders of one episode are told apart by ``nonce``
+    (the outbox gives each reminder its own and keeps it with the message).
+    """
+    start = alert.starts_at.astimezone(timezone.utc).isoformat()
+    joined = "\x1f".join((receiver, alert.fingerprint, start, transition, nonce))
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:32]
+
+
 @dataclass(frozen=True, slots=True)
 class Notification:
     """One message for one notifier: ``alert`` at ``transition``, for ``receiver`` (the
     notifier's name). A ``resolved`` transition carries a resolved alert, the others a
-    firing one."""
+    firing one.
+
+    ``idempotency_key`` is the same every time this notification is sent (retries, and the
+    outbox's later runs) and differs between notifications; empty means
+    :func:`notification_key` without a nonce. HTTP notifiers send it as the
+    ``Idempotency-Key`` header.
+    """
 
     alert: Alert
     transition: Transition
     receiver: str
+    idempotency_key: str = ""
 
     def __post_init__(self) -> None:
         if self.transition not in TRANSITIONS:
@@ -61,6 +87,9 @@ class Notification:
             raise UsageError(
                 f"a {self.transition} notification cannot carry a {self.alert.status} alert"
             )
+        if not self.idempotency_key:
+            key = notification_key(self.receiver, self.alert, self.transition)
+            object.__setattr__(self, "idempotency_key", key)
 
     @property
     def repeat(self) -> bool:

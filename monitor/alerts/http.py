@@ -9,12 +9,20 @@ request's full URL at INFO level, and a webhook URL is a credential. The real tr
 honours ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` as the client would. Error messages
 never hold the URL, and any secret the poster knows (URL, header values, keys) is replaced
 by ``***`` in the receiver's answer before it is quoted.
+
+Credentials in the URL (``https://user:pass@host/``) are sent as HTTP basic auth (the
+``Authorization`` header) and taken out of the URL the request goes to; a URL with
+credentials beside an ``Authorization`` header of its own is refused. ``verify`` is TLS
+certificate verification, as the http search takes it: true (the system's CA bundle),
+false, or the path of a CA bundle file, read when the poster is built.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import math
+import ssl
 import urllib.request
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -28,6 +36,8 @@ from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
 
 USER_AGENT: Final = f"retrieval-monitor/{__version__}"
+#: The header that carries a notification's idempotency key.
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
 #: Most characters of a receiver's answer quoted in an error.
 QUOTED_CHARS: Final = 200
 
@@ -36,7 +46,8 @@ class Poster:
     """Posts bodies to one URL through one transport.
 
     ``notifier`` names the notifier in errors; ``headers`` are sent with every request (their
-    values count as secrets); ``secrets`` are further strings never to show.
+    values count as secrets); ``secrets`` are further strings never to show; ``verify`` is
+    true, false or a CA bundle file (used by the real transport only).
     """
 
     def __init__(
@@ -49,6 +60,7 @@ class Poster:
         headers: Mapping[str, str] | None = None,
         secrets: Iterable[str] = (),
         clock: Clock = utcnow,
+        verify: bool | str = True,
     ) -> None:
         self.notifier = notifier
         self._url = url
@@ -60,34 +72,57 @@ class Poster:
             raise NotifierSetupError(notifier, f"url {url} is not an http(s) URL")
         if not timeout_seconds > 0 or not math.isfinite(timeout_seconds):
             raise NotifierSetupError(notifier, f"timeout must be above 0, not {timeout_seconds}")
+        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
+        hidden = [url.reveal(), *secrets]
+        if parsed.userinfo:
+            if any(name.lower() == "authorization" for name in self._headers):
+                raise NotifierSetupError(
+                    notifier,
+                    f"url {url} carries credentials and option 'headers' an Authorization "
+                    "header: give only one of them",
+                )
+            pair = f"{parsed.username}:{parsed.password}".encode()
+            self._headers["authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+            hidden += [parsed.password, parsed.userinfo.decode("ascii"), pair.decode()]
+            parsed = parsed.copy_with(userinfo=b"")
+            hidden.append(str(parsed))
         self._parsed = parsed
+        self._tls = _tls(notifier, verify)
         # Built on first use: a run that sends nothing does not load the CA bundle.
         self._transport = transport
         self._own_transport = transport is None
         self._timeout = httpx.Timeout(timeout_seconds).as_dict()
-        self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
-        self._secrets = tuple(
-            s for s in (url.reveal(), *self._headers.values(), *secrets) if len(s) >= 4
-        )
+        self._secrets = tuple(s for s in (*hidden, *self._headers.values()) if len(s) >= 4)
         self._clock = clock
 
-    def post(self, body: bytes, headers: Mapping[str, str] | None = None) -> int:
-        """Send ``body`` once; return the 2xx status, or raise NotifyError."""
+    def post(
+        self,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        idempotency_key: str = "",
+    ) -> int:
+        """Send ``body`` once; return the 2xx status, or raise NotifyError.
+
+        A non-empty ``idempotency_key`` is sent as the :data:`IDEMPOTENCY_HEADER` header.
+        """
         sent = {
             "content-type": "application/json",
             "user-agent": USER_AGENT,
             **self._headers,
             **(headers or {}),
         }
+        if idempotency_key:
+            sent[IDEMPOTENCY_HEADER] = idempotency_key
         request = httpx.Request(
             "POST",
-            self._url.reveal(),
+            self._parsed,
             content=body,
             headers=sent,
             extensions={"timeout": self._timeout},
         )
         if self._transport is None:
-            self._transport = _real_transport(self._parsed)
+            self._transport = _real_transport(self._parsed, self._tls)
         try:
             response = self._transport.handle_request(request)
             try:
@@ -150,11 +185,29 @@ def retry_after(value: str | None, now: datetime) -> float | None:
     return max(0.0, seconds)
 
 
-def _real_transport(url: httpx.URL) -> httpx.BaseTransport:
+def _tls(notifier: str, verify: bool | str) -> bool | ssl.SSLContext:
+    """Return what the transport verifies TLS with: a CA bundle file is read now, so that a
+    missing or broken file is a setup error rather than a failure of every delivery."""
+    if isinstance(verify, bool):
+        return verify
+    try:
+        context = ssl.create_default_context(cafile=verify)
+    except ssl.SSLError as exc:
+        reason = exc.reason or type(exc).__name__
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    else:
+        return context
+    raise NotifierSetupError(
+        notifier, f"option 'verify': cannot read the CA bundle {verify!r} ({reason})"
+    )
+
+
+def _real_transport(url: httpx.URL, tls: bool | ssl.SSLContext = True) -> httpx.BaseTransport:
     """Return a transport for ``url``, through the proxy the environment names for it."""
     proxy = None
     if not urllib.request.proxy_bypass(url.host):
         proxy = urllib.request.getproxies_environment().get(url.scheme)
     # Plain HTTP straight to the receiver never uses TLS: skip loading the CA bundle.
     plain = url.scheme == "http" and proxy is None
-    return httpx.HTTPTransport(proxy=proxy, retries=0, verify=not plain)
+    return httpx.HTTPTransport(proxy=proxy, retries=0, verify=False if plain else tls)

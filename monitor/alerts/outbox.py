@@ -16,19 +16,31 @@ the receiver *rejects* (a 4xx other than 429) in :attr:`DeliveryPolicy.max_rejec
 is given up with an error in the log, so that it stops holding back that alert's later
 messages.
 
-A crash between putting a message in the outbox and saving the alert state may send that
-one notification twice on the next run; it never loses one.
+Delivery is at least once: a run killed while a receiver answers, or a receiver slower
+than the timeout, may deliver one message twice; it never loses one. The payload keeps the
+notification's ``idempotency_key``, so every delivery of a message carries the same key:
+the firing and the resolve of an episode derive theirs from it (the same in every run),
+and each reminder gets a new random part, kept while it waits (a reminder that replaces a
+waiting one keeps the waiting one's key).
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
-from monitor.alerts.base import TRANSITIONS, Notification, Notifier, Transition, accepts
+from monitor.alerts.base import (
+    TRANSITIONS,
+    Notification,
+    Notifier,
+    Transition,
+    accepts,
+    notification_key,
+)
 from monitor.alerts.delivery import DEFAULT_POLICY, DeliveryPolicy, Random, Sleep, try_deliver
 from monitor.alerts.model import Alert
 from monitor.errors import UsageError
@@ -110,6 +122,7 @@ def payload(notification: Notification) -> dict[str, Any]:
         "version": PAYLOAD_VERSION,
         "notifier": notification.receiver,
         "transition": notification.transition,
+        "idempotency_key": notification.idempotency_key,
         "alert": notification.alert.to_dict(),
     }
 
@@ -125,13 +138,34 @@ def notification_from(data: Mapping[str, Any]) -> Notification:
         raise UsageError("outbox payload without a known transition and notifier")
     if not isinstance(alert, Mapping):
         raise UsageError("outbox payload without an alert")
-    return Notification(Alert.from_dict(alert), transition, receiver)
+    # A payload written before keys were kept gets the key derived from the alert.
+    key = data.get("idempotency_key")
+    if not isinstance(key, str):
+        key = ""
+    return Notification(Alert.from_dict(alert), transition, receiver, key)
 
 
 def enqueue(store: OutboxStore, notification: Notification) -> int:
-    """Put ``notification`` in the outbox; return the message's id."""
+    """Put ``notification`` in the outbox; return the message's id.
+
+    A reminder without a key of its own gets one (see the module's docstring).
+    """
     key = message_key(notification.receiver, notification.alert, notification.transition)
-    return store.enqueue(OUTBOX_KIND, key, payload(notification))
+    return store.enqueue(OUTBOX_KIND, key, payload(_keyed(store, notification, key)))
+
+
+def _keyed(store: OutboxStore, notification: Notification, key: str) -> Notification:
+    """Return ``notification`` with the idempotency key its message is to keep."""
+    derived = notification_key(notification.receiver, notification.alert, "repeat")
+    if notification.transition != "repeat" or notification.idempotency_key != derived:
+        return notification
+    for message in store.pending(OUTBOX_KIND):
+        kept = message.payload.get("idempotency_key")
+        if message.key == key and isinstance(kept, str) and kept:
+            return replace(notification, idempotency_key=kept)
+    nonce = secrets.token_hex(8)
+    fresh = notification_key(notification.receiver, notification.alert, "repeat", nonce)
+    return replace(notification, idempotency_key=fresh)
 
 
 def flush_outbox(

@@ -504,7 +504,9 @@ def _notifier(f: Fields, node: Node) -> NotifierConfig:
             pattern=vocab.ENV_NAME,
         )
     options = {
-        key: f.options(child, is_secret_key(key))
+        key: _path_option(f, child)
+        if key in vocab.NOTIFIER_PATH_OPTIONS
+        else f.options(child, is_secret_key(key))
         for key, child in entries.items()
         if key not in ("kind", "url", "secret_env")
     }

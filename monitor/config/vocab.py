@@ -73,6 +73,8 @@ PATH_OPTIONS: dict[str, tuple[str, ...]] = {
     "python": ("path",),
     "replay": ("path",),
 }
+#: Options of every built-in notifier that hold file paths, resolved the same way.
+NOTIFIER_PATH_OPTIONS = ("verify",)  # a CA bundle file when it is a string
 
 
 SUITE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")

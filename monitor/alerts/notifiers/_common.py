@@ -40,6 +40,15 @@ class Options:
             raise NotifierSetupError(self.name, f"option {key!r} must be above 0")
         return float(value)
 
+    def verify(self) -> bool | str:
+        """Return the ``verify`` option: true (default), false, or a CA bundle file."""
+        value = self.values.get("verify", True)
+        if not isinstance(value, bool) and not (isinstance(value, str) and value):
+            raise NotifierSetupError(
+                self.name, "option 'verify' must be true, false or the path of a CA bundle file"
+            )
+        return value
+
     def headers(self) -> dict[str, str]:
         """Return the ``headers`` option: a mapping of names to string values."""
         value = self.values.get("headers", {})

@@ -10,10 +10,14 @@ it has not heard of for its ``resolve_timeout`` (5 minutes by default), and an h
 would flap; two intervals survive one late run. A resolved alert is sent with ``endsAt``
 set to the time it cleared, which resolves it at once.
 
+Every request carries the notification's ``Idempotency-Key`` header; Alertmanager itself
+needs none, as a repeated post of the same labels is the same alert.
+
 Options: ``url`` (required: the base URL, with any route prefix, such as
-``http://alertmanager:9093``), ``headers`` (secret; for an authenticating proxy),
-``ends_after`` (seconds an alert stays alive without news; default 2 x the suite's
-interval), ``timeout``.
+``http://alertmanager:9093``; ``https://user:pass@alertmanager`` sends the credentials as
+HTTP basic auth), ``headers`` (secret; for an authenticating proxy), ``ends_after``
+(seconds an alert stays alive without news; default 2 x the suite's interval), ``verify``
+(true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class AlertmanagerNotifier:
         """Post ``notification`` once."""
         ends = rfc3339(self._clock() + self.ends_after)
         body = json.dumps([alertmanager_alert(notification, ends)], ensure_ascii=False)
-        self._poster.post(body.encode("utf-8"))
+        self._poster.post(body.encode("utf-8"), idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -75,7 +79,7 @@ class AlertmanagerNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> AlertmanagerNotifier:
     """Build the Alertmanager notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("headers", "ends_after"))
+    options = Options(name, config, ("headers", "ends_after", "verify"))
     base = require_url(name, config)
     url = Secret(base.reveal().rstrip("/") + API_PATH, base.masked)
     poster = Poster(
@@ -85,6 +89,7 @@ def build(config: NotifierConfig, context: NotifierContext) -> AlertmanagerNotif
         timeout_seconds=context.timeout_seconds,
         headers=options.headers(),
         clock=context.clock,
+        verify=options.verify(),
     )
     ends_after = options.number("ends_after", 2 * context.interval_seconds)
     return AlertmanagerNotifier(

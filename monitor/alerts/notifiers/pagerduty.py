@@ -5,8 +5,11 @@ alert's identity), so PagerDuty folds repeats into the open incident and a ``res
 closes it. The routing key is read from ``routing_key`` (secret; best ``${VAR}``) or from
 the environment variable named by ``secret_env``. It is sent in the body only, never shown.
 
+Each request also carries the notification's ``Idempotency-Key`` header.
+
 Options: ``routing_key`` or ``secret_env``, ``url`` (default :data:`EVENTS_URL`; tests point
-it at a local server), ``source`` (default ``retrieval-monitor/<suite>``), ``timeout``.
+it at a local server), ``source`` (default ``retrieval-monitor/<suite>``), ``verify`` (true,
+false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class PagerDutyNotifier:
     def send(self, notification: Notification) -> None:
         """Send ``notification`` once."""
         event = pagerduty_event(notification, self._routing_key.reveal(), self.source)
-        self._poster.post(json.dumps(event, ensure_ascii=False).encode("utf-8"))
+        body = json.dumps(event, ensure_ascii=False).encode("utf-8")
+        self._poster.post(body, idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -105,7 +109,7 @@ class PagerDutyNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> PagerDutyNotifier:
     """Build the PagerDuty notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("routing_key", "source"))
+    options = Options(name, config, ("routing_key", "source", "verify"))
     raw = options.string("routing_key")
     if raw is not None and config.secret_env is not None:
         raise NotifierSetupError(name, "give 'routing_key' or 'secret_env', not both")
@@ -125,5 +129,6 @@ def build(config: NotifierConfig, context: NotifierContext) -> PagerDutyNotifier
         timeout_seconds=context.timeout_seconds,
         secrets=(routing_key.reveal(),),
         clock=context.clock,
+        verify=options.verify(),
     )
     return PagerDutyNotifier(name, poster, routing_key, options.string("source"))

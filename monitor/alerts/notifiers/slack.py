@@ -2,8 +2,11 @@
 
 The message has a ``text`` (shown in notifications and by clients without blocks) and
 ``blocks``: a headline, the evidence while firing (cut to :data:`MAX_DETAIL_CHARS`), and the
-links. Options: ``url`` (required, the webhook URL: a secret), ``channel``, ``username``,
-``icon_emoji`` (honoured by legacy webhooks), ``timeout``.
+links. The context block's ``block_id`` and the ``Idempotency-Key`` header carry the
+notification's key, the same on every delivery of one notification (Slack itself does not
+deduplicate: a proxy or an app reading the channel can). Options: ``url`` (required, the
+webhook URL: a secret), ``channel``, ``username``, ``icon_emoji`` (honoured by legacy
+webhooks), ``verify`` (true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -60,7 +63,11 @@ def slack_payload(
     ]
     since = f"since {alert.starts_at.isoformat(timespec='minutes')}"
     blocks.append(
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": " | ".join([since, *links])}]}
+        {
+            "type": "context",
+            "block_id": notification.idempotency_key,
+            "elements": [{"type": "mrkdwn", "text": " | ".join([since, *links])}],
+        }
     )
     return {"text": headline, "blocks": blocks, **(extra or {})}
 
@@ -76,7 +83,7 @@ class SlackNotifier:
     def send(self, notification: Notification) -> None:
         """Post ``notification`` once."""
         body = json.dumps(slack_payload(notification, self._extra), ensure_ascii=False)
-        self._poster.post(body.encode("utf-8"))
+        self._poster.post(body.encode("utf-8"), idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -89,7 +96,7 @@ class SlackNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> SlackNotifier:
     """Build the Slack notifier of ``config``."""
     name = context.name
-    options = Options(name, config, _PASSED)
+    options = Options(name, config, (*_PASSED, "verify"))
     extra = {key: value for key in _PASSED if (value := options.string(key)) is not None}
     poster = Poster(
         name,
@@ -97,5 +104,6 @@ def build(config: NotifierConfig, context: NotifierContext) -> SlackNotifier:
         transport=context.transport,
         timeout_seconds=context.timeout_seconds,
         clock=context.clock,
+        verify=options.verify(),
     )
     return SlackNotifier(name, poster, extra)

@@ -3,6 +3,8 @@
 Receivers written for Alertmanager's webhook (``status``, ``alerts[]`` with ``labels``,
 ``annotations``, ``startsAt``, ``endsAt``, ``fingerprint``, ...) read it unchanged. Each
 message holds one alert; ``groupKey`` is the same for every message about that alert.
+``idempotencyKey`` (also the ``Idempotency-Key`` header) is the notification's key: the same
+on every delivery of one notification, for receivers to drop duplicates.
 
 With ``secret_env: NAME``, the body is signed with HMAC-SHA256 using the value of the
 environment variable ``NAME`` and the signature is sent as
@@ -11,7 +13,7 @@ receiver can check it before parsing (:func:`verify_signature`).
 
 Options: ``url`` (required), ``secret_env``, ``headers`` (extra request headers, secret),
 ``external_url`` (the payload's ``externalURL``; default the suite's dashboard or report
-link), ``timeout``.
+link), ``verify`` (true, false or a CA bundle file), ``timeout``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def webhook_payload(
                 "fingerprint": alert.fingerprint,
             }
         ],
+        "idempotencyKey": notification.idempotency_key,
     }
 
 
@@ -101,7 +104,7 @@ class WebhookNotifier:
         headers = {}
         if self._secret is not None:
             headers[SIGNATURE_HEADER] = sign(self._secret.reveal(), body)
-        self._poster.post(body, headers)
+        self._poster.post(body, headers, idempotency_key=notification.idempotency_key)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -114,7 +117,7 @@ class WebhookNotifier:
 def build(config: NotifierConfig, context: NotifierContext) -> WebhookNotifier:
     """Build the webhook notifier of ``config``."""
     name = context.name
-    options = Options(name, config, ("headers", "external_url"))
+    options = Options(name, config, ("headers", "external_url", "verify"))
     secret = None
     if config.secret_env is not None:
         secret = env_secret(name, context, config.secret_env, "the signing secret")
@@ -126,6 +129,7 @@ def build(config: NotifierConfig, context: NotifierContext) -> WebhookNotifier:
         headers=options.headers(),
         secrets=() if secret is None else (secret.reveal(),),
         clock=context.clock,
+        verify=options.verify(),
     )
     return WebhookNotifier(
         name, poster, secret=secret, external_url=options.string("external_url") or ""
