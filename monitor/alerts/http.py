@@ -7,8 +7,8 @@ raises :class:`~monitor.errors.NotifyError`: ``retryable`` for connection errors
 It calls the transport directly rather than through ``httpx.Client``: the client logs every
 request's full URL at INFO level, and a webhook URL is a credential. The real transport
 honours ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` as the client would. Error messages
-never hold the URL, and any secret the poster knows (URL, header values, keys) is replaced
-by ``***`` in the receiver's answer before it is quoted.
+never hold the URL, and any secret the poster knows (URL and its path, header values, keys) is
+replaced by ``***`` in the receiver's answer before it is quoted (:mod:`monitor.secrets`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from monitor import __version__
 from monitor.alerts.base import Clock, utcnow
 from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
+from monitor.secrets import Scrubber, url_secrets
 
 USER_AGENT: Final = f"retrieval-monitor/{__version__}"
 #: Most characters of a receiver's answer quoted in an error.
@@ -66,8 +67,9 @@ class Poster:
         self._own_transport = transport is None
         self._timeout = httpx.Timeout(timeout_seconds).as_dict()
         self._headers = {str(k): str(v) for k, v in (headers or {}).items()}
-        self._secrets = tuple(
-            s for s in (url.reveal(), *self._headers.values(), *secrets) if len(s) >= 4
+        # A receiver's error page may quote just the path: a webhook URL's credential.
+        self._scrub = Scrubber.of(
+            (*url_secrets(url.reveal(), path=True), *self._headers.values(), *secrets)
         )
         self._clock = clock
 
@@ -116,9 +118,7 @@ class Poster:
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every secret this poster knows replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return self._scrub(text)
 
     def close(self) -> None:
         """Close the transport if the poster made it."""

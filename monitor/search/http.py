@@ -27,7 +27,9 @@ A code-level caller may also pass ``transport`` (an ``httpx.BaseTransport``, suc
 ``httpx.MockTransport`` in tests). One ``httpx.Client`` serves every query, so connections are
 reused; it is safe to call from several threads. ``close()`` releases it.
 
-Failures raise :class:`~monitor.errors.SearchCallError` with the type the run records:
+Failures raise :class:`~monitor.errors.SearchCallError` with the type the run records
+(its message scrubbed by :mod:`monitor.secrets` of the header values, the secret-named
+parameters and the URL's credentials, so an error page that quotes the request shows none):
 ``HTTPStatusError 503`` for an error status, the httpx class name (``ConnectError``,
 ``ReadTimeout``) for transport failures, and ``SearchOutputError`` for a body that is not JSON
 or lacks a path. Status 429, 5xx and transport failures are retryable.
@@ -50,6 +52,7 @@ from monitor.errors import SearchCallError, SearchOutputError, SearchSetupError
 from monitor.records import Hit
 from monitor.search.options import Options
 from monitor.search.paths import JsonPath
+from monitor.secrets import Scrubber, is_secret_name, url_secrets
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # One pass over the template, so that a query holding "{k}" is not filled in again.
@@ -83,6 +86,15 @@ class HttpSearch:
             )
         self.params = dict(params or {})
         self.body = body
+        headers = dict(headers or {})
+        #: Masks this search's secrets in the messages it raises.
+        self.scrub = Scrubber.of(
+            [
+                *headers.values(),
+                *(str(v) for n, v in self.params.items() if is_secret_name(n)),
+                *url_secrets(url, path=False),
+            ]
+        )
         self._ids = _path("ids", ids)
         self._scores = None if scores is None else _path("scores", scores)
         self._texts = None if texts is None else _path("texts", texts)
@@ -97,7 +109,7 @@ class HttpSearch:
         else:
             tls = verify
         self._client = httpx.Client(
-            headers=dict(headers or {}),
+            headers=headers,
             timeout=httpx.Timeout(timeout),
             verify=tls,
             transport=transport,
@@ -113,22 +125,25 @@ class HttpSearch:
             response = self._client.request(self.method, url, params=params or None, json=body)
         except httpx.TransportError as exc:
             raise SearchCallError(
-                type(exc).__name__, str(exc) or repr(exc), retryable=True
+                type(exc).__name__, self.scrub(str(exc) or repr(exc)), retryable=True
             ) from exc
         except httpx.HTTPError as exc:
-            raise SearchCallError(type(exc).__name__, str(exc) or repr(exc)) from exc
+            raise SearchCallError(type(exc).__name__, self.scrub(str(exc) or repr(exc))) from exc
         status = response.status_code
         if status >= 400:
+            # Scrubbed before it is cut, so that a cut cannot leave part of a secret behind.
+            answer = self.scrub(response.text)[:200]
             raise SearchCallError(
                 f"HTTPStatusError {status}",
                 f"{self.method} {_shown(response.request.url)} answered {status} "
-                f"{response.reason_phrase}: {response.text[:200]}",
+                f"{response.reason_phrase}: {answer}",
                 retryable=status == 429 or status >= 500,
             )
         try:
             document = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise SearchOutputError("a JSON response", found=response.text[:80]) from None
+            found = self.scrub(response.text)[:80]
+            raise SearchOutputError("a JSON response", found=found) from None
         return self._hits(document)
 
     def _hits(self, document: object) -> list[Hit]:
