@@ -7,7 +7,9 @@ Options:
 ``method`` (default ``GET``)
     ``GET`` or ``POST``.
 ``params``
-    Query-string parameters; ``{query}`` and ``{k}`` in the values are replaced.
+    Query-string parameters; ``{query}`` and ``{k}`` in the values are replaced. They are
+    added after the parameters of ``url``'s own query string, which are kept as written; a
+    name given in both is sent once, with the value from ``params``.
 ``body``
     A JSON body template (a mapping, a list, or a string holding JSON). ``{query}`` and ``{k}``
     are replaced inside the parsed structure, so any query text gives valid JSON; a string
@@ -44,7 +46,7 @@ import ssl
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 import httpx
 
@@ -118,11 +120,11 @@ class HttpSearch:
 
     def __call__(self, query: str, k: int) -> list[Hit]:
         """Send one request for ``query`` and return its hits, best first."""
-        url = _fill_text(self.url, quote(query, safe=""), k)
         params = {name: _fill_text(value, query, k) for name, value in self.params.items()}
+        url = merge_query(_fill_text(self.url, quote(query, safe=""), k), params)
         body = None if self.body is None else _fill(self.body, query, k)
         try:
-            response = self._client.request(self.method, url, params=params or None, json=body)
+            response = self._client.request(self.method, url, json=body)
         except httpx.TransportError as exc:
             raise SearchCallError(
                 type(exc).__name__, self.scrub(str(exc) or repr(exc)), retryable=True
@@ -304,6 +306,24 @@ def _aligned(path: JsonPath, document: object, count: int) -> list[object]:
     if len(values) != count:
         raise SearchOutputError(f"{count} values at {path.text!r}, one per id", found=len(values))
     return values
+
+
+def merge_query(url: str, params: Mapping[str, str]) -> httpx.URL:
+    """Return ``url`` with ``params`` added after its own query parameters.
+
+    The URL's parameters keep their order and their encoding as written, except those that
+    ``params`` names too: the value from ``params`` replaces them.
+    """
+    target = httpx.URL(url)
+    if not params:
+        return target
+    kept = [
+        part
+        for part in target.query.decode("ascii").split("&")
+        if part and unquote_plus(part.partition("=")[0]) not in params
+    ]
+    query = "&".join([*kept, str(httpx.QueryParams(params))])
+    return target.copy_with(query=query.encode("ascii"))
 
 
 def _shown(url: httpx.URL) -> str:
