@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, UsageError
-from monitor.logs import get_logger
+from monitor.logs import get_logger, hide_secrets
 from monitor.outcome import SuiteOutcome
+from monitor.secrets import suite_scrubber
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
@@ -71,6 +72,7 @@ def run_suite(
     from monitor.alerts.base import close_notifiers
     from monitor.publish import alert, export, suite_snapshot
 
+    hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     try:
@@ -164,6 +166,7 @@ def _run_locked(
             warmup=suite.runner.warmup,
             progress=progress,
             label=suite.name,
+            scrub=suite_scrubber(suite),
         )
     except SearchBackendError as error:
         store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
@@ -293,7 +296,7 @@ def _failed_record(
         status="failed",
         evalset_fingerprint=evalset.fingerprint,
         config_hash=config_hash,
-        error=f"{type(error).__name__}: {error}",
+        error=suite_scrubber(suite)(f"{type(error).__name__}: {error}"),
     )
 
 

@@ -18,18 +18,26 @@ A record of another library carries its formatted message as ``event``. Fields t
 None are left out; datetimes print in ISO 8601 UTC; in logfmt a list prints comma-separated;
 an exception given as ``exc_info`` prints its traceback as one ``exception`` field, so each
 record stays one line. A URL's password or user-only credential is masked in every text
-value, and a :class:`~monitor.config.model.Secret` prints as its masked form.
+value, and a :class:`~monitor.config.model.Secret` prints as its masked form. Every line is
+scrubbed by the handler's :class:`~monitor.secrets.Scrubber` (secret-shaped text, and the
+known values :func:`hide_secrets` taught it) before it is written.
+
+Other libraries' loggers stay at the levels of :data:`QUIET_LOGGERS` (httpx and httpcore at
+WARNING, so request URLs with their ``api_key`` are never logged at INFO); a program that
+asks for their INFO or DEBUG lines by setting those loggers' levels itself still gets them
+scrubbed.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import time
 from collections.abc import MutableMapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
+
+from monitor.secrets import Scrubber, scrub_shapes
 
 if TYPE_CHECKING:
     from structlog.stdlib import BoundLogger
@@ -50,11 +58,6 @@ QUIET_LOGGERS: tuple[tuple[str, int], ...] = (
 
 #: The keys every line starts with, in this order.
 _LEADING = ("time", "level", "logger", "event")
-
-# scheme://user:password@ or scheme://token@ (a credential in a URL's user part).
-_CREDENTIALS = re.compile(
-    r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/\s:@]+)(?P<password>:[^/\s@]*)?@"
-)
 
 EventDict = MutableMapping[str, Any]
 
@@ -84,7 +87,13 @@ class LogHandler(logging.StreamHandler):  # type: ignore[type-arg]
         logging.Handler.__init__(self)
         self._fixed = stream
         self.log_format = log_format
+        #: Masks secrets in every line this handler writes.
+        self.scrub = Scrubber()
         self.setFormatter(log_formatter(log_format))
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the record's line, its secrets masked."""
+        return self.scrub(super().format(record))
 
     @property
     def stream(self) -> TextIO:
@@ -116,6 +125,14 @@ def configure_logging(
     for name, quiet in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(quiet)
     return handler
+
+
+def hide_secrets(scrubber: Scrubber) -> None:
+    """Teach the handler :func:`configure_logging` put on the root logger ``scrubber``'s
+    values, on top of those it knows; do nothing when logging was not configured."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, LogHandler):
+            handler.scrub = handler.scrub | scrubber
 
 
 def log_formatter(log_format: LogFormat) -> logging.Formatter:
@@ -180,13 +197,9 @@ def leading_keys(logger: Any, method: str, event: EventDict) -> EventDict:
 
 
 def mask_credentials(text: str) -> str:
-    """Return ``text`` with the credentials of the URLs in it masked (``user:***@``, ``***@``)."""
-
-    def masked(match: re.Match[str]) -> str:
-        scheme = match.group("scheme")
-        return f"{scheme}{match.group('user')}:***@" if match.group("password") else f"{scheme}***@"
-
-    return _CREDENTIALS.sub(masked, text)
+    """Return ``text`` with the secrets recognisable by their shape masked: URL credentials
+    (``user:***@``, ``***@``), secret-named parameters, ``Authorization`` values."""
+    return scrub_shapes(text)
 
 
 def iso_time(moment: datetime) -> str:

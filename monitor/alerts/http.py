@@ -8,7 +8,7 @@ It calls the transport directly rather than through ``httpx.Client``: the client
 request's full URL at INFO level, and a webhook URL is a credential. The real transport
 honours ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` as the client would. Error messages
 never hold the URL, and any secret the poster knows (URL, header values, keys) is replaced
-by ``***`` in the receiver's answer before it is quoted.
+by ``***`` in the receiver's answer before it is quoted (:mod:`monitor.secrets`).
 
 Credentials in the URL (``https://user:pass@host/``) are sent as HTTP basic auth (the
 ``Authorization`` header) and taken out of the URL the request goes to; a URL with
@@ -34,6 +34,7 @@ from monitor import __version__
 from monitor.alerts.base import Clock, utcnow
 from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
+from monitor.secrets import Scrubber, url_secrets
 
 USER_AGENT: Final = f"retrieval-monitor/{__version__}"
 #: The header that carries a notification's idempotency key.
@@ -92,7 +93,10 @@ class Poster:
         self._transport = transport
         self._own_transport = transport is None
         self._timeout = httpx.Timeout(timeout_seconds).as_dict()
-        self._secrets = tuple(s for s in (*hidden, *self._headers.values()) if len(s) >= 4)
+        # A receiver's error page may quote just the path: a webhook URL's credential.
+        self._scrub = Scrubber.of(
+            (*url_secrets(url.reveal(), path=True), *hidden, *self._headers.values())
+        )
         self._clock = clock
 
     def post(
@@ -151,9 +155,7 @@ class Poster:
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every secret this poster knows replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return self._scrub(text)
 
     def close(self) -> None:
         """Close the transport if the poster made it."""

@@ -11,6 +11,7 @@ from typing import Any
 from monitor.errors import SearchCallError
 from monitor.records import Hit, Query, QueryOutcome
 from monitor.search.base import normalise_hits
+from monitor.secrets import scrub_shapes
 
 #: Decides whether a failed attempt is tried again.
 RetryPolicy = Callable[[BaseException], bool]
@@ -57,11 +58,12 @@ def error_type(error: BaseException) -> str:
     return name if status is None else f"{name} {status}"
 
 
-def error_message(error: BaseException) -> str:
-    """Return the message a run records for ``error``."""
+def error_message(error: BaseException, scrub: Callable[[str], str] = scrub_shapes) -> str:
+    """Return the message a run records for ``error``, its secrets masked by ``scrub``
+    (by default the secret-shaped parts: URL credentials, ``api_key=...``, tokens)."""
     if isinstance(error, SearchCallError):
-        return error.message
-    return str(error) or repr(error)
+        return scrub(error.message)
+    return scrub(str(error) or repr(error))
 
 
 def answered(query: Query, hits: tuple[Hit, ...], k: int, latency: float) -> QueryOutcome:
@@ -118,6 +120,7 @@ class Caller:
     backoff: float = 0.1
     retry_on: RetryPolicy = is_retryable
     deadline_at: float | None = None
+    scrub: Callable[[str], str] = scrub_shapes
 
     def __call__(self, query: Query) -> tuple[QueryOutcome, int]:
         """Run ``query``, retrying retryable errors; return its outcome and the retries made."""
@@ -134,7 +137,7 @@ class Caller:
                 delay = self._retry_delay(error, attempt, end)
                 if delay is None:
                     return failed(
-                        query, error_type(error), error_message(error), end - start
+                        query, error_type(error), error_message(error, self.scrub), end - start
                     ), attempt
                 time.sleep(delay)
                 attempt += 1
@@ -155,7 +158,7 @@ class Caller:
                 delay = self._retry_delay(error, attempt, end)
                 if delay is None:
                     return failed(
-                        query, error_type(error), error_message(error), end - start
+                        query, error_type(error), error_message(error, self.scrub), end - start
                     ), attempt
                 await asyncio.sleep(delay)
                 attempt += 1

@@ -6,7 +6,7 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,6 +17,7 @@ from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import RunResult
 from monitor.search.base import Search, is_async, search_stats, wants_query
+from monitor.secrets import scrub_shapes
 
 
 def run_queries(
@@ -34,6 +35,7 @@ def run_queries(
     retry_on: RetryPolicy = is_retryable,
     progress: bool | None = None,
     label: str | None = None,
+    scrub: Callable[[str], str] = scrub_shapes,
 ) -> RunResult:
     """Run every query through ``search`` and return the run's record.
 
@@ -57,6 +59,9 @@ def run_queries(
     - ``progress``: a bar on stderr (True), nothing (False), or None: a bar when stderr is a
       terminal, ``key=value`` log lines otherwise.
 
+    - ``scrub``: masks secrets in the recorded error messages (default: the secret-shaped
+      parts; a :class:`~monitor.secrets.Scrubber` also masks the values it knows).
+
     Raise UsageError for invalid arguments.
     """
     items = _queries(queries)
@@ -75,6 +80,7 @@ def run_queries(
         backoff=backoff,
         retry_on=retry_on,
         deadline_at=None if deadline is None else start + deadline,
+        scrub=scrub,
     )
     plan = Plan(
         items,

@@ -7,7 +7,9 @@ Options:
 ``method`` (default ``GET``)
     ``GET`` or ``POST``.
 ``params``
-    Query-string parameters; ``{query}`` and ``{k}`` in the values are replaced.
+    Query-string parameters; ``{query}`` and ``{k}`` in the values are replaced. They are
+    added after the parameters of ``url``'s own query string, which are kept as written; a
+    name given in both is sent once, with the value from ``params``.
 ``body``
     A JSON body template (a mapping, a list, or a string holding JSON). ``{query}`` and ``{k}``
     are replaced inside the parsed structure, so any query text gives valid JSON; a string
@@ -27,7 +29,9 @@ A code-level caller may also pass ``transport`` (an ``httpx.BaseTransport``, suc
 ``httpx.MockTransport`` in tests). One ``httpx.Client`` serves every query, so connections are
 reused; it is safe to call from several threads. ``close()`` releases it.
 
-Failures raise :class:`~monitor.errors.SearchCallError` with the type the run records:
+Failures raise :class:`~monitor.errors.SearchCallError` with the type the run records
+(its message scrubbed by :mod:`monitor.secrets` of the header values, the secret-named
+parameters and the URL's credentials, so an error page that quotes the request shows none):
 ``HTTPStatusError 503`` for an error status, the httpx class name (``ConnectError``,
 ``ReadTimeout``) for transport failures, and ``SearchOutputError`` for a body that is not JSON
 or lacks a path. Status 429, 5xx and transport failures are retryable.
@@ -42,7 +46,7 @@ import ssl
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_plus
 
 import httpx
 
@@ -50,6 +54,7 @@ from monitor.errors import SearchCallError, SearchOutputError, SearchSetupError
 from monitor.records import Hit
 from monitor.search.options import Options
 from monitor.search.paths import JsonPath
+from monitor.secrets import Scrubber, is_secret_name, url_secrets
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # One pass over the template, so that a query holding "{k}" is not filled in again.
@@ -83,6 +88,15 @@ class HttpSearch:
             )
         self.params = dict(params or {})
         self.body = body
+        headers = dict(headers or {})
+        #: Masks this search's secrets in the messages it raises.
+        self.scrub = Scrubber.of(
+            [
+                *headers.values(),
+                *(str(v) for n, v in self.params.items() if is_secret_name(n)),
+                *url_secrets(url, path=False),
+            ]
+        )
         self._ids = _path("ids", ids)
         self._scores = None if scores is None else _path("scores", scores)
         self._texts = None if texts is None else _path("texts", texts)
@@ -97,7 +111,7 @@ class HttpSearch:
         else:
             tls = verify
         self._client = httpx.Client(
-            headers=dict(headers or {}),
+            headers=headers,
             timeout=httpx.Timeout(timeout),
             verify=tls,
             transport=transport,
@@ -106,29 +120,32 @@ class HttpSearch:
 
     def __call__(self, query: str, k: int) -> list[Hit]:
         """Send one request for ``query`` and return its hits, best first."""
-        url = _fill_text(self.url, quote(query, safe=""), k)
         params = {name: _fill_text(value, query, k) for name, value in self.params.items()}
+        url = merge_query(_fill_text(self.url, quote(query, safe=""), k), params)
         body = None if self.body is None else _fill(self.body, query, k)
         try:
-            response = self._client.request(self.method, url, params=params or None, json=body)
+            response = self._client.request(self.method, url, json=body)
         except httpx.TransportError as exc:
             raise SearchCallError(
-                type(exc).__name__, str(exc) or repr(exc), retryable=True
+                type(exc).__name__, self.scrub(str(exc) or repr(exc)), retryable=True
             ) from exc
         except httpx.HTTPError as exc:
-            raise SearchCallError(type(exc).__name__, str(exc) or repr(exc)) from exc
+            raise SearchCallError(type(exc).__name__, self.scrub(str(exc) or repr(exc))) from exc
         status = response.status_code
         if status >= 400:
+            # Scrubbed before it is cut, so that a cut cannot leave part of a secret behind.
+            answer = self.scrub(response.text)[:200]
             raise SearchCallError(
                 f"HTTPStatusError {status}",
                 f"{self.method} {_shown(response.request.url)} answered {status} "
-                f"{response.reason_phrase}: {response.text[:200]}",
+                f"{response.reason_phrase}: {answer}",
                 retryable=status == 429 or status >= 500,
             )
         try:
             document = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise SearchOutputError("a JSON response", found=response.text[:80]) from None
+            found = self.scrub(response.text)[:80]
+            raise SearchOutputError("a JSON response", found=found) from None
         return self._hits(document)
 
     def _hits(self, document: object) -> list[Hit]:
@@ -289,6 +306,24 @@ def _aligned(path: JsonPath, document: object, count: int) -> list[object]:
     if len(values) != count:
         raise SearchOutputError(f"{count} values at {path.text!r}, one per id", found=len(values))
     return values
+
+
+def merge_query(url: str, params: Mapping[str, str]) -> httpx.URL:
+    """Return ``url`` with ``params`` added after its own query parameters.
+
+    The URL's parameters keep their order and their encoding as written, except those that
+    ``params`` names too: the value from ``params`` replaces them.
+    """
+    target = httpx.URL(url)
+    if not params:
+        return target
+    kept = [
+        part
+        for part in target.query.decode("ascii").split("&")
+        if part and unquote_plus(part.partition("=")[0]) not in params
+    ]
+    query = "&".join([*kept, str(httpx.QueryParams(params))])
+    return target.copy_with(query=query.encode("ascii"))
 
 
 def _shown(url: httpx.URL) -> str:
