@@ -1,10 +1,13 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic file writes (a reader sees the old file or the new one, never half of one), and
+bounded reads of input files."""
 
 from __future__ import annotations
 
 import os
 import secrets
 from pathlib import Path
+
+from monitor.errors import InputError
 
 
 def write_bytes_atomic(
@@ -37,3 +40,20 @@ def write_bytes_atomic(
 def write_text_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
     """Write ``text`` as UTF-8 to ``path`` atomically (``mode`` as in write_bytes_atomic)."""
     write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
+
+
+#: The largest eval set, run or queries file read, in bytes (a guard against ``/dev/zero``).
+MAX_INPUT_BYTES = 256 << 20
+
+
+def read_bytes_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Return the bytes of the file at ``path``; raise InputError if it holds more than ``limit``.
+
+    At most ``limit + 1`` bytes are read, so a device that never ends (``/dev/zero``, a FIFO
+    fed forever) costs no more memory than the limit. OSError passes through to the caller.
+    """
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(str(path), f"a file of at most {limit} bytes (this one holds more)")
+    return data

@@ -44,6 +44,12 @@ _SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key")
 # YAML 1.1 (and so PyYAML) reads `1e-3` as text; accept it where a number is expected.
 _EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)")
+#: The longest path and file name accepted (Linux's PATH_MAX and NAME_MAX).
+MAX_PATH_CHARS = 4096
+MAX_NAME_CHARS = 255
+#: The longest duration accepted for a timeout or deadline: a week. Longer ones overflow the
+#: event loop's and the OS's timers, and no run should wait that long.
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
 def is_secret_key(key: str) -> bool:
@@ -225,13 +231,28 @@ class Fields:
             raise self.error(node, wanted, show=True)
         return number
 
+    def seconds(self, node: Node) -> float:
+        """Return a duration in seconds above 0 and at most :data:`MAX_SECONDS` (a week)."""
+        return self.number(node, positive=True, maximum=MAX_SECONDS, unit=" (seconds)")
+
     def path(self, node: Node, what: str = "a file path", *, must_exist: bool = False) -> Path:
         """Return an absolute path: ``~`` expanded, relative paths under the config's folder.
 
-        With ``must_exist`` and a checking load (:func:`monitor.config.check_config`), the
-        file must exist.
+        A path holds at most :data:`MAX_PATH_CHARS` characters, and no NUL. With
+        ``must_exist`` and a checking load (:func:`monitor.config.check_config`), the file
+        must exist.
         """
         text = self.string(node, what)
+        longest = max((len(part) for part in text.split("/")), default=0)
+        if len(text) > MAX_PATH_CHARS or longest > MAX_NAME_CHARS:
+            raise self.error(
+                node,
+                f"{what}: a path of at most {MAX_PATH_CHARS} characters, "
+                f"{MAX_NAME_CHARS} per file or folder name",
+                found=_Shown(f"{len(text)} characters"),
+            )
+        if "\x00" in text:
+            raise self.error(node, f"{what}: a path without NUL", show=True)
         path = Path(os.path.expanduser(text))
         if not path.is_absolute():
             path = self.base_dir / path
@@ -275,7 +296,12 @@ class Fields:
             return tuple(self.options(child, secret) for child in value)
         if secret and isinstance(value, str):
             return Secret(value)
+        if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+            raise self.error(node, "a finite number (not .nan or .inf)", show=True)
         return value
+
+
+_INF = float("inf")
 
 
 def _bounds(minimum: float | None, maximum: float | None) -> str:

@@ -9,9 +9,13 @@ path, the line and what was expected.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Final
+
+import yaml
 
 from monitor.config import sections, vocab
 from monitor.config.fields import Fields, mask_url
@@ -23,11 +27,22 @@ from monitor.config.model import (
     SuiteConfig,
 )
 from monitor.config.nodes import Node, compose
-from monitor.errors import ConfigError, UsageError
+from monitor.errors import ConfigError, InputError, UsageError
+from monitor.io import read_bytes_limited
 from monitor.store.location import SCHEMES, parse_store_url
 
 #: Where the embedded default configuration lives inside the package.
 DEFAULT_CONFIG_RESOURCE = "data/default_config.yaml"
+#: The largest config file read, in bytes: a config is a few kilobytes.
+MAX_CONFIG_BYTES: Final = 1 << 20
+#: The most values a config may hold once its aliases are expanded.
+MAX_CONFIG_VALUES: Final = 100_000
+#: The deepest nesting of mappings and lists in a config.
+MAX_CONFIG_DEPTH: Final = 64
+
+# C0 controls but tab and line breaks, DEL, C1 controls but NEL, and the non-characters YAML
+# refuses; checked first so that the error names the line, not PyYAML's reader.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]")
 
 
 def load_config(
@@ -87,14 +102,93 @@ def default_store_path(env: Mapping[str, str] | None = None) -> Path:
 def _load_file(path: Path, env: Mapping[str, str] | None, *, check_files: bool) -> MonitorConfig:
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bytes_limited(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(source, "(file)", "an existing config file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(source, "(file)", f"UTF-8 text ({exc.reason})") from None
+    except InputError as exc:
+        raise ConfigError(source, "(file)", exc.expected, found=exc.found) from None
     except OSError as exc:
-        raise ConfigError(source, "(file)", "a readable config file", found=exc.strerror) from None
+        found = exc.strerror or type(exc).__name__
+        raise ConfigError(source, "(file)", "a readable config file", found=found) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(source, "(file)", f"UTF-8 text ({exc.reason})", line=line) from None
     return _parse(text, source, path.absolute().parent, env, check_files=check_files)
+
+
+def _guard(text: str, source: str) -> None:
+    """Refuse, before anything is built, a config too large, with control characters, too
+    deeply nested, or whose aliases expand to more than :data:`MAX_CONFIG_VALUES` values.
+
+    PyYAML's parser reads events without recursion, so this bounds the work of everything
+    after it: a 500-byte alias bomb expands to billions of values, and deep nesting overflows
+    the recursion of PyYAML's composer.
+    """
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            source, "(file)", f"a config of at most {MAX_CONFIG_BYTES} bytes", found=f"{size} bytes"
+        )
+    bad = _CONTROL.search(text) or re.search("[\ud800-\udfff]", text)
+    if bad is not None:
+        line = text.count("\n", 0, bad.start()) + 1
+        raise ConfigError(
+            source,
+            "(yaml)",
+            "printable text (no NUL or control character; write \\t, \\e... in a quoted string)",
+            line=line,
+            found=bad.group(),
+        )
+    sizes: dict[str, int] = {}  # anchor -> values its node expands to
+    counts: list[int] = []  # values so far inside each open mapping or list
+    anchors: list[str | None] = []
+    total = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                counts.append(1)
+                anchors.append(event.anchor)
+                total += 1
+                if len(counts) > MAX_CONFIG_DEPTH:
+                    raise ConfigError(
+                        source,
+                        "(yaml)",
+                        f"mappings and lists nested at most {MAX_CONFIG_DEPTH} deep",
+                        line=_line(event.start_mark),
+                    )
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                size, anchor = counts.pop(), anchors.pop()
+            elif isinstance(event, yaml.AliasEvent):
+                size, anchor = sizes.get(event.anchor or "", 1), None
+                total += size
+            elif isinstance(event, yaml.ScalarEvent):
+                size, anchor = 1, event.anchor
+                total += 1
+            else:
+                continue
+            if anchor is not None:
+                sizes[anchor] = size
+            if counts:
+                counts[-1] += size
+            if total > MAX_CONFIG_VALUES:
+                raise ConfigError(
+                    source,
+                    "(yaml)",
+                    f"at most {MAX_CONFIG_VALUES} values once aliases are expanded "
+                    "(aliases that repeat each other grow exponentially)",
+                    line=_line(event.start_mark),
+                )
+    except yaml.YAMLError:
+        return  # compose() reports syntax errors with their line
+
+
+def _line(mark: object) -> int | None:
+    """Return the 1-based line of a YAML mark."""
+    line = getattr(mark, "line", None)
+    return line + 1 if isinstance(line, int) else None
 
 
 def _parse(
@@ -106,6 +200,7 @@ def _parse(
     check_files: bool,
 ) -> MonitorConfig:
     environ = os.environ if env is None else env
+    _guard(text, source)
     root = compose(text, source, environ)
     f = Fields(source, base_dir, check_files=check_files)
     if root.value is None:

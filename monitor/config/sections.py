@@ -234,7 +234,7 @@ def runner(f: Fields, node: Node | None) -> RunnerConfig:
     base = RunnerConfig()
     deadline = base.deadline_seconds
     if "deadline_seconds" in entries and entries["deadline_seconds"].value is not None:
-        deadline = f.number(entries["deadline_seconds"], positive=True, unit=" (seconds)")
+        deadline = f.seconds(entries["deadline_seconds"])
     return RunnerConfig(
         concurrency=_int(f, entries, "concurrency", base.concurrency, 1, 1024),
         timeout_seconds=_positive(f, entries, "timeout_seconds", base.timeout_seconds),
@@ -254,7 +254,7 @@ def _int(
 def _positive(f: Fields, entries: Mapping[str, Node], key: str, default: float) -> float:
     if key not in entries:
         return default
-    return f.number(entries[key], positive=True, unit=" (seconds)")
+    return f.seconds(entries[key])
 
 
 def _fraction(f: Fields, entries: Mapping[str, Node], key: str, default: float) -> float:

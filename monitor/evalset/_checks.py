@@ -16,6 +16,11 @@ from collections.abc import Iterable, Mapping
 from monitor.records import MetaValue
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+#: Grades are 64-bit signed integers, as trec_eval reads them (a C long); a longer literal is
+#: refused before it is converted (Python refuses to convert more than 4,300 digits).
+GRADE_MIN = -(2**63)
+GRADE_MAX = 2**63 - 1
+_GRADE_RANGE = f"an integer grade from {GRADE_MIN} to {GRADE_MAX}"
 
 #: A position inside one query: keys of mappings and indexes of lists, outermost first.
 KeyPath = tuple[str | int, ...]
@@ -86,7 +91,10 @@ def check_grade(value: object) -> int:
     # bool is an int subclass; numbers.Integral also admits numpy integers from DataFrames.
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise Invalid("an integer grade", value)
-    return int(value)
+    grade = int(value)
+    if not GRADE_MIN <= grade <= GRADE_MAX:
+        raise Invalid(_GRADE_RANGE, _digits(grade))
+    return grade
 
 
 def grade_from_text(text: str) -> int:
@@ -94,7 +102,15 @@ def grade_from_text(text: str) -> int:
     # int() alone would also take "1_000", " 7 " and non-ASCII digits.
     if not _INTEGER.fullmatch(text):
         raise Invalid("an integer grade", text)
-    return int(text)
+    if len(text.lstrip("+-0")) > len(str(GRADE_MAX)):
+        raise Invalid(_GRADE_RANGE, f"{len(text)} digits")
+    return check_grade(int(text))
+
+
+def _digits(grade: int) -> object:
+    """Return ``grade`` for an error message, or a word on its size when it is long."""
+    # str() of an int of more than 4,300 digits raises ValueError.
+    return grade if abs(grade) < 10**30 else "an integer of more than 30 digits"
 
 
 def judgments_from(value: object) -> dict[str, int]:

@@ -43,6 +43,27 @@ TOP_FIELDS = ("name", "queries")
 _TRACKED_DEPTH = 5
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _TOO_DEEP = "values nested a few levels deep at most (the nesting is too deep to read)"
+# An integer literal longer than this is kept as a LongInteger, which every check refuses by
+# name: Python refuses to convert more than 4,300 digits, and no grade needs 100.
+_MAX_INT_DIGITS = 100
+
+
+class LongInteger:
+    """An integer literal too long to be a grade or a metadata value, kept as its length."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def _json_int(literal: str) -> int | LongInteger:
+    """Return a JSON integer literal as an int, or as a LongInteger when it is too long."""
+    digits = len(literal.lstrip("-"))
+    return LongInteger(digits) if digits > _MAX_INT_DIGITS else int(literal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +138,7 @@ def read_jsonl(text: str, source: str) -> Iterator[Entry]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, object_pairs_hook=_unique_keys)
+            obj = json.loads(line, object_pairs_hook=_unique_keys, parse_int=_json_int)
         except json.JSONDecodeError as error:
             raise InputError(
                 source, f"one JSON object per line ({error.msg}: column {error.colno})", line=number
@@ -286,7 +307,7 @@ class _JSONReader:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+        self.decoder = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_int=_json_int)
         self.newlines = [match.start() for match in re.finditer("\n", text)]
         self.lines: dict[KeyPath, int] = {}
 
@@ -359,9 +380,24 @@ class _JSONReader:
             position = self._skip(position + 1)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, with integers too long to convert kept as LongInteger."""
+
+
+def _yaml_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> object:
+    """Construct a YAML integer, or a LongInteger when its literal is too long."""
+    literal = str(node.value)
+    if len(literal) > _MAX_INT_DIGITS:
+        return LongInteger(len(literal.lstrip("+-")))
+    return loader.construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+
+
 def _read_yaml_located(text: str) -> Located | None:
     """Return the single YAML document in ``text`` with the line of each value."""
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -6,12 +6,14 @@ from os import PathLike
 from pathlib import Path
 
 from monitor.errors import InputError
+from monitor.io import read_bytes_limited
 
 
 def read_text(path: str | PathLike[str]) -> str:
-    """Return the text of the file at ``path``; raise InputError if unreadable or not UTF-8."""
+    """Return the text of the file at ``path``; raise InputError if unreadable, not UTF-8 or
+    larger than :data:`monitor.io.MAX_INPUT_BYTES`."""
     try:
-        data = Path(path).read_bytes()
+        data = read_bytes_limited(Path(path))
     except OSError as error:
         raise InputError(str(path), "a readable file", found=error.strerror or str(error)) from None
     return decode(data, str(path))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from os import PathLike
 
 from monitor.errors import InputError, UsageError
+from monitor.evalset._checks import Invalid, grade_from_text
 from monitor.evalset._files import read_text
 from monitor.records import Query
 
@@ -41,12 +42,14 @@ def parse_qrels(text: str, source: str) -> dict[str, dict[str, int]]:
             raise InputError(source, _QRELS_SHAPE, line=number, found=line.strip())
         query_id, _, doc, rel = fields
         try:
-            grade = int(rel)
-        except ValueError:
-            grade = None
-        # int() also takes "1_000" and non-ASCII digits; a grade is plain ASCII digits.
-        if grade is None or "_" in rel or not rel.isascii():
-            raise InputError(source, "an integer grade in field 4 (rel)", line=number, found=rel)
+            # The common case first: a million lines must load in well under two seconds.
+            grade = int(rel) if rel.isascii() and rel.isdigit() and len(rel) < 19 else None
+            if grade is None:
+                grade = grade_from_text(rel)
+        except Invalid as error:
+            raise InputError(
+                source, f"{error.expected} in field 4 (rel)", line=number, found=error.found
+            ) from None
         judgments = qrels.get(query_id)
         if judgments is None:
             judgments = qrels[query_id] = {}

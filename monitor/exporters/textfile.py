@@ -13,6 +13,8 @@ a lock file beside it (``.NAME.lock``) keeps two writers from losing each other'
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -68,11 +70,25 @@ def _read(path: Path, target: str) -> list[Metric]:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` (POSIX advisory lock)."""
+    """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` (POSIX advisory lock).
+
+    The lock file is never a symlink: in a folder other users can write (node_exporter's
+    textfile folder often is), one planted there would make the monitor create or truncate a
+    file elsewhere with its own rights.
+    """
     import fcntl
 
     lock = path.with_name(f".{path.name}.lock")
-    with open(lock, "a") as handle:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        descriptor = os.open(lock, flags, FILE_MODE)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ExportError(
+                f"textfile {path}", f"the lock file {lock} is a symlink; refusing to follow it"
+            ) from None
+        raise
+    with os.fdopen(descriptor, "a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

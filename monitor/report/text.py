@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from monitor.compare import Comparison, RuleOutcome
 from monitor.report.intervals import METRIC_CI
+from monitor.terminal import printable
 
 _MARK = {
     "ok": "ok",
@@ -30,7 +31,10 @@ def render_comparison(
     *,
     queries: int = 5,
 ) -> str:
-    """Return the comparison as text, ``means`` being the current run's metric means."""
+    """Return the comparison as text, ``means`` being the current run's metric means.
+
+    Control characters are left out (:func:`monitor.terminal.printable`).
+    """
     lines = [
         f"suite {comparison.suite}: run {comparison.run_id}"
         + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
@@ -92,7 +96,9 @@ def render_comparison(
             )
     if comparison.warnings:
         lines += ["", *(f"warning: {w}" for w in comparison.warnings)]
-    return "\n".join(lines)
+    # Query texts and ids come from the eval set and the backend: keep them from driving the
+    # terminal.
+    return printable("\n".join(lines))
 
 
 def _rule_interval(rule: RuleOutcome) -> str:

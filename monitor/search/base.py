@@ -8,6 +8,14 @@ A plug-in that needs the whole :class:`~monitor.records.Query` (its id, to repla
 run, or its metadata) declares it with :func:`takes_query` or a true ``takes_query`` class
 attribute; it is then called as ``(query: Query, k: int)``.
 
+Every answer goes through :func:`normalise_hits`, one policy for every live search: a doc id
+is a non-empty string of valid Unicode (no lone surrogate, which no store can hold) and a hit
+text is valid Unicode, or the query fails with a SearchOutputError; a score is a number, and
+one that is not finite (NaN, ``inf``, ``-inf``, an integer too large for a double) is recorded
+as no score, since a live ranking is the order given and its scores are only reported. Saved
+runs are stricter (:mod:`monitor.search.saved`): their scores rank the hits, so a non-finite
+one is refused.
+
 Optional extras, found by name: ``stats()`` returns scalars recorded with the run, and
 ``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
 ``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
@@ -80,14 +88,16 @@ def normalise_hits(raw: object) -> tuple[Hit, ...]:
     for position, item in enumerate(items):
         kind = type(item)
         if kind is str:
-            if not item:
-                raise SearchOutputError(f"a non-empty doc id at position {position}", found=item)
+            if not is_valid_id(item):
+                raise SearchOutputError(
+                    f"a non-empty doc id of valid Unicode at position {position}", found=item
+                )
             append(Hit(item))  # type: ignore[arg-type]  # kind is str
         elif isinstance(item, Hit):
-            append(item)
+            append(_checked_hit(item, position))
         elif isinstance(item, Mapping):
             append(_hit_from_mapping(item, position))
-        elif isinstance(item, str) and item:  # a str subclass such as numpy.str_
+        elif isinstance(item, str) and is_valid_id(item):  # a str subclass such as numpy.str_
             append(Hit(str(item)))
         else:
             raise SearchOutputError(
@@ -109,12 +119,52 @@ def _check_sequence(raw: object) -> None:
         raise SearchOutputError("a sequence of hits", found=f"{type(raw).__name__} {raw!r}")
 
 
+def is_valid_id(value: object) -> bool:
+    """Return whether ``value`` is a non-empty string of valid Unicode (no lone surrogate)."""
+    return isinstance(value, str) and bool(value) and _is_unicode(value)
+
+
+def _is_unicode(text: str) -> bool:
+    """Return whether ``text`` can be written as UTF-8 (holds no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _finite_or_none(score: float | int) -> float | None:
+    """Return ``score`` as a float, or None when it is not finite (see the module's policy)."""
+    try:
+        value = float(score)
+    except OverflowError:  # an int beyond any double
+        return None
+    # NaN is how some engines say "no score"; inf has no place in a mean or a gauge.
+    return value if math.isfinite(value) else None
+
+
+def _checked_hit(hit: Hit, position: int) -> Hit:
+    """Return a Hit built by a plug-in, checked as a mapping's would be."""
+    if not is_valid_id(hit.id):
+        raise SearchOutputError(
+            f"a non-empty doc id of valid Unicode at position {position}", found=hit.id
+        )
+    if hit.text is not None and not _is_unicode(hit.text):
+        raise SearchOutputError(f"a 'text' of valid Unicode at position {position}", found=hit)
+    if hit.score is not None and not math.isfinite(hit.score):
+        return Hit(hit.id, None, hit.text)
+    return hit
+
+
 def _hit_from_mapping(item: Mapping[Any, Any], position: int) -> Hit:
     """Build a Hit from ``{"id": ..., "score": ..., "text": ...}``."""
     doc = item.get("id")
-    if not isinstance(doc, str) or not doc:
+    if not is_valid_id(doc):
         raise SearchOutputError(
-            f"a non-empty string 'id' in the hit at position {position}", found=item
+            f"a non-empty string 'id' of valid Unicode in the hit at position {position}",
+            found=item,
         )
     raw_score = item.get("score")
     score: float | None = None
@@ -123,12 +173,13 @@ def _hit_from_mapping(item: Mapping[Any, Any], position: int) -> Hit:
             raise SearchOutputError(
                 f"a numeric 'score' in the hit at position {position}", found=item
             )
-        # NaN is how some engines say "no score": record it as missing, not as a failure.
-        score = None if math.isnan(raw_score) else float(raw_score)
+        score = _finite_or_none(raw_score)
     text = item.get("text")
-    if text is not None and not isinstance(text, str):
-        raise SearchOutputError(f"a string 'text' in the hit at position {position}", found=item)
-    return Hit(doc, score, text)
+    if text is not None and (not isinstance(text, str) or not _is_unicode(text)):
+        raise SearchOutputError(
+            f"a string 'text' of valid Unicode in the hit at position {position}", found=item
+        )
+    return Hit(str(doc), score, text)
 
 
 def search_stats(search: object) -> dict[str, MetaValue]:

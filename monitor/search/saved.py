@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 
 from monitor.errors import InputError, SearchOutputError, UsageError
+from monitor.io import read_bytes_limited
 from monitor.records import Hit
-from monitor.search.base import normalise_hits
+from monitor.search.base import is_valid_id, normalise_hits
 
 #: The ``format`` values the readers take: ``auto`` reads JSON when the file's first
 #: non-blank byte is ``{`` or ``[``, and a TREC run otherwise.
@@ -90,7 +91,7 @@ def _read(path: Path, format: str) -> _TrecColumns | dict[str, list[Hit]]:
     if format not in FORMATS:
         raise UsageError(f"unknown run format {format!r}; known formats: {', '.join(FORMATS)}")
     try:
-        data = path.read_bytes()
+        data = read_bytes_limited(path)
     except OSError as exc:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
     head = data.lstrip()
@@ -171,8 +172,15 @@ def _json_run(path: Path, data: bytes) -> dict[str, list[Hit]]:
         run = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
         raise InputError(path, f"valid JSON ({exc.msg})", line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested a few levels deep (a run is {qid: ranking})") from None
     if not isinstance(run, dict):
         raise InputError(path, "a JSON object {query id: ranking}", found=type(run).__name__)
+    for qid in run:
+        if not is_valid_id(qid):
+            raise InputError(
+                path, "a non-empty query id of valid Unicode (no lone surrogate)", found=qid
+            )
     return {qid: _json_ranking(path, qid, ranking) for qid, ranking in run.items()}
 
 
@@ -207,6 +215,10 @@ def _scored_hits(path: Path, qid: str, scores: dict[str, object]) -> list[Hit]:
     for doc, score in scores.items():
         if not doc:
             raise InputError(path, f"a non-empty doc id for query {qid!r}", found=doc)
+        if not is_valid_id(doc):
+            raise InputError(
+                path, f"a doc id of valid Unicode (no lone surrogate) for query {qid!r}", found=doc
+            )
         if not _is_number(score):
             raise InputError(
                 path, f"a numeric score for query {qid!r}, document {doc!r}", found=score

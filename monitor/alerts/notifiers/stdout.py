@@ -9,6 +9,7 @@ from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.notifiers._common import Options
 from monitor.config.model import NotifierConfig
 from monitor.errors import NotifyError
+from monitor.terminal import printable
 
 
 class StdoutNotifier:
@@ -24,9 +25,10 @@ class StdoutNotifier:
         return self._context.out()
 
     def send(self, notification: Notification) -> None:
-        """Write ``notification``; raise NotifyError when the stream refuses it."""
+        """Write ``notification`` without control characters; raise NotifyError when the stream
+        refuses it."""
         try:
-            self.stream.write(text.plain(notification.alert, notification.repeat) + "\n")
+            self.stream.write(printable(text.plain(notification.alert, notification.repeat)) + "\n")
             self.stream.flush()
         except (OSError, ValueError) as exc:
             raise NotifyError(self.name, f"cannot write: {type(exc).__name__}") from None

@@ -1,0 +1,183 @@
+"""Every bad input is one clear error: exit 2, the file and line or key named, no traceback,
+and all of it within a few seconds and a few megabytes."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+from monitor.errors import SearchOutputError
+from monitor.records import Hit
+from monitor.search.base import normalise_hits
+
+EVALSET = "    evalset: {bundled: larkfield}\n"
+SEARCH = "    search: {kind: replay, bundled: larkfield/keyword}\n"
+#: A run that takes longer than this has hung, or expanded what it should have refused.
+BOUND_SECONDS = 10.0
+
+
+def alias_bomb() -> str:
+    """Return a 500-byte YAML document whose aliases expand to 9**9 values."""
+    lines = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]\n']
+    for level in range(8):
+        name, previous = chr(98 + level), chr(97 + level)
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 9) + "]\n")
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A config (and the files it names) that must fail with exit 2 and ``message``."""
+
+    suite: str
+    message: str
+    files: tuple[tuple[str, str], ...] = ()
+    before: Callable[[], str] = lambda: ""
+
+
+CASES = {
+    "yaml alias bomb": Case(
+        EVALSET + SEARCH, "cfg.yaml:6: (yaml): expected at most 100000 values", before=alias_bomb
+    ),
+    "yaml nested 500 deep": Case(
+        EVALSET + SEARCH + "    labels: " + "[" * 500 + "]" * 500 + "\n",
+        "cfg.yaml:6: (yaml): expected mappings and lists nested at most 64 deep",
+    ),
+    "NUL byte": Case(
+        EVALSET + SEARCH + "    pipeline: a\x00b\n", "cfg.yaml:6: (yaml): expected printable text"
+    ),
+    "ESC byte": Case(
+        EVALSET + SEARCH + "    pipeline: a\x1bb\n", "cfg.yaml:6: (yaml): expected printable text"
+    ),
+    "timeout_seconds 1e30": Case(
+        EVALSET + SEARCH + "    runner: {timeout_seconds: 1e30}\n",
+        "cfg.yaml:6: suites.s.runner.timeout_seconds: expected a number above 0 of at most 604800",
+    ),
+    "deadline_seconds 1e30": Case(
+        EVALSET + SEARCH + "    runner: {deadline_seconds: 1e30}\n",
+        "cfg.yaml:6: suites.s.runner.deadline_seconds: expected a number above 0 of at most",
+    ),
+    "200,000-character eval set path": Case(
+        "    evalset: {path: " + "a" * 200_000 + ".jsonl}\n" + SEARCH,
+        "cfg.yaml:4: suites.s.evalset.path: expected an eval set file: a path of at most 4096",
+    ),
+    "200,000-character search path": Case(
+        EVALSET + "    search: {kind: replay, path: " + "a/" * 100_000 + "}\n",
+        "cfg.yaml:5: suites.s.search.path: expected a path: a path of at most 4096",
+    ),
+    ".inf as the eval set path": Case(
+        "    evalset: {path: .inf}\n" + SEARCH, "cfg.yaml:4: suites.s.evalset.path: expected"
+    ),
+    ".nan as the search path": Case(
+        EVALSET + "    search: {kind: replay, path: .nan}\n",
+        "cfg.yaml:5: suites.s.search.path: expected a finite number",
+    ),
+    "search.path /dev/zero": Case(
+        EVALSET + "    search: {kind: replay, path: /dev/zero}\n",
+        "/dev/zero: expected a file of at most 268435456 bytes",
+    ),
+    "eval set /dev/zero": Case(
+        "    evalset: {path: /dev/zero, format: jsonl}\n" + SEARCH,
+        "/dev/zero: expected a file of at most 268435456 bytes",
+    ),
+    "400-digit grade in JSONL": Case(
+        "    evalset: {path: set.jsonl}\n" + SEARCH,
+        "set.jsonl:1: expected an integer grade at relevant['d1'], found an integer of 400",
+        (("set.jsonl", '{"id": "q1", "query": "x", "relevant": {"d1": ' + "9" * 400 + "}}\n"),),
+    ),
+    "400-digit grade in qrels": Case(
+        "    evalset: {path: set.qrels}\n" + SEARCH,
+        "set.qrels:1: expected an integer grade from",
+        (("set.qrels", "q1 0 d1 " + "9" * 400 + "\n"),),
+    ),
+    "5,000-digit grade in CSV": Case(
+        "    evalset: {path: set.csv}\n" + SEARCH,
+        "set.csv:2: expected an integer grade from",
+        (("set.csv", "id,query,relevant\nq1,x,d1:" + "9" * 5000 + "\n"),),
+    ),
+    "5,000-digit grade in YAML": Case(
+        "    evalset: {path: set.yaml}\n" + SEARCH,
+        "set.yaml:1: expected an integer grade at [0].relevant['d1'], found an integer of 5000",
+        (("set.yaml", "- {id: q1, query: x, relevant: {d1: " + "9" * 5000 + "}}\n"),),
+    ),
+    "5,000-digit score in a JSON run": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected a finite score for query 'q1', document 'd1'",
+        (("run.json", '{"q1": {"d1": ' + "9" * 5000 + "}}"),),
+    ),
+    "5,000-digit score in a TREC run": Case(
+        EVALSET + "    search: {kind: replay, path: run.trec}\n",
+        "run.trec:1: expected a finite score in field 5",
+        (("run.trec", "q1 Q0 d1 1 " + "9" * 5000 + " tag\n"),),
+    ),
+    "JSON run nested 200,000 deep": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected JSON nested a few levels deep",
+        (("run.json", '{"q1": ' + "[" * 200_000 + "]" * 200_000 + "}"),),
+    ),
+    "lone surrogate in a run's doc id": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected a ranking for query 'q1': expected a non-empty doc id of valid",
+        (("run.json", '{"q1": ["\\ud800"]}'),),
+    ),
+    "lone surrogate in a run's scored doc id": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected a doc id of valid Unicode (no lone surrogate) for query 'q1'",
+        (("run.json", '{"q1": {"\\ud800": 1.0}}'),),
+    ),
+    "lone surrogate in a run's query id": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected a non-empty query id of valid Unicode",
+        (("run.json", '{"\\udfff": ["d1"]}'),),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_bad_input_is_one_clear_error(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad config or input file exits 2 quickly with one message naming where it is."""
+    if "/dev/zero" in case.suite and not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero here")
+    for name, text in case.files:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    config = tmp_path / "cfg.yaml"
+    body = f"store: {{path: {tmp_path / 'monitor.db'}}}\nsuites:\n  s:\n{case.suite}"
+    config.write_text(case.before() + body, encoding="utf-8")
+    start = time.monotonic()
+    code = main(["run", "--no-progress", "--config", str(config)])
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert 2 == code, err
+    assert case.message in err
+    assert "Traceback" not in err
+    assert elapsed < BOUND_SECONDS
+
+
+@pytest.mark.parametrize("score", [math.nan, math.inf, -math.inf, 10**400])
+def test_live_hit_with_a_non_finite_score_has_no_score(score: float) -> None:
+    """A live search's NaN, infinite or overlong score is recorded as no score."""
+    assert (Hit("d1"),) == normalise_hits([{"id": "d1", "score": score}])
+
+
+@pytest.mark.parametrize("score", [math.nan, math.inf, -math.inf])
+def test_live_hit_record_with_a_non_finite_score_has_no_score(score: float) -> None:
+    """A Hit a plug-in built with a NaN or infinite score is recorded as no score."""
+    assert (Hit("d1", None, "t"),) == normalise_hits([Hit("d1", score, "t")])
+
+
+@pytest.mark.parametrize(
+    "hit", ["\ud800", {"id": "d\udc00"}, Hit("\ud800"), {"id": "d1", "text": "\ud800"}, ""]
+)
+def test_live_hit_with_an_empty_or_unencodable_id_fails_the_query(hit: object) -> None:
+    """A hit whose id is empty or holds a lone surrogate (no store can keep it) is refused."""
+    with pytest.raises(SearchOutputError):
+        normalise_hits([hit])
