@@ -3,6 +3,7 @@ fail to build is refused with the file, the key path and the line."""
 
 from __future__ import annotations
 
+import argparse
 import socket
 import textwrap
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pytest
 from monitor.alerts.base import close_notifiers
 from monitor.alerts.registry import build_notifiers
 from monitor.cli import main
+from monitor.cli.daemon import load_built
 from monitor.config import check_config, config_hash, load_config_text
 from monitor.errors import ConfigError
 from monitor.search import build_search, close_search
@@ -355,6 +357,16 @@ def test_an_option_typo_in_defaults_is_reported_where_it_was_written(folder: Pat
     with pytest.raises(ConfigError) as info:
         check_config(path)
     assert (3, "defaults.notifiers[0].colour") == (info.value.line, info.value.key)
+
+
+def test_the_daemon_refuses_a_config_whose_notifier_would_not_build(folder: Path) -> None:
+    """The daemon's config load (at start and on reload) builds the plug-ins, so an option
+    typo stops it instead of failing the first scheduled run."""
+    path = write(folder, "notifiers: [{kind: stdout, colour: blue}]")
+    args = argparse.Namespace(config=path, store=None)
+    with pytest.raises(ConfigError) as info:
+        load_built(args)
+    assert (5, "suites.nightly.notifiers[0].colour") == (info.value.line, info.value.key)
 
 
 def test_where_a_section_was_written_does_not_change_the_config_hash() -> None:
