@@ -105,13 +105,15 @@ def _short(value: object, limit: int = 80) -> str:
 class SearchSetupError(MonitorError):
     """A search plug-in cannot be built: bad options, an unimportable target, a missing file.
 
-    ``spec`` names the plug-in as configured (``python:pkg.mod:make``, ``http``, ...).
+    ``spec`` names the plug-in as configured (``python:pkg.mod:make``, ``http``, ...);
+    ``option`` is the option at fault (``timeout``, ``headers.Authorization``) when one is.
     """
 
-    def __init__(self, spec: str, reason: str) -> None:
+    def __init__(self, spec: str, reason: str, *, option: str | None = None) -> None:
         super().__init__(f"search {spec}: {reason}")
         self.spec = spec
         self.reason = reason
+        self.option = option
 
 
 class UnknownSearchKindError(SearchSetupError):
@@ -240,13 +242,15 @@ class NotifierSetupError(MonitorError):
     """A notifier cannot be built: a bad option, a missing environment variable, a plug-in
     that does not load.
 
-    ``notifier`` names it as configured (its name or kind), never its URL or key.
+    ``notifier`` names it as configured (its name or kind), never its URL or key;
+    ``option`` is the option at fault (``timeout``, ``headers``) when one is.
     """
 
-    def __init__(self, notifier: str, reason: str) -> None:
+    def __init__(self, notifier: str, reason: str, *, option: str | None = None) -> None:
         super().__init__(f"notifier {notifier}: {reason}")
         self.notifier = notifier
         self.reason = reason
+        self.option = option
 
 
 class UnknownNotifierKindError(NotifierSetupError):

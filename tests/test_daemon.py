@@ -30,7 +30,8 @@ BUNDLED = {
     "notifiers": [],
 }
 
-#: A Python search module for the tests: slow answers, a backend that is down, a broken import.
+#: Python search modules for the tests: slow answers, a backend that is down, a broken import,
+#: and a factory that builds once (as the daemon checks its config) and then fails.
 SEARCHES = {
     "slow.py": (
         "import os, time\n"
@@ -40,6 +41,15 @@ SEARCHES = {
     ),
     "down.py": "def search(query, k):\n    raise ConnectionError('backend down')\n",
     "broken.py": "raise ImportError('this module cannot be imported')\n",
+    "fragile.py": (
+        "from pathlib import Path\n"
+        "def make():\n"
+        "    built = Path(__file__).with_suffix('.built')\n"
+        "    if built.exists():\n"
+        "        raise RuntimeError('the index went away')\n"
+        "    built.write_text('')\n"
+        "    return lambda query, k: []\n"
+    ),
 }
 
 WAIT_SECONDS = 15.0
@@ -50,11 +60,13 @@ def suite(schedule: str = "1s", **changes: Any) -> dict[str, Any]:
     return {**BUNDLED, "schedule": {"interval": schedule}, **changes}
 
 
-def python_suite(target: str, folder: Path, schedule: str = "1s") -> dict[str, Any]:
+def python_suite(
+    target: str, folder: Path, schedule: str = "1s", *, factory: bool = False
+) -> dict[str, Any]:
     """Return a suite searching with ``target`` (module:function) from ``folder``."""
     return suite(
         schedule,
-        search={"kind": "python", "target": target, "path": str(folder)},
+        search={"kind": "python", "target": target, "path": str(folder), "factory": factory},
         runner={"concurrency": 1, "retries": 0, "timeout_seconds": 30},
     )
 
@@ -229,14 +241,30 @@ def test_sighup_with_a_broken_config_keeps_the_running_config(
     assert 0 == daemon.stop()[0]
 
 
+def test_sighup_with_a_notifier_that_would_not_build_keeps_the_running_config(
+    start: Callable[..., Daemon],
+) -> None:
+    """A reloaded config whose notifier option the notifier refuses is not taken: the old
+    config keeps running and the failure names the option's key."""
+    daemon = start({"demo": suite("1s")})
+    daemon.wait_for(lambda: len(daemon.runs("demo")) >= 1, "a first run")
+    write_config(
+        daemon.config, {"demo": suite("1s", notifiers=[{"kind": "stdout", "colour": "blue"}])}
+    )
+    daemon.signal(signal.SIGHUP)
+    daemon.wait_for(lambda: bool(daemon.events("reload_failed")), "the reload to fail")
+    assert "suites.demo.notifiers[0].colour" in daemon.events("reload_failed")[0]
+    assert 0 == daemon.stop()[0]
+
+
 def test_failing_suites_are_logged_and_the_daemon_keeps_running(
     start: Callable[..., Daemon], tmp_path: Path
 ) -> None:
-    """A search that cannot be imported and one over its error budget fail run after run,
+    """A search that no longer builds and one over its error budget fail run after run,
     each logged with its error, while the daemon and the healthy suite carry on."""
     daemon = start(
         {
-            "broken": python_suite("broken:search", tmp_path),
+            "broken": python_suite("fragile:make", tmp_path, factory=True),
             "down": python_suite("down:search", tmp_path),
             "healthy": suite("1s"),
         }
@@ -253,6 +281,20 @@ def test_failing_suites_are_logged_and_the_daemon_keeps_running(
     assert "error_type=ErrorBudgetExceeded" in daemon.events("run_failed", suite="down")[0]
     assert "failed" == daemon.runs("down")[0].status  # the composer stores the failed run
     assert 0 == daemon.stop()[0]
+
+
+def test_the_daemon_refuses_to_start_with_a_search_that_does_not_build(
+    start: Callable[..., Daemon],
+) -> None:
+    """A suite whose search cannot be imported stops the start-up with exit 2 and the error's
+    file, key path and line, instead of failing at every scheduled run."""
+    daemon = start({"healthy": suite("1s"), "broken": python_suite("broken:search", Path("."))})
+    assert 2 == daemon.process.wait(timeout=WAIT_SECONDS)
+    lines = daemon.config.read_text().splitlines()
+    line = lines.index("  broken:") + 1 + lines[lines.index("  broken:") :].index("    search:")
+    assert f"monitor.yaml:{line}: suites.broken.search: expected a search that builds" in (
+        daemon.log()
+    )
 
 
 def test_sigterm_lets_the_running_suite_finish_within_the_grace(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
@@ -93,8 +93,29 @@ def build_notifiers(
     where ``secret_env`` variables are read (default ``os.environ``), ``stream`` where
     ``stdout`` writes. Raise NotifierSetupError for a notifier that cannot be built.
     """
-    interval = schedule_interval_seconds(suite.schedule)
     built: dict[str, Notifier] = {}
+    plan = notifier_plan(suite, transport=transport, clock=clock, environ=environ, stream=stream)
+    for config, context in plan:
+        built[context.name] = build_notifier(config, context)
+    return built
+
+
+def notifier_plan(
+    suite: SuiteConfig,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    clock: Clock = utcnow,
+    environ: Mapping[str, str] | None = None,
+    stream: TextIO | None = None,
+) -> Iterator[tuple[NotifierConfig, NotifierContext]]:
+    """Yield each notifier config of ``suite`` with the context it is built in, in order.
+
+    The contexts carry the notifiers' full names; raise NotifierSetupError (``option``
+    ``name``) at the first notifier whose name is invalid or taken. The arguments are those
+    of :func:`build_notifiers`.
+    """
+    interval = schedule_interval_seconds(suite.schedule)
+    names: set[str] = set()
     taken: dict[str, int] = {}
     for config in suite.notifiers:
         label = _label(config)
@@ -102,8 +123,11 @@ def build_notifiers(
         if taken[label] > 1:
             label = f"{label}-{taken[label]}"
         name = f"{suite.name}/{label}"
-        if name in built:
-            raise NotifierSetupError(name, "two notifiers of the suite have this name")
+        if name in names:
+            raise NotifierSetupError(
+                name, "two notifiers of the suite have this name", option="name"
+            )
+        names.add(name)
         context = NotifierContext(
             name=name,
             suite=suite.name,
@@ -114,8 +138,7 @@ def build_notifiers(
         )
         if environ is not None:
             context = replace(context, environ=environ)
-        built[name] = build_notifier(config, context)
-    return built
+        yield config, context
 
 
 def build_notifier(config: NotifierConfig, context: NotifierContext) -> Notifier:
@@ -136,7 +159,9 @@ def build_notifier(config: NotifierConfig, context: NotifierContext) -> Notifier
     min_severity = common.get("min_severity")
     if min_severity is not None and min_severity not in SEVERITIES:
         raise NotifierSetupError(
-            name, f"option 'min_severity' must be one of {', '.join(SEVERITIES)}"
+            name,
+            f"option 'min_severity' must be one of {', '.join(SEVERITIES)}",
+            option="min_severity",
         )
     repeat = None
     if "repeat_interval" in common:
@@ -236,7 +261,7 @@ def _label(config: NotifierConfig) -> str:
         return config.kind.removeprefix(ENTRYPOINT_PREFIX)
     if not isinstance(given, str) or not _NAME.fullmatch(given):
         raise NotifierSetupError(
-            config.kind, "option 'name' must be letters, digits, '_', '.' or '-'"
+            config.kind, "option 'name' must be letters, digits, '_', '.' or '-'", option="name"
         )
     return given
 
@@ -250,7 +275,9 @@ def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float
     if not valid or seconds is None:
         least = "0 or more" if zero else "above 0"
         raise NotifierSetupError(
-            name, f"option {key!r} must be seconds ({least}) or an interval such as 30m or 4h"
+            name,
+            f"option {key!r} must be seconds ({least}) or an interval such as 30m or 4h",
+            option=key,
         )
     return seconds
 

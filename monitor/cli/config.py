@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
 
 
 def validate_config(args: argparse.Namespace) -> int:
-    """Load and check the file; print a one-line summary."""
+    """Load and check the file, build (then close) its plug-ins; print a one-line summary."""
     from monitor.config import check_config
 
     config = check_config(args.file)

@@ -80,7 +80,7 @@ def daemon(args: argparse.Namespace) -> int:
         raise UsageError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace}")
     if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
         raise UsageError(f"--metrics-port must be from 0 to 65535, not {args.metrics_port}")
-    config = load(args)
+    config = load_built(args)
     # Open the store once before scheduling anything: a store that is unreachable or newer
     # than this code stops the start-up with its exit code instead of failing every run.
     open_store(store_target(args, config)).close()
@@ -89,7 +89,7 @@ def daemon(args: argparse.Namespace) -> int:
     service = Daemon(
         config,
         store_target=lambda new: store_target(args, new),
-        reload_config=lambda: load(args),
+        reload_config=lambda: load_built(args),
         metrics=endpoint,
         initial_run=not args.no_initial_run,
         shutdown_grace=args.shutdown_grace,
@@ -106,6 +106,17 @@ def daemon(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def load_built(args: argparse.Namespace) -> MonitorConfig:
+    """Return the config as ``run`` reads it, after building every plug-in once as
+    ``config validate`` does: the daemon refuses at start and on reload what a scheduled run
+    would fail to build."""
+    from monitor.config.builds import check_builds
+
+    config = load(args)
+    check_builds(config)
+    return config
 
 
 def metrics_address(args: argparse.Namespace, config: MonitorConfig) -> tuple[str, int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit, urlunsplit
 
-from monitor.config.model import OptionValue, Secret
+from monitor.config.model import OptionValue, Origin, Secret
 from monitor.config.nodes import Node
 from monitor.errors import ConfigError
 
@@ -273,7 +273,8 @@ class Fields:
         text = self.string(node, what, secret=secret)
         try:
             parts = urlsplit(text)
-            ok = parts.scheme in schemes and bool(parts.hostname)
+            # Reading the port checks it: a run would fail on ``:99999`` or ``:http``.
+            ok = parts.scheme in schemes and bool(parts.hostname) and parts.port != 0
         except ValueError:
             ok = False
         if not ok or any(c.isspace() for c in text):
@@ -281,6 +282,21 @@ class Fields:
         return text
 
     # -- plug-in options ------------------------------------------------------------------
+
+    def origin(self, node: Node) -> Origin:
+        """Return where the plug-in section ``node`` and each of its (nested) options were
+        written, option paths relative to the section (``headers.Authorization``)."""
+        options: dict[str, tuple[str, int | None]] = {}
+
+        def walk(child: Node, prefix: str) -> None:
+            if isinstance(child.value, Mapping):
+                for key, item in child.value.items():
+                    name = f"{prefix}.{key}" if prefix else key
+                    options[name] = (item.path, item.line)
+                    walk(item, name)
+
+        walk(node, "")
+        return Origin(self.source, node.path or "(document)", node.line, options)
 
     def options(self, node: Node, secret: bool = False) -> OptionValue:
         """Return a plug-in option frozen: tuples, read-only mappings, secrets wrapped."""

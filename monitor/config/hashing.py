@@ -54,7 +54,8 @@ def _plain(value: object, base: Path) -> object:
         return {
             field.name: _plain(getattr(value, field.name), base)
             for field in dataclasses.fields(value)
-            if field.name != "base_dir"
+            # Where a section was written (compare=False) is not what it configures.
+            if field.name != "base_dir" and field.compare
         }
     if isinstance(value, Mapping):
         return {str(key): _plain(item, base) for key, item in value.items()}

@@ -18,6 +18,7 @@ from typing import Final
 import yaml
 
 from monitor.config import sections, vocab
+from monitor.config.builds import check_builds
 from monitor.config.fields import Fields, mask_url
 from monitor.config.model import (
     HttpExporterConfig,
@@ -56,10 +57,15 @@ def load_config(
     return _load_file(Path(path), env, check_files=False)
 
 
-def check_config(path: str | os.PathLike[str]) -> MonitorConfig:
-    """Load the config file at ``path`` as :func:`load_config` does, and check that the eval
-    set files it names exist; raise ConfigError for the first problem."""
-    return _load_file(Path(path), None, check_files=True)
+def check_config(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> MonitorConfig:
+    """Load the config file at ``path`` as :func:`load_config` does, check that the files it
+    names exist, and build (then close) every search and notifier as a run would
+    (:func:`~monitor.config.builds.check_builds`); raise ConfigError for the first problem."""
+    config = _load_file(Path(path), env, check_files=True)
+    check_builds(config, environ=env)
+    return config
 
 
 def load_config_text(

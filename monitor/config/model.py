@@ -69,6 +69,30 @@ def thaw(value: OptionValue) -> object:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a plug-in's section was written: the file, its key path and line, and the key
+    path and line of each of its options (``headers.Authorization`` -> its own), so that an
+    option the plug-in refuses when it is built is reported where it was written."""
+
+    source: str
+    path: str
+    line: int | None
+    options: Mapping[str, tuple[str, int | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", _freeze_map(self.options))
+
+    def at(self, option: str | None) -> tuple[str, int | None]:
+        """Return the key path and line of ``option``, or of its nearest written parent."""
+        name = option or ""
+        while name:
+            if name in self.options:
+                return self.options[name]
+            name = name.rpartition(".")[0]
+        return self.path, self.line
+
+
+@dataclass(frozen=True, slots=True)
 class StoreConfig:
     """Where runs and baselines are kept: a SQLite file or a PostgreSQL database.
 
@@ -111,12 +135,14 @@ class SearchConfig:
     ``kind: replay``. The path options of the built-in kinds (``path`` of ``replay`` and
     ``python``, a ``verify`` CA bundle of ``http``) are already absolute; a third-party
     plug-in resolves its own relative paths against ``base_dir``, the config file's folder.
+    ``origin`` says where the section was written; it takes no part in comparisons.
     """
 
     kind: str
     options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
     bundled: str | None = None
     base_dir: Path = Path()
+    origin: Origin | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _freeze_map(self.options))
@@ -264,13 +290,15 @@ class NotifierConfig:
     ``url`` is a :class:`Secret` (webhook URLs carry their credentials). ``secret_env`` names
     the environment variable that holds a signing secret, read when sending. ``options``
     holds every other key, read-only and checked by the notifier itself; values under
-    secret-like keys are :class:`Secret`, revealed by :meth:`plugin_options`.
+    secret-like keys are :class:`Secret`, revealed by :meth:`plugin_options`. ``origin``
+    says where the notifier was written; it takes no part in comparisons.
     """
 
     kind: str
     url: Secret | None = None
     secret_env: str | None = None
     options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
+    origin: Origin | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _freeze_map(self.options))

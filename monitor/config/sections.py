@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from pathlib import Path
 
 from monitor.config import vocab
 from monitor.config.fields import Fields, is_secret_key, mask_url
@@ -159,7 +160,9 @@ def search(f: Fields, node: Node) -> SearchConfig:
             options[key] = _path_option(f, child)
         else:
             options[key] = f.options(child, is_secret_key(key))
-    return SearchConfig(kind=kind, options=options, bundled=bundled, base_dir=f.base_dir)
+    return SearchConfig(
+        kind=kind, options=options, bundled=bundled, base_dir=f.base_dir, origin=f.origin(node)
+    )
 
 
 def _path_option(f: Fields, node: Node) -> OptionValue:
@@ -459,6 +462,8 @@ def _exporter(f: Fields, node: Node) -> ExporterConfig:
                 "a file name ending in .prom (node_exporter reads only those)",
                 show=True,
             )
+        if f.check_files:
+            _writable_target(f, entries["path"], path)
         return TextfileExporterConfig(path=path)
     port = 9108
     if "port" in entries:
@@ -471,6 +476,17 @@ def _exporter(f: Fields, node: Node) -> ExporterConfig:
             pattern=vocab.ADDRESS,
         )
     return HttpExporterConfig(port=port, address=address)
+
+
+def _writable_target(f: Fields, node: Node, path: Path) -> None:
+    """Refuse a textfile target no run could write: a folder, or a path under a file."""
+    if path.is_dir():
+        raise f.error(node, "a .prom file path, not a folder", show=True)
+    for parent in path.parents:
+        if parent.is_dir():
+            return
+        if parent.exists() or parent.is_symlink():
+            raise f.error(node, f"a .prom file path under a folder ({parent} is not one)")
 
 
 def notifiers(f: Fields, node: Node | None) -> tuple[NotifierConfig, ...]:
@@ -510,7 +526,9 @@ def _notifier(f: Fields, node: Node) -> NotifierConfig:
         for key, child in entries.items()
         if key not in ("kind", "url", "secret_env")
     }
-    return NotifierConfig(kind=kind, url=url, secret_env=secret_env, options=options)
+    return NotifierConfig(
+        kind=kind, url=url, secret_env=secret_env, options=options, origin=f.origin(node)
+    )
 
 
 def labels(f: Fields, node: Node | None) -> dict[str, str]:

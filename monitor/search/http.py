@@ -106,7 +106,7 @@ class HttpSearch:
                 tls = ssl.create_default_context(cafile=verify)
             except (OSError, ssl.SSLError) as exc:
                 raise SearchSetupError(
-                    "http", f"option 'verify': cannot read {verify!r}: {exc}"
+                    "http", f"option 'verify': cannot read {verify!r}: {exc}", option="verify"
                 ) from exc
         else:
             tls = verify
@@ -231,7 +231,7 @@ def build(options: Mapping[str, object]) -> HttpSearch:
             **search_options,
         )
     except SearchSetupError as exc:
-        raise SearchSetupError(opts.spec, exc.reason) from exc
+        raise SearchSetupError(opts.spec, exc.reason, option=exc.option) from exc
 
 
 def _headers(opts: Options) -> dict[str, str]:

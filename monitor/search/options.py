@@ -29,7 +29,7 @@ class Options:
         reason = f"option {key!r}: expected {expected}"
         if found is not None:
             reason += f", found {_short(found)}"
-        return SearchSetupError(self.spec, reason)
+        return SearchSetupError(self.spec, reason, option=key)
 
     def typed(self, key: str, kind: type[_T] | tuple[type[_T], ...], expected: str) -> _T | None:
         """Return option ``key`` when it is an instance of ``kind``, None when absent."""
@@ -89,7 +89,9 @@ class Options:
         if unknown:
             known = ", ".join(sorted(self._read))
             raise SearchSetupError(
-                self.spec, f"unknown option(s) {', '.join(map(repr, unknown))}; known: {known}"
+                self.spec,
+                f"unknown option(s) {', '.join(map(repr, unknown))}; known: {known}",
+                option=unknown[0],
             )
 
 

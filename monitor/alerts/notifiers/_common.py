@@ -22,22 +22,24 @@ class Options:
         for key in self.values:
             if key not in allowed:
                 expected = ", ".join(allowed) if allowed else "none"
-                raise NotifierSetupError(name, f"unknown option {key!r}; known options: {expected}")
+                raise NotifierSetupError(
+                    name, f"unknown option {key!r}; known options: {expected}", option=key
+                )
 
     def string(self, key: str, default: str | None = None) -> str | None:
         """Return the string option ``key``, or ``default``."""
         value = self.values.get(key, default)
         if value is not None and not isinstance(value, str):
-            raise NotifierSetupError(self.name, f"option {key!r} must be a string")
+            raise NotifierSetupError(self.name, f"option {key!r} must be a string", option=key)
         return value
 
     def number(self, key: str, default: float) -> float:
         """Return the numeric option ``key`` (above 0), or ``default``."""
         value = self.values.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise NotifierSetupError(self.name, f"option {key!r} must be a number")
+            raise NotifierSetupError(self.name, f"option {key!r} must be a number", option=key)
         if not value > 0 or not math.isfinite(value):
-            raise NotifierSetupError(self.name, f"option {key!r} must be above 0")
+            raise NotifierSetupError(self.name, f"option {key!r} must be above 0", option=key)
         return float(value)
 
     def verify(self) -> bool | str:
@@ -55,7 +57,9 @@ class Options:
         if not isinstance(value, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
-            raise NotifierSetupError(self.name, "option 'headers' must map names to strings")
+            raise NotifierSetupError(
+                self.name, "option 'headers' must map names to strings", option="headers"
+            )
         return dict(value)
 
 
@@ -70,7 +74,9 @@ def env_secret(name: str, context: NotifierContext, variable: str, what: str) ->
     """Return the value of environment variable ``variable`` as a Secret."""
     value = context.environ.get(variable)
     if not value:
-        raise NotifierSetupError(name, f"environment variable {variable} ({what}) is not set")
+        raise NotifierSetupError(
+            name, f"environment variable {variable} ({what}) is not set", option="secret_env"
+        )
     return Secret(value, f"${variable}")
 
 
