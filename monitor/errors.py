@@ -238,6 +238,35 @@ class StoreLockedError(StoreError):
         self.since = since
 
 
+class LockedTooLongError(StoreLockedError):
+    """A suite was skipped for its held lock too many times in a row, or for too long."""
+
+    def __init__(
+        self,
+        location: str,
+        suite: str,
+        host: str,
+        pid: int,
+        since: datetime,
+        *,
+        skips: int,
+        skipping_since: datetime,
+    ) -> None:
+        StoreError.__init__(
+            self,
+            location,
+            f"suite {suite!r} was skipped {skips} times in a row since "
+            f"{skipping_since.isoformat()}: it is locked by pid {pid} on {host} since "
+            f"{since.isoformat()}",
+        )
+        self.suite = suite
+        self.host = host
+        self.pid = pid
+        self.since = since
+        self.skips = skips
+        self.skipping_since = skipping_since
+
+
 class NotifierSetupError(MonitorError):
     """A notifier cannot be built: a bad option, a missing environment variable, a plug-in
     that does not load.

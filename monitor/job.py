@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
-from monitor.errors import MonitorError, SearchBackendError, UsageError
+from monitor.errors import LockedTooLongError, MonitorError, SearchBackendError, UsageError
+from monitor.lockskips import suite_lock
 from monitor.logs import get_logger, hide_secrets
 from monitor.outcome import SuiteOutcome
 from monitor.secrets import suite_scrubber
@@ -76,7 +78,8 @@ def run_suite(
     delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     try:
-        with store.lock(suite.name, ttl_seconds=_lock_ttl(suite)):
+        on_too_long = partial(_publish_lock_failure, suite, store, sinks, built, clock, delivery)
+        with suite_lock(store, suite, clock, on_too_long):
             started = clock()
             try:
                 outcome = _run_locked(suite, store, config_hash, progress, clock)
@@ -98,6 +101,19 @@ def run_suite(
     finally:
         if notifiers is None:
             close_notifiers(built.values())
+
+
+def _publish_lock_failure(
+    suite: SuiteConfig,
+    store: Store,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
+    error: LockedTooLongError,
+) -> None:
+    """Publish a suite skipped for its lock too long as a failed attempt."""
+    _publish_failure(suite, store, error, clock(), sinks, notifiers, clock, delivery)
 
 
 def _publish_failure(
@@ -320,14 +336,6 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     store.set_baseline(suite.name, run_id)
     log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
     return run_id
-
-
-def _lock_ttl(suite: SuiteConfig) -> float:
-    """Return how long a run's lock is trusted: the run's deadline or timeouts, with margin."""
-    runner = suite.runner
-    if runner.deadline_seconds is not None:
-        return runner.deadline_seconds * 2 + 60
-    return 6 * 3600.0
 
 
 def _count(value: object) -> int | None:

@@ -21,6 +21,7 @@ from monitor.alerts.delivery import Delivery
 from monitor.errors import (
     ErrorBudgetExceeded,
     InputError,
+    LockedTooLongError,
     MonitorError,
     SearchBackendError,
     StoreError,
@@ -144,6 +145,7 @@ def failure_reason(error: BaseException) -> FailureReason | None:
     from monitor.alerts import FailureReason
 
     table: Sequence[tuple[type[BaseException], FailureReason | None]] = (
+        (LockedTooLongError, FailureReason.SUITE_LOCKED),
         (StoreLockedError, None),
         (StoreError, FailureReason.STORE_UNWRITABLE),
         (ErrorBudgetExceeded, FailureReason.ERROR_BUDGET_EXCEEDED),

@@ -235,10 +235,18 @@ def test_an_unknown_failure_reason_lists_the_known_ones() -> None:
     ("failed", "checked"),
     [
         (None, set(FailureReason)),
-        (FailureReason.EVALSET_MISSING, {FailureReason.EVALSET_MISSING}),
+        (FailureReason.SUITE_LOCKED, {FailureReason.SUITE_LOCKED}),
+        (
+            FailureReason.EVALSET_MISSING,
+            {FailureReason.SUITE_LOCKED, FailureReason.EVALSET_MISSING},
+        ),
         (
             "search_backend_down",
-            {FailureReason.EVALSET_MISSING, FailureReason.SEARCH_BACKEND_DOWN},
+            {
+                FailureReason.SUITE_LOCKED,
+                FailureReason.EVALSET_MISSING,
+                FailureReason.SEARCH_BACKEND_DOWN,
+            },
         ),
     ],
 )

@@ -583,9 +583,9 @@ def test_a_lock_is_free_again_after_the_block(store: SqlStore) -> None:
 
 
 def test_a_stale_lock_is_taken_over(store: SqlStore, store_url: str) -> None:
-    """A lock held longer than its ttl is taken over by the next process that asks."""
+    """A lock whose lease ran out unrenewed is taken over by the next process that asks."""
     with ExitStack() as crashed, open_store(store_url) as other:
-        crashed.enter_context(store.lock("nightly", ttl_seconds=0.05))
+        crashed.enter_context(store.lock("nightly", ttl_seconds=0.05, renew_seconds=3600))
         time.sleep(0.1)
         with other.lock("nightly") as successor:
             assert "nightly" == successor.suite
@@ -596,7 +596,7 @@ def test_a_taken_over_holder_does_not_release_its_successor(
 ) -> None:
     """When a stale holder's block ends, the lock its successor took stays held."""
     with open_store(store_url) as other, open_store(store_url) as third:
-        with store.lock("nightly", ttl_seconds=0.05):
+        with store.lock("nightly", ttl_seconds=0.05, renew_seconds=3600):
             time.sleep(0.1)
             successor = other.lock("nightly")
             successor.__enter__()
@@ -672,3 +672,116 @@ def test_a_lock_of_a_killed_process_on_this_host_is_taken_over(
         holder.wait()
     with store.lock("nightly", ttl_seconds=3600) as successor:
         assert os.getpid() == successor.pid
+
+
+# Leases -------------------------------------------------------------------------------------
+
+_HOLD_ON_ANOTHER_HOST = (
+    "import socket, sys, time\n"
+    "socket.gethostname = lambda: 'another-pod'\n"
+    "from monitor.store import open_store\n"
+    "s = open_store(sys.argv[1])\n"
+    "held = s.lock('nightly', ttl_seconds=float(sys.argv[2]))\n"
+    "held.__enter__()\n"
+    "print('held', flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+def _lease_end(store_url: str) -> datetime:
+    """Return when the 'nightly' lock's lease ends, read by a second connection."""
+    with open_store(store_url) as other:
+        assert isinstance(other, SqlStore)
+        with other._db.transaction(write=False) as tx:
+            raw = tx.scalar("SELECT expires_at FROM locks WHERE suite = 'nightly'")
+            return tx.dialect.read_timestamp(raw)
+
+
+def _killed_holder_on_another_host(store_url: str, ttl_seconds: float) -> None:
+    """Take the 'nightly' lock in a process that claims another host, then SIGKILL it."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_ON_ANOTHER_HOST, store_url, str(ttl_seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert "held" == holder.stdout.readline().strip()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_held_lock_is_renewed_past_its_first_lease(store: SqlStore, store_url: str) -> None:
+    """A holder's lease is renewed while its block runs, so the lock outlives one lease."""
+    with store.lock("nightly", ttl_seconds=0.4, renew_seconds=0.05), open_store(store_url) as other:
+        time.sleep(1.0)
+        with pytest.raises(StoreLockedError), other.lock("nightly"):
+            pass
+
+
+def test_a_killed_holder_on_another_host_loses_its_lock_when_the_lease_ends(
+    store: SqlStore, store_url: str
+) -> None:
+    """A lock of a SIGKILLed process on another host blocks its suite only until its lease ends."""
+    _killed_holder_on_another_host(store_url, ttl_seconds=1.5)
+    if store.dialect == "sqlite":  # PostgreSQL frees it at once (the advisory lock)
+        with pytest.raises(StoreLockedError), store.lock("nightly"):
+            pass
+    time.sleep(1.6)
+    with store.lock("nightly") as successor:
+        assert socket.gethostname() == successor.host
+
+
+@pytest.mark.service
+def test_a_postgresql_lock_whose_holder_connection_ended_is_taken_over_at_once(
+    postgres_schema_url: str,
+) -> None:
+    """On PostgreSQL the holder's session advisory lock ends with its connection: no wait."""
+    with open_store(postgres_schema_url):
+        pass  # create the schema before the holder starts
+    _killed_holder_on_another_host(postgres_schema_url, ttl_seconds=3600)
+    deadline = time.monotonic() + 5  # the server notices the closed socket within moments
+    with open_store(postgres_schema_url) as store:
+        while True:
+            try:
+                with store.lock("nightly") as successor:
+                    assert os.getpid() == successor.pid
+                return
+            except StoreLockedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+def test_a_lock_of_an_earlier_process_with_our_pid_is_taken_over(
+    store: SqlStore, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock left with this pid by another process (a restarted container's PID 1) is free."""
+    from monitor.store import locks
+
+    with ExitStack() as earlier:
+        monkeypatch.setattr(locks, "process_token", lambda: "earlier-process")
+        earlier.enter_context(store.lock("nightly", ttl_seconds=3600, renew_seconds=3600))
+        monkeypatch.undo()
+        with open_store(store_url) as restarted, restarted.lock("nightly") as successor:
+            assert os.getpid() == successor.pid
+
+
+def test_a_lock_held_by_this_process_stays_held(store: SqlStore, store_url: str) -> None:
+    """Another store of this very process (a daemon's other worker) does not take it over."""
+    with (
+        store.lock("nightly", ttl_seconds=3600),
+        open_store(store_url) as other,
+        pytest.raises(StoreLockedError),
+        other.lock("nightly"),
+    ):
+        pass
+
+
+def test_a_lease_is_renewed_to_its_length_from_now(store: SqlStore, store_url: str) -> None:
+    """A renewal moves the lease's end to a full lease after the renewal."""
+    with store.lock("nightly", ttl_seconds=0.6, renew_seconds=0.1) as holder:
+        time.sleep(0.4)
+        renewed = _lease_end(store_url)
+    assert holder.since + timedelta(seconds=0.6) < renewed

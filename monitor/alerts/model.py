@@ -62,6 +62,7 @@ class FailureReason(str, Enum):
     the ones before it (:func:`failures_checked`).
     """
 
+    SUITE_LOCKED = "suite_locked"
     EVALSET_MISSING = "evalset_missing"
     SEARCH_BACKEND_DOWN = "search_backend_down"
     ERROR_BUDGET_EXCEEDED = "error_budget_exceeded"

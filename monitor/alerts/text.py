@@ -34,6 +34,7 @@ _RELATIVE: Final = frozenset(
 
 _FAILURE_HEADLINES: Final[Mapping[FailureReason, str]] = MappingProxyType(
     {
+        FailureReason.SUITE_LOCKED: "the suite's store lock has been held for run after run",
         FailureReason.EVALSET_MISSING: "the eval set cannot be read",
         FailureReason.SEARCH_BACKEND_DOWN: "the search backend is not answering",
         FailureReason.ERROR_BUDGET_EXCEEDED: "more queries failed than the error budget allows",

@@ -162,7 +162,9 @@ class RunnerConfig:
 
     ``error_budget`` is the share of queries (0..1) that may fail before the run itself
     counts as failed; ``warmup`` is how many queries are sent once, untimed and discarded,
-    before the measured run; ``deadline_seconds`` bounds the whole run (``None``: no bound).
+    before the measured run; ``deadline_seconds`` bounds the whole run (``None``: no bound);
+    a suite skipped for its held store lock more than ``max_lock_skips`` times in a row
+    raises the ``suite_locked`` monitor-failure alert.
     """
 
     concurrency: int = 4
@@ -171,6 +173,7 @@ class RunnerConfig:
     deadline_seconds: float | None = None
     error_budget: float = 0.05
     warmup: int = 0
+    max_lock_skips: int = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,7 @@ def _suite() -> Schema:
                     "deadline_seconds": {"anyOf": [_number(positive=True), {"type": "null"}]},
                     "error_budget": _number(0, 1),
                     "warmup": _integer(0),
+                    "max_lock_skips": _integer(0),
                 }
             ),
             "schedule": _schedule(),

@@ -245,6 +245,7 @@ def runner(f: Fields, node: Node | None) -> RunnerConfig:
         deadline_seconds=deadline,
         error_budget=_fraction(f, entries, "error_budget", base.error_budget),
         warmup=_int(f, entries, "warmup", base.warmup, 0, None),
+        max_lock_skips=_int(f, entries, "max_lock_skips", base.max_lock_skips, 0, None),
     )
 
 

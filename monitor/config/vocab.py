@@ -44,6 +44,7 @@ RUNNER_KEYS = (
     "deadline_seconds",
     "error_budget",
     "warmup",
+    "max_lock_skips",
 )
 SCHEDULE_KEYS = ("cron", "interval", "timezone")
 SIGNIFICANCE_KEYS = ("alpha", "iterations", "seed", "persistence")

@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     )
     from monitor.daemon.service import (
         DEFAULT_SHUTDOWN_GRACE_SECONDS,
+        MAX_WORKERS,
         WORKERS,
         Daemon,
         SuiteRunner,
+        pool_size,
     )
     from monitor.daemon.status import DaemonSnapshot, StatusBoard, SuiteStatus
 
@@ -37,6 +39,8 @@ _EXPORTS = {
     "misfire_grace_seconds": "monitor.daemon.schedule",
     "DEFAULT_SHUTDOWN_GRACE_SECONDS": "monitor.daemon.service",
     "WORKERS": "monitor.daemon.service",
+    "MAX_WORKERS": "monitor.daemon.service",
+    "pool_size": "monitor.daemon.service",
     "Daemon": "monitor.daemon.service",
     "SuiteRunner": "monitor.daemon.service",
     "DaemonSnapshot": "monitor.daemon.status",
@@ -47,6 +51,7 @@ _EXPORTS = {
 __all__ = [
     "DEFAULT_SHUTDOWN_GRACE_SECONDS",
     "MAX_MISFIRE_GRACE_SECONDS",
+    "MAX_WORKERS",
     "WORKERS",
     "Daemon",
     "DaemonSnapshot",
@@ -57,6 +62,7 @@ __all__ = [
     "SuiteStatus",
     "build_trigger",
     "misfire_grace_seconds",
+    "pool_size",
 ]
 
 

@@ -48,8 +48,11 @@ if TYPE_CHECKING:
 
 log = get_logger("monitor.daemon")
 
-#: Suites that may run at the same time. Each run opens its own store connection.
+#: The fewest suites that may run at the same time. Each run opens its own store connection.
 WORKERS = 4
+
+#: The most suites that may run at the same time, however many the config has.
+MAX_WORKERS = 64
 
 #: How long a shutdown waits for the running suites by default, in seconds.
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
@@ -58,7 +61,7 @@ DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
 #: this host and process, so it is taken over once the process has ended.
 ABANDONED_LOCK = (
     "taken over at once by the suite's next run on this host once this process has ended; "
-    "a run on another host waits until it expires"
+    "a run on another host takes it over once its lease (60 s) runs out unrenewed"
 )
 
 _STOP = "stop"
@@ -87,7 +90,8 @@ class Daemon:
     ``metrics`` (the ``/metrics`` endpoint) its snapshot through the composer's sinks, as
     ``run --metrics-out`` does, so a failed run's last success comes from the store, not
     from what this process has seen. With ``initial_run`` every suite also runs once as soon
-    as it is scheduled. ``run`` and ``open_store`` default to the real ones.
+    as it is scheduled. ``workers`` (default :func:`pool_size`) is how many suites may run at
+    once. ``run`` and ``open_store`` default to the real ones.
     """
 
     def __init__(
@@ -99,7 +103,7 @@ class Daemon:
         metrics: MetricsEndpoint | None = None,
         initial_run: bool = True,
         shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
-        workers: int = WORKERS,
+        workers: int | None = None,
         run: SuiteRunner | None = None,
         open_store: Callable[[str], Store] | None = None,
     ) -> None:
@@ -112,7 +116,7 @@ class Daemon:
         self._metrics = metrics
         self._initial_run = initial_run
         self._grace = shutdown_grace
-        self._workers = workers
+        self._workers = pool_size(len(config.suites)) if workers is None else workers
         self._run = run
         self._open_store = open_store
         self._board = StatusBoard(config.suites, config.source)
@@ -200,7 +204,8 @@ class Daemon:
         half-written, since every store write is one transaction and a run's record is
         written at its end. An abandoned run's store lock names this host and process: once
         the process has ended, the suite's next run on this host takes it over at once,
-        while a run on another host waits until it expires (:mod:`monitor.store.locks`).
+        while a run on another host takes it over once its lease runs out
+        (:mod:`monitor.store.locks`).
         """
         with self._idle:
             self._stopping.set()
@@ -347,6 +352,7 @@ class Daemon:
                 holder_host=error.host,
                 holder_pid=error.pid,
                 locked_since=error.since,
+                skips_in_a_row=getattr(error, "skips", None),
             )
         except Exception as error:
             self._board.failed(name, error)
@@ -477,6 +483,16 @@ class Daemon:
                 misfire_grace_seconds=job.misfire_grace_time,
                 next_run_at=job.next_run_time,
             )
+
+
+def pool_size(suites: int) -> int:
+    """Return how many workers a daemon of ``suites`` suites runs: one per suite, so that
+    suites due at the same instant all start on time, at least :data:`WORKERS` (room for
+    suites a reload adds) and at most :data:`MAX_WORKERS`.
+
+    A worker is a thread started only when a run needs it, so an idle one costs nothing.
+    """
+    return min(max(suites, WORKERS), MAX_WORKERS)
 
 
 def _plan(suite: SuiteConfig) -> tuple[Any, int]:

@@ -11,8 +11,8 @@ from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-#: How long a run lock lasts unless its holder says otherwise: longer than a run should take.
-DEFAULT_LOCK_TTL_SECONDS = 3600.0
+#: How long a run lock's lease lasts: a holder that stops renewing it loses it this much later.
+DEFAULT_LOCK_TTL_SECONDS = 60.0
 
 
 class Store(Protocol):
@@ -110,12 +110,17 @@ class Store(Protocol):
         ...
 
     def lock(
-        self, suite: str, ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS
+        self,
+        suite: str,
+        ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS,
+        renew_seconds: float | None = None,
     ) -> AbstractContextManager[LockHolder]:
-        """Hold the suite's run lock for the ``with`` block.
+        """Hold the suite's run lock for the ``with`` block, as a lease renewed while it runs.
 
-        Raise StoreLockedError, naming the holder, while another holds it; a lock whose holder
-        took it more than its ``ttl_seconds`` ago is stale and is taken over.
+        The lease lasts ``ttl_seconds`` and is renewed every ``renew_seconds`` (default: a
+        quarter of the lease) until the block ends. Raise StoreLockedError, naming the holder,
+        while another holds it; a lock whose lease has ended, or whose holder is known to be
+        gone, is taken over.
         """
         ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Protocol
@@ -68,7 +69,8 @@ class Database:
 
     Every read and write runs in :meth:`transaction`, which issues ``BEGIN`` itself, so both
     drivers behave the same: a block commits when it ends and rolls back when it raises. The
-    driver's own errors leave as :class:`StoreError`. Not safe to share between threads.
+    driver's own errors leave as :class:`StoreError`. Transactions are serialised by a lock,
+    so a helper thread (the lease renewer of a run lock) may run its own between the owner's.
     """
 
     def __init__(
@@ -82,11 +84,18 @@ class Database:
         self.dialect = dialect
         self.location = location
         self.driver_error = driver_error
+        self._serial = threading.RLock()
 
     @contextmanager
     def transaction(self, *, write: bool, doing: str = "") -> Iterator[Transaction]:
         """Open a transaction for the block: commit when it ends, roll back when it raises."""
-        cursor = self.connection.cursor()
+        with self._serial, self._transaction(write=write, doing=doing) as tx:
+            yield tx
+
+    @contextmanager
+    def _transaction(self, *, write: bool, doing: str) -> Iterator[Transaction]:
+        with self.errors(doing):
+            cursor = self.connection.cursor()
         try:
             with self.errors(doing):
                 cursor.execute(self.dialect.begin_write if write else self.dialect.begin_read)
@@ -117,4 +126,5 @@ class Database:
 
     def close(self) -> None:
         """Close the connection."""
-        self.connection.close()
+        with self._serial:
+            self.connection.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from monitor.errors import BaselineError, StoreLookupError, UsageError
+from monitor.errors import BaselineError, StoreError, StoreLookupError, UsageError
+from monitor.logs import get_logger
 from monitor.store import frames, kv, locks, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
@@ -17,6 +19,8 @@ from monitor.store.sql import Database, Transaction
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = get_logger(__name__)
 
 
 def utcnow() -> datetime:
@@ -35,6 +39,7 @@ class SqlStore:
         self._db = db
         self._clock = clock
         self.location = db.location
+        self._advisory: set[str] = set()
         migrate(db, clock)
 
     def schema_version(self) -> int:
@@ -172,18 +177,47 @@ class SqlStore:
 
     @contextmanager
     def lock(
-        self, suite: str, ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS
+        self,
+        suite: str,
+        ttl_seconds: float = DEFAULT_LOCK_TTL_SECONDS,
+        renew_seconds: float | None = None,
     ) -> Iterator[LockHolder]:
-        """Hold the suite's run lock for the block (see ``Store.lock``)."""
-        if not (ttl_seconds > 0 and math.isfinite(ttl_seconds)):
-            raise UsageError(f"ttl_seconds must be a positive number, not {ttl_seconds!r}")
-        with self._write(f"locking {suite!r}") as tx:
-            holder = locks.acquire(tx, suite, ttl_seconds, self._clock())
+        """Hold the suite's run lock for the block, renewing its lease (see ``Store.lock``)."""
+        _check_seconds("ttl_seconds", ttl_seconds)
+        every = ttl_seconds / 4 if renew_seconds is None else renew_seconds
+        _check_seconds("renew_seconds", every)
+        # A second lock of the same suite on this connection must not count the session's
+        # own advisory lock as a sign that the holder is gone.
+        advisory = False
+        try:
+            with self._write(f"locking {suite!r}") as tx:
+                advisory = suite not in self._advisory and locks.try_advisory(tx, suite)
+                holder = locks.acquire(tx, suite, ttl_seconds, self._clock(), session=advisory)
+        except BaseException:
+            if advisory:
+                self._release_advisory(suite)
+            raise
+        if advisory:
+            self._advisory.add(suite)
+        renewer = _LeaseRenewer(self._db, holder, ttl_seconds, every, self._clock)
+        renewer.start()
         try:
             yield holder
         finally:
-            with self._write(f"unlocking {suite!r}") as tx:
-                locks.release(tx, holder)
+            renewer.stop()
+            try:
+                with self._write(f"unlocking {suite!r}") as tx:
+                    locks.release(tx, holder)
+            finally:
+                if advisory:
+                    self._advisory.discard(suite)
+                    self._release_advisory(suite)
+
+    def _release_advisory(self, suite: str) -> None:
+        # The server releases it anyway when the connection ends; a failure here is not
+        # worth more than the error already on its way.
+        with suppress(StoreError), self._write(f"releasing the advisory lock of {suite!r}") as tx:
+            locks.release_advisory(tx, suite)
 
     # Lifecycle ----------------------------------------------------------------------------
 
@@ -206,3 +240,63 @@ class SqlStore:
 
     def _read(self, doing: str) -> AbstractContextManager[Transaction]:
         return self._db.transaction(write=False, doing=doing)
+
+
+def _check_seconds(name: str, value: float) -> None:
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+
+
+class _LeaseRenewer:
+    """Renew a run lock's lease from a daemon thread every ``every`` seconds until stopped.
+
+    A renewal that fails (the store is unreachable for a moment) is logged and tried again
+    at the next tick; one that finds the lock taken over (the lease ran out first) is logged
+    and ends the renewals.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        holder: LockHolder,
+        ttl_seconds: float,
+        every: float,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._db = db
+        self._holder = holder
+        self._ttl = ttl_seconds
+        self._every = every
+        self._clock = clock
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"lock-lease-{holder.suite}", daemon=True
+        )
+
+    def start(self) -> None:
+        """Start renewing."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing and wait for a renewal in progress to end."""
+        self._stopped.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        suite = self._holder.suite
+        while not self._stopped.wait(self._every):
+            try:
+                with self._db.transaction(
+                    write=True, doing=f"renewing the lock of {suite!r}"
+                ) as tx:
+                    held = locks.renew(tx, self._holder, self._ttl, self._clock())
+            except StoreError as error:
+                log.warning("lock_renewal_failed", suite=suite, error=str(error))
+                continue
+            if not held:
+                log.error(
+                    "lock_lost",
+                    suite=suite,
+                    reason="the lease ran out and another process took the lock over",
+                )
+                return
