@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.store import Store
-    from monitor.store.records import RunRecord
+    from monitor.store.records import RunFigures, RunRecord
 
 log = get_logger(__name__)
 
@@ -121,7 +121,12 @@ def _publish_failure(
     except MonitorError:
         last_success = None
     snapshot = suite_snapshot(
-        suite, None, started_at=started, finished_at=finished, last_success_at=last_success
+        suite,
+        None,
+        started_at=started,
+        finished_at=finished,
+        last_success_at=last_success,
+        figures=_failure_figures(error),
     )
     export(snapshot, suite, sinks)
     try:
@@ -293,8 +298,26 @@ def _failed_record(
         status="failed",
         evalset_fingerprint=evalset.fingerprint,
         config_hash=config_hash,
+        figures=_failure_figures(error),
         error=f"{type(error).__name__}: {error}",
     )
+
+
+def _failure_figures(error: BaseException) -> RunFigures:
+    """Return what a failed attempt measured: the queries sent and failed, and their ratio.
+
+    A backend error knows them when the runner stopped the run (the error budget); any other
+    failure leaves them unknown (zero counts, no error rate).
+    """
+    from monitor.store.records import RunFigures
+
+    if not isinstance(error, SearchBackendError) or error.sent is None or error.failed is None:
+        return RunFigures()
+    sent, failed = error.sent, error.failed
+    if not 0 <= failed <= sent:
+        log.warning("failure_counts_inconsistent", sent=sent, failed=failed)
+        return RunFigures()
+    return RunFigures(error_rate=failed / sent if sent else None, sent=sent, failed=failed)
 
 
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
