@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
+    from monitor.exporters import SuiteSnapshot
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.store import Store
@@ -69,7 +70,7 @@ def run_suite(
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
-    from monitor.publish import alert, export, suite_snapshot
+    from monitor.publish import alert, export
 
     delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
@@ -81,14 +82,9 @@ def run_suite(
             except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
-            snapshot = suite_snapshot(
-                suite,
-                outcome,
-                started_at=outcome.run.started_at,
-                finished_at=outcome.run.finished_at,
-                last_success_at=outcome.run.finished_at,
-            )
-            errors = export(snapshot, suite, sinks)
+            snapshot, errors = _run_snapshot(suite, outcome)
+            if snapshot is not None:
+                errors += export(snapshot, suite, sinks)
             alerts = alert(
                 suite, store, outcome, None, at=clock(), notifiers=built, delivery=delivery
             )
@@ -96,6 +92,48 @@ def run_suite(
     finally:
         if notifiers is None:
             close_notifiers(built.values())
+
+
+def _run_snapshot(
+    suite: SuiteConfig, outcome: SuiteOutcome
+) -> tuple[SuiteSnapshot | None, list[str]]:
+    """Return the gauges of a completed run and the problems met building them.
+
+    The snapshot checks every figure it is given. A figure of the monitor's own making that
+    fails a check (the run is stored and compared by then) is a fault of the monitor, never
+    of the config: it is logged and returned as a problem, and the attempt's gauges (run
+    success 0, its query counts) go out instead, so Prometheus sees that something is wrong
+    while the run's alerts still go out.
+    """
+    from monitor.publish import suite_snapshot
+
+    run = outcome.run
+    try:
+        snapshot = suite_snapshot(
+            suite,
+            outcome,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=run.finished_at,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        problem = f"snapshot of run {run.run_id}: {error}"
+    else:
+        return snapshot, []
+    try:
+        attempt = suite_snapshot(
+            suite,
+            None,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=None,
+            figures=run.figures,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        return None, [problem]
+    return attempt, [problem]
 
 
 def _publish_failure(

@@ -207,3 +207,41 @@ def test_top1_scores_whose_sum_overflows_export_their_mean(
         code,
         'retrieval_top1_score{pipeline="nightly",suite="nightly"} 1e+308' in gauges,
     )
+
+
+def test_gauges_the_snapshot_rejects_are_an_unexpected_error_not_a_config_error(
+    tmp_path: Path, receiver: RecordingReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A segment with more values than a label may take fails the snapshot after the run was
+    stored: exit 1 naming it, the regression alert sent, the attempt's gauges exported."""
+    queries = 70
+    (tmp_path / "evalset.jsonl").write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "query": f"question {i}",
+                    "relevant": [f"d{i}"],
+                    "metadata": {"topic": f"t{i}"},
+                }
+            )
+            for i in range(queries)
+        )
+    )
+    (tmp_path / "good.json").write_text(json.dumps({f"q{i}": [f"d{i}"] for i in range(queries)}))
+    (tmp_path / "bad.json").write_text(json.dumps({f"q{i}": ["x"] for i in range(queries)}))
+    config = write_config(
+        tmp_path, f"{{kind: replay, path: {tmp_path / 'good.json'}}}", receiver, 0
+    )
+    text = config.read_text().replace("metrics: [", "segments: [topic]\n    metrics: [")
+    config.write_text(text)
+    assert 0 == run(config)
+    main(["baseline", "set", "--suite", "nightly", "--config", str(config)])
+    config.write_text(text.replace("good.json", "bad.json"))
+    capsys.readouterr()
+    code = run(config)
+    err = capsys.readouterr().err
+    gauges = (tmp_path / "suite.prom").read_text()
+    assert (1, True) == (code, "segment 'topic' has 70 values" in err)
+    assert {"mrr max_drop"} <= firing(receiver)
+    assert 'retrieval_run_success{pipeline="nightly",suite="nightly"} 0.0' in gauges
