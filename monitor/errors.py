@@ -152,20 +152,39 @@ class SearchOutputError(SearchCallError):
 
 
 class SearchBackendError(MonitorError):
-    """The search failed the run as a whole: an infrastructure failure, never a quality result."""
+    """The search failed the run as a whole: an infrastructure failure, never a quality result.
 
-    def __init__(self, message: str) -> None:
+    ``sent`` and ``failed`` count the queries that had an outcome before the run stopped and
+    those of them that failed, when the raiser knew them (None otherwise); the failed run's
+    record and gauges carry them.
+    """
+
+    def __init__(self, message: str, *, sent: int | None = None, failed: int | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.sent = sent
+        self.failed = failed
 
 
 class ErrorBudgetExceeded(SearchBackendError):
-    """More queries failed than the run's error budget allows."""
+    """More queries failed than the run's error budget allows.
+
+    ``total`` is the number of queries in the run, ``sent`` those that had an outcome before
+    it stopped (``total`` when not given).
+    """
+
+    failed: int
+    sent: int
 
     def __init__(
-        self, failed: int, total: int, budget: float, errors: dict[str, int] | None = None
+        self,
+        failed: int,
+        total: int,
+        budget: float,
+        errors: dict[str, int] | None = None,
+        *,
+        sent: int | None = None,
     ) -> None:
-        self.failed = failed
         self.total = total
         self.budget = budget
         self.errors = dict(errors or {})
@@ -177,7 +196,7 @@ class ErrorBudgetExceeded(SearchBackendError):
         if self.errors:
             top = sorted(self.errors.items(), key=lambda item: (-item[1], item[0]))
             message += "; errors: " + ", ".join(f"{kind} x{count}" for kind, count in top)
-        super().__init__(message)
+        super().__init__(message, sent=total if sent is None else sent, failed=failed)
 
 
 class StoreError(MonitorError):

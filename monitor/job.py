@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
+    from monitor.exporters import SuiteSnapshot
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.store import Store
-    from monitor.store.records import RunRecord
+    from monitor.store.records import RunFigures, RunRecord
 
 log = get_logger(__name__)
 
@@ -72,7 +73,7 @@ def run_suite(
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
-    from monitor.publish import alert, export, suite_snapshot
+    from monitor.publish import alert, export
 
     hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
@@ -86,14 +87,9 @@ def run_suite(
             except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
-            snapshot = suite_snapshot(
-                suite,
-                outcome,
-                started_at=outcome.run.started_at,
-                finished_at=outcome.run.finished_at,
-                last_success_at=outcome.run.finished_at,
-            )
-            errors = export(snapshot, suite, sinks)
+            snapshot, errors = _run_snapshot(suite, outcome)
+            if snapshot is not None:
+                errors += export(snapshot, suite, sinks)
             alerts = alert(
                 suite, store, outcome, None, at=clock(), notifiers=built, delivery=delivery
             )
@@ -114,6 +110,48 @@ def _publish_lock_failure(
 ) -> None:
     """Publish a suite skipped for its lock too long as a failed attempt."""
     _publish_failure(suite, store, error, clock(), sinks, notifiers, clock, delivery)
+
+
+def _run_snapshot(
+    suite: SuiteConfig, outcome: SuiteOutcome
+) -> tuple[SuiteSnapshot | None, list[str]]:
+    """Return the gauges of a completed run and the problems met building them.
+
+    The snapshot checks every figure it is given. A figure of the monitor's own making that
+    fails a check (the run is stored and compared by then) is a fault of the monitor, never
+    of the config: it is logged and returned as a problem, and the attempt's gauges (run
+    success 0, its query counts) go out instead, so Prometheus sees that something is wrong
+    while the run's alerts still go out.
+    """
+    from monitor.publish import suite_snapshot
+
+    run = outcome.run
+    try:
+        snapshot = suite_snapshot(
+            suite,
+            outcome,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=run.finished_at,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        problem = f"snapshot of run {run.run_id}: {error}"
+    else:
+        return snapshot, []
+    try:
+        attempt = suite_snapshot(
+            suite,
+            None,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=None,
+            figures=run.figures,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        return None, [problem]
+    return attempt, [problem]
 
 
 def _publish_failure(
@@ -139,7 +177,12 @@ def _publish_failure(
     except MonitorError:
         last_success = None
     snapshot = suite_snapshot(
-        suite, None, started_at=started, finished_at=finished, last_success_at=last_success
+        suite,
+        None,
+        started_at=started,
+        finished_at=finished,
+        last_success_at=last_success,
+        figures=_failure_figures(error),
     )
     export(snapshot, suite, sinks)
     try:
@@ -312,8 +355,26 @@ def _failed_record(
         status="failed",
         evalset_fingerprint=evalset.fingerprint,
         config_hash=config_hash,
+        figures=_failure_figures(error),
         error=suite_scrubber(suite)(f"{type(error).__name__}: {error}"),
     )
+
+
+def _failure_figures(error: BaseException) -> RunFigures:
+    """Return what a failed attempt measured: the queries sent and failed, and their ratio.
+
+    A backend error knows them when the runner stopped the run (the error budget); any other
+    failure leaves them unknown (zero counts, no error rate).
+    """
+    from monitor.store.records import RunFigures
+
+    if not isinstance(error, SearchBackendError) or error.sent is None or error.failed is None:
+        return RunFigures()
+    sent, failed = error.sent, error.failed
+    if not 0 <= failed <= sent:
+        log.warning("failure_counts_inconsistent", sent=sent, failed=failed)
+        return RunFigures()
+    return RunFigures(error_rate=failed / sent if sent else None, sent=sent, failed=failed)
 
 
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from monitor.exporters import SuiteSnapshot
     from monitor.outcome import SuiteOutcome
     from monitor.store import Store
+    from monitor.store.records import RunFigures
 
 log = get_logger(__name__)
 
@@ -50,11 +51,19 @@ def suite_snapshot(
     started_at: datetime,
     finished_at: datetime,
     last_success_at: datetime | None,
+    figures: RunFigures | None = None,
 ) -> SuiteSnapshot:
-    """Return what one run of ``suite`` tells Prometheus (``outcome`` None: the run failed)."""
+    """Return what one run of ``suite`` tells Prometheus (``outcome`` None: the run failed).
+
+    A failed run exports the attempt's ``figures``: the queries sent and failed and their
+    error rate, as far as the run got (none when not given).
+    """
     from monitor.exporters import RuleState, SuiteSnapshot
 
     if outcome is None:
+        from monitor.store.records import RunFigures
+
+        attempt = figures if figures is not None else RunFigures()
         return SuiteSnapshot(
             suite=suite.name,
             pipeline=suite.pipeline,
@@ -63,6 +72,9 @@ def suite_snapshot(
             started_at=started_at,
             finished_at=finished_at,
             last_success_at=last_success_at,
+            error_rate=attempt.error_rate,
+            queries_sent=attempt.sent,
+            queries_failed=attempt.failed,
         )
     run, comparison = outcome.run, outcome.comparison
     changes = comparison.metrics

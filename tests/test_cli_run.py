@@ -180,3 +180,43 @@ def test_a_notifier_that_cannot_be_built_exits_2(
     )
     assert 2 == run(config)
     assert "NOT_SET_ANYWHERE" in capsys.readouterr().err
+
+
+def test_a_failed_run_exports_how_many_queries_failed(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One query at a time against a dead backend stops at the third failure of 40 (budget
+    5%): the failed run's gauges say 3 sent, 3 failed, an error ratio of 1."""
+    (workdir / "broken_search.py").write_text(FAILING_SEARCH)
+    monkeypatch.syspath_prepend(str(workdir))
+    config = write_config(workdir, "{kind: python, target: 'broken_search:search'}")
+    config.write_text(config.read_text().replace("retries: 0,", "retries: 0, concurrency: 1,"))
+    out = workdir / "run.prom"
+    assert 3 == run(config, "--metrics-out", str(out))
+    series = {
+        line.split("{")[0]: line.rsplit(" ", 1)[1]
+        for line in out.read_text().splitlines()
+        if line.startswith(("retrieval_queries_", "retrieval_error_ratio"))
+    }
+    assert {
+        "retrieval_queries_sent": "3.0",
+        "retrieval_queries_failed": "3.0",
+        "retrieval_error_ratio": "1.0",
+    } == series
+
+
+def test_a_failed_run_is_stored_with_how_many_queries_failed(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored failed run records the queries sent and failed and their error rate."""
+    from monitor.store import open_store
+
+    (workdir / "broken_search.py").write_text(FAILING_SEARCH)
+    monkeypatch.syspath_prepend(str(workdir))
+    config = write_config(workdir, "{kind: python, target: 'broken_search:search'}")
+    config.write_text(config.read_text().replace("retries: 0,", "retries: 0, concurrency: 1,"))
+    run(config)
+    with open_store(str(workdir / "monitor.db")) as store:
+        stored = store.latest_run("nightly", status="failed")
+    assert stored is not None
+    assert (3, 3, 1.0) == (stored.figures.sent, stored.figures.failed, stored.figures.error_rate)

@@ -219,3 +219,22 @@ def test_segments_and_worse_queries_are_given_for_every_watched_metric() -> None
     assert {"recall@5", "mrr@10"} == {s.metric for s in comparison.segments}
     assert {"q030"} <= {d.query_id for d in comparison.worse_for("mrr@10")}
     assert {"q000"} <= {d.query_id for d in comparison.worse_for("recall@5")}
+
+
+#: Per-query values of a baseline whose queries all hit, two of them only at rank two.
+NEARLY_PERFECT = [1.0] * 38 + [0.5] * 2
+
+
+def test_the_interval_of_an_outages_mean_delta_stays_within_minus_one() -> None:
+    """Every query losing its hit gives a delta interval that starts at -1, not below it."""
+    before = run(NEARLY_PERFECT, run_id=1)
+    after = run([0.0] * 40, run_id=2)
+    (change,) = compare_runs(after, before, [drop_rule()], significance=FAST).metrics
+    assert -1.0 == change.ci_low
+
+
+def test_a_floors_interval_of_a_mean_near_one_ends_at_one() -> None:
+    """A min rule on values nearly all 1 reports an interval of the mean that ends at 1."""
+    floor = RuleConfig(Check.MIN, 0.5, parse_metric("recall@5"))
+    (rule,) = compare_runs(run(NEARLY_PERFECT), None, [floor], significance=FAST).rules
+    assert 1.0 == rule.ci_high

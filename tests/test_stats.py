@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -285,6 +286,43 @@ def test_mean_ci_matches_scipy(n: int, confidence: float) -> None:
 def test_mean_ci_of_constant_values_is_a_point() -> None:
     """Constant values give the interval (value, value)."""
     assert (0.5, 0.5) == mean_ci([0.5, 0.5, 0.5])
+
+
+#: Deltas of a total outage against a baseline with a few second-rank hits: every query lost
+#: its hit, so the mean delta is -0.975 and its unbounded t interval reaches below -1.
+OUTAGE_DELTAS = [-1.0] * 38 + [-0.5] * 2
+
+
+def test_mean_ci_of_deltas_of_bounded_measures_stays_within_the_bounds() -> None:
+    """With bounds (-1, 1) the t interval of an outage's deltas starts at -1, not below."""
+    low, high = mean_ci(OUTAGE_DELTAS, bounds=(-1.0, 1.0))
+    assert (-1.0, mean_ci(OUTAGE_DELTAS)[1]) == (low, high)
+
+
+def test_mean_ci_of_a_mean_near_one_ends_at_one() -> None:
+    """With bounds (0, 1) the t interval of values nearly all 1 ends at 1."""
+    values = [1.0] * 38 + [0.5] * 2
+    assert 1.0 == mean_ci(values, bounds=(0.0, 1.0))[1]
+
+
+def test_mean_ci_of_values_a_rounding_past_a_bound_is_the_bound() -> None:
+    """Values a rounding error above 1, with bounds (0, 1), give the point interval (1, 1)."""
+    assert (1.0, 1.0) == mean_ci([1.0 + 2.3e-16] * 3, bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("values", "bounds", "message"),
+    [
+        ([0.2, 0.4], (1.0, 0.0), "bounds must be a pair low <= high"),
+        ([0.2, 0.4], (0.0, math.inf), "bounds must be a pair low <= high of finite numbers"),
+    ],
+)
+def test_mean_ci_rejects_bad_bounds(
+    values: list[float], bounds: tuple[float, float], message: str
+) -> None:
+    """Reversed or infinite bounds raise UsageError naming them."""
+    with pytest.raises(UsageError, match=re.escape(message)):
+        mean_ci(values, bounds=bounds)
 
 
 # --- bad input ---------------------------------------------------------------------------

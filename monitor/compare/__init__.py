@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from monitor.compare.records import (
 )
 from monitor.compare.rules import aligned, apply_rule, run_figure
 from monitor.compare.stats import mean_ci
-from monitor.config.model import RuleConfig, SignificanceConfig
+from monitor.config.model import Check, RuleConfig, SignificanceConfig
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
 
@@ -40,6 +41,11 @@ __all__ = [
 
 #: Below this many compared queries a warning says that tests have little power.
 MIN_QUERIES = 30
+
+#: The range of every measure the monitor computes, and so of a run's mean of one.
+MEASURE_BOUNDS = (0.0, 1.0)
+#: The range of a per-query (or mean) delta of a measure between two runs.
+DELTA_BOUNDS = (MEASURE_BOUNDS[0] - MEASURE_BOUNDS[1], MEASURE_BOUNDS[1] - MEASURE_BOUNDS[0])
 
 
 def compare_runs(
@@ -89,8 +95,8 @@ def compare_runs(
                 message="eval set changed: not compared with the baseline",
             )
         else:
-            outcome = apply_rule(
-                rule, current, usable, paired, significance, history.get(rule.name, ())
+            outcome = _bounded(
+                apply_rule(rule, current, usable, paired, significance, history.get(rule.name, ()))
             )
         outcomes.append(outcome)
 
@@ -170,9 +176,26 @@ def _metric_changes(baseline: RunRecord, current: RunRecord) -> tuple[MetricChan
         low = high = None
         deltas = after - before
         if len(deltas) >= 2 and bool(np.isfinite(deltas).all()):
-            low, high = mean_ci(deltas)
+            low, high = mean_ci(deltas, bounds=DELTA_BOUNDS)
         old, new = baseline.means[metric], current.means[metric]
         if math.isnan(old) or math.isnan(new):
             continue
         out.append(MetricChange(metric, old, new, new - old, low, high, len(deltas)))
     return tuple(out)
+
+
+def _bounded(outcome: RuleOutcome) -> RuleOutcome:
+    """Return a ``min`` rule's outcome with its t interval of the mean kept in the measure's
+    range; other outcomes as they are.
+
+    Clipping leaves the verdict alone: the floor lies in the range, so an upper end past 1
+    was never under it.
+    """
+    if outcome.check is not Check.MIN or outcome.ci_low is None or outcome.ci_high is None:
+        return outcome
+    low, high = MEASURE_BOUNDS
+    return replace(
+        outcome,
+        ci_low=min(max(outcome.ci_low, low), high),
+        ci_high=min(max(outcome.ci_high, low), high),
+    )

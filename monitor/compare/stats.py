@@ -216,23 +216,37 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def mean_ci(values: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+def mean_ci(
+    values: ArrayLike,
+    confidence: float = 0.95,
+    *,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[float, float]:
     """Return the Student t interval of the mean of ``values``.
 
     The interval is ``mean +- t * s / sqrt(n)`` with the sample standard deviation ``s``
     (``n - 1`` degrees of freedom) and the exact t quantile (computed here, not a normal
     approximation, so it stays right for small eval sets). Needs at least two values.
+
+    ``bounds`` ``(low, high)`` is the range the values, and so their mean, cannot leave
+    (``(0, 1)`` for a measure, ``(-1, 1)`` for a delta of two): both ends are clipped to
+    it, since near a bound the symmetric t interval would reach past it (a total outage's
+    deltas all near -1).
     """
     array = _finite_vector("values", values)
     if array.size < 2:
         raise UsageError(f"values needs at least 2 values for an interval, got {array.size}")
     _check_confidence(confidence)
+    lowest, highest = -math.inf, math.inf
+    if bounds is not None:
+        lowest, highest = _check_bounds(bounds)
     mean = float(array.mean())
     spread = float(array.std(ddof=1))
-    if spread == 0.0:
-        return mean, mean
-    half = _t_quantile(confidence, array.size - 1) * spread / math.sqrt(array.size)
-    return mean - half, mean + half
+    half = 0.0
+    if spread > 0.0:
+        half = _t_quantile(confidence, array.size - 1) * spread / math.sqrt(array.size)
+    # Both ends are clipped, so a mean a rounding error past a bound still gives low <= high.
+    return min(max(mean - half, lowest), highest), min(max(mean + half, lowest), highest)
 
 
 # --- randomization test ----------------------------------------------------------------
@@ -426,6 +440,19 @@ def _finite_vector(name: str, values: ArrayLike) -> FloatArray:
             f"({int(np.count_nonzero(~finite))} not finite)"
         )
     return array
+
+
+def _check_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    """Return ``bounds`` as floats after checking they are finite and ordered."""
+    try:
+        low, high = (float(bound) for bound in bounds)
+    except (TypeError, ValueError):
+        raise UsageError(
+            f"bounds must be a pair low <= high of finite numbers, got {bounds!r}"
+        ) from None
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise UsageError(f"bounds must be a pair low <= high of finite numbers, got {bounds!r}")
+    return low, high
 
 
 def _check_count(name: str, value: int) -> int:

@@ -77,13 +77,20 @@ class RunResult:
 
     @property
     def mean_top1_score(self) -> float | None:
-        """Return the mean score of the first hit, over the answers whose first hit has one."""
+        """Return the mean score of the first hit, over the answers whose first hit has one.
+
+        None when no first hit has a score, or when one is not finite (the mean is not a
+        number then).
+        """
         scores = [
             outcome.hits[0].score
             for outcome in self.outcomes
             if outcome.hits and outcome.hits[0].score is not None
         ]
-        return math.fsum(s for s in scores if s is not None) / len(scores) if scores else None
+        if not scores or not all(math.isfinite(s) for s in scores if s is not None):
+            return None
+        # Sum the shares, not the scores: a sum of finite scores near 1e308 overflows.
+        return math.fsum(s / len(scores) for s in scores if s is not None)
 
     @property
     def error_counts(self) -> dict[str, int]:

@@ -134,7 +134,9 @@ def run_queries(
             queries=len(items),
             budget=error_budget,
         )
-        raise ErrorBudgetExceeded(tally.failed, len(items), error_budget or 0.0, counts)
+        raise ErrorBudgetExceeded(
+            tally.failed, len(items), error_budget or 0.0, counts, sent=tally.done
+        )
     outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
     result = RunResult(
         outcomes=outcomes,
