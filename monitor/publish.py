@@ -22,6 +22,7 @@ from monitor.errors import (
     ErrorBudgetExceeded,
     InputError,
     MonitorError,
+    RunTerminated,
     SearchBackendError,
     StoreError,
     StoreLockedError,
@@ -147,6 +148,7 @@ def failure_reason(error: BaseException) -> FailureReason | None:
         (StoreLockedError, None),
         (StoreError, FailureReason.STORE_UNWRITABLE),
         (ErrorBudgetExceeded, FailureReason.ERROR_BUDGET_EXCEEDED),
+        (RunTerminated, FailureReason.RUN_TERMINATED),
         (SearchBackendError, FailureReason.SEARCH_BACKEND_DOWN),
         (InputError, FailureReason.EVALSET_MISSING),
     )
