@@ -199,6 +199,20 @@ class ErrorBudgetExceeded(SearchBackendError):
         super().__init__(message, sent=total if sent is None else sent, failed=failed)
 
 
+class RunTerminated(SearchBackendError):
+    """The run was asked to stop (SIGTERM, say) before every query had run.
+
+    A search backend error by family, since what it leaves is the same: a ``failed`` run in
+    the store, a monitor-failure alert, the failure gauges and exit code 3. ``done`` queries
+    of ``total`` had an outcome when the run stopped.
+    """
+
+    def __init__(self, done: int, total: int) -> None:
+        self.done = done
+        self.total = total
+        super().__init__(f"terminated: asked to stop after {done} of {total} queries")
+
+
 class StoreError(MonitorError):
     """The run store cannot do what was asked: unreachable, corrupt, or a write that failed.
 

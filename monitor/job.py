@@ -12,6 +12,7 @@ neither waits for real time nor sleeps through real backoff.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -62,12 +63,14 @@ def run_suite(
     notifiers: Mapping[str, Notifier] | None = None,
     clock: Clock = _now,
     delivery: Delivery | None = None,
+    cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
     """Run ``suite`` once: search, measure, store, compare, export, alert.
 
     ``sinks`` also receive the run's gauges (the daemon's ``/metrics``, ``--metrics-out``);
     ``notifiers`` replace the suite's configured ones (tests). ``clock`` gives the times of
-    the attempt and its alerts, ``delivery`` how notifications are retried. A run that fails
+    the attempt and its alerts, ``delivery`` how notifications are retried. Once ``cancel``
+    is set no further query starts and the run fails with RunTerminated. A run that fails
     still exports its failure gauges and raises its monitor-failure alert before the error
     propagates.
     """
@@ -83,7 +86,7 @@ def run_suite(
         with suite_lock(store, suite, clock, on_too_long):
             started = clock()
             try:
-                outcome = _run_locked(suite, store, config_hash, progress, clock)
+                outcome = _run_locked(suite, store, config_hash, progress, clock, cancel)
             except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
@@ -192,7 +195,12 @@ def _publish_failure(
 
 
 def _run_locked(
-    suite: SuiteConfig, store: Store, config_hash: str, progress: bool | None, clock: Clock
+    suite: SuiteConfig,
+    store: Store,
+    config_hash: str,
+    progress: bool | None,
+    clock: Clock,
+    cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
@@ -226,6 +234,7 @@ def _run_locked(
             progress=progress,
             label=suite.name,
             scrub=suite_scrubber(suite),
+            cancel=cancel,
         )
     except SearchBackendError as error:
         store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))

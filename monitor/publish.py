@@ -23,6 +23,7 @@ from monitor.errors import (
     InputError,
     LockedTooLongError,
     MonitorError,
+    RunTerminated,
     SearchBackendError,
     StoreError,
     StoreLockedError,
@@ -161,6 +162,7 @@ def failure_reason(error: BaseException) -> FailureReason | None:
         (StoreLockedError, None),
         (StoreError, FailureReason.STORE_UNWRITABLE),
         (ErrorBudgetExceeded, FailureReason.ERROR_BUDGET_EXCEEDED),
+        (RunTerminated, FailureReason.RUN_TERMINATED),
         (SearchBackendError, FailureReason.SEARCH_BACKEND_DOWN),
         (InputError, FailureReason.EVALSET_MISSING),
     )

@@ -227,7 +227,7 @@ def test_failure_reasons_have_distinct_fingerprints() -> None:
 
 def test_an_unknown_failure_reason_lists_the_known_ones() -> None:
     """A reason that is not a FailureReason is a UsageError naming the known reasons."""
-    with pytest.raises(UsageError, match="evalset_missing, search_backend_down"):
+    with pytest.raises(UsageError, match="evalset_missing, run_terminated, search_backend_down"):
         failure_alert("s", "disk_full", "x", at=T0)
 
 
@@ -245,7 +245,16 @@ def test_an_unknown_failure_reason_lists_the_known_ones() -> None:
             {
                 FailureReason.SUITE_LOCKED,
                 FailureReason.EVALSET_MISSING,
+                FailureReason.RUN_TERMINATED,
                 FailureReason.SEARCH_BACKEND_DOWN,
+            },
+        ),
+        (
+            FailureReason.RUN_TERMINATED,
+            {
+                FailureReason.SUITE_LOCKED,
+                FailureReason.EVALSET_MISSING,
+                FailureReason.RUN_TERMINATED,
             },
         ),
     ],

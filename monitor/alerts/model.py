@@ -64,6 +64,7 @@ class FailureReason(str, Enum):
 
     SUITE_LOCKED = "suite_locked"
     EVALSET_MISSING = "evalset_missing"
+    RUN_TERMINATED = "run_terminated"
     SEARCH_BACKEND_DOWN = "search_backend_down"
     ERROR_BUDGET_EXCEEDED = "error_budget_exceeded"
     STORE_UNWRITABLE = "store_unwritable"

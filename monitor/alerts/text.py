@@ -36,6 +36,7 @@ _FAILURE_HEADLINES: Final[Mapping[FailureReason, str]] = MappingProxyType(
     {
         FailureReason.SUITE_LOCKED: "the suite's store lock has been held for run after run",
         FailureReason.EVALSET_MISSING: "the eval set cannot be read",
+        FailureReason.RUN_TERMINATED: "the run was terminated before it finished",
         FailureReason.SEARCH_BACKEND_DOWN: "the search backend is not answering",
         FailureReason.ERROR_BUDGET_EXCEEDED: "more queries failed than the error budget allows",
         FailureReason.STORE_UNWRITABLE: "the results cannot be written to the store",

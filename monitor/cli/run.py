@@ -2,14 +2,26 @@
 
 Exit codes are :class:`monitor.exits.ExitCode` (the contract in the README). With several
 suites, every suite runs and the most serious code wins.
+
+SIGTERM (what Kubernetes sends on ``activeDeadlineSeconds``, an eviction or a node drain)
+asks the run to stop: no query starts after it, and the suite's attempt is stored as a
+``failed`` run, its lock released, its failure alert sent and its failure gauges exported, as
+for a failed search backend (exit 3). Suites still to come fail the same way at once, without
+a query. A second SIGTERM, or ``--shutdown-grace`` seconds passing first, ends the process at
+once with 143 (128 + SIGTERM, as if it had not been handled).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +31,14 @@ if TYPE_CHECKING:
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")
+
+#: Seconds a run asked to stop has to record, alert and export before it ends at once. Below
+#: Kubernetes' default terminationGracePeriodSeconds of 30, so the pod is not killed first.
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 20.0
+
+#: The exit status of a run ended at once by a second SIGTERM or a spent grace: that of a
+#: process the signal killed.
+KILLED_BY_SIGTERM = 128 + signal.SIGTERM
 
 
 def register(subparsers: Any) -> None:
@@ -63,6 +83,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="never draw a progress bar (log lines instead)"
     )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=DEFAULT_SHUTDOWN_GRACE_SECONDS,
+        metavar="SECONDS",
+        help="after a SIGTERM, how long the run may take to record its failure, release its "
+        "lock, alert and export before it ends at once "
+        f"(default {DEFAULT_SHUTDOWN_GRACE_SECONDS:g})",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -95,19 +124,22 @@ def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
     from monitor.config import config_hash
-    from monitor.errors import MonitorError
+    from monitor.errors import MonitorError, UsageError
     from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_suite
     from monitor.report import render_comparison
     from monitor.store import open_store
 
+    grace = args.shutdown_grace
+    if not (math.isfinite(grace) and grace >= 0):
+        raise UsageError(f"--shutdown-grace must be a number of seconds >= 0, not {grace}")
     config = load(args)
     names = args.suite or list(config.suites)
     suites = [config.suite(name) for name in names]
     snapshots: list[SuiteSnapshot] = []
     codes: list[ExitCode] = []
     reports: list[dict[str, Any]] = []
-    with open_store(store_target(args, config)) as store:
+    with Termination(grace) as termination, open_store(store_target(args, config)) as store:
         for suite in suites:
             try:
                 outcome = run_suite(
@@ -116,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
                     config_hash=config_hash(suite),
                     progress=False if args.no_progress else None,
                     sinks=[snapshots.append] if args.metrics_out else (),
+                    cancel=termination.requested,
                 )
             except MonitorError as error:
                 row = classify(error)
@@ -172,6 +205,64 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"suites": reports}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return int(most_serious(codes))
+
+
+class Termination:
+    """SIGTERM handling for the length of a run, as a context manager.
+
+    The first SIGTERM sets :attr:`requested`, which the runner checks before each query. A
+    second SIGTERM, or ``grace`` seconds passing after the first before the context exits,
+    ends the process at once with :data:`KILLED_BY_SIGTERM`. Signal handlers can only be set
+    from the main thread; elsewhere the context changes nothing.
+    """
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self.requested = threading.Event()
+        self._finished = threading.Event()
+        self._wake = threading.Event()
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> Termination:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._on_signal)
+            self._installed = True
+            threading.Thread(target=self._watch, name="monitor-grace", daemon=True).start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if not self._installed:
+            return
+        # The handler goes first: a signal arriving while an event's lock is held below
+        # would otherwise run a handler that waits for that same lock.
+        signal.signal(signal.SIGTERM, self._previous)
+        self._finished.set()
+        self._wake.set()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested.is_set():
+            _end_now("a second SIGTERM came")
+        self.requested.set()
+        self._wake.set()
+
+    def _watch(self) -> None:
+        """End the process once the grace after a stop request has run out."""
+        self._wake.wait()
+        if not self._finished.wait(self.grace):
+            _end_now(f"the shutdown grace of {self.grace:g} s ran out")
+
+
+def _end_now(reason: str) -> None:
+    """End the process at once, saying why on stderr (nothing else is safe from a handler)."""
+    message = f"retrieval-monitor: terminated at once: {reason}\n"
+    os.write(2, message.encode())
+    os._exit(KILLED_BY_SIGTERM)
 
 
 def _published_text(published: Published) -> str:

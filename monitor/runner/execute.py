@@ -6,6 +6,10 @@ calling thread) abandons a call that outlives ``timeout``, records the query as 
 starts one new worker in its place, so a hung call costs a thread only while it hangs, never
 a thread per query. Workers are daemon threads: a call that never returns cannot keep the
 process alive.
+
+A run given a ``cancel`` event stops once it is set (a SIGTERM's handler sets it): no query
+starts after that, the watcher stops waiting within :data:`CANCEL_POLL_SECONDS`, and calls
+in flight are abandoned (threads) or cancelled (asyncio), never waited for.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from collections.abc import Callable, Sequence
 from monitor.records import Query, QueryOutcome
 from monitor.runner.calls import Caller, past_deadline, timed_out
 from monitor.runner.progress import Progress
+
+#: How often a waiting driver looks at its cancel event, in seconds. A signal handler cannot
+#: wake a thread blocked on a condition, so the watcher wakes this often while it waits.
+CANCEL_POLL_SECONDS = 0.05
 
 
 class Tally:
@@ -47,7 +55,16 @@ class Tally:
 class Plan:
     """What every driver needs: the queries, how to call, where to record, the limits."""
 
-    __slots__ = ("caller", "deadline", "deadline_at", "progress", "queries", "tally", "timeout")
+    __slots__ = (
+        "caller",
+        "cancel",
+        "deadline",
+        "deadline_at",
+        "progress",
+        "queries",
+        "tally",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -59,6 +76,7 @@ class Plan:
         timeout: float | None,
         deadline: float | None,
         deadline_at: float | None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.queries = queries
         self.caller = caller
@@ -67,6 +85,15 @@ class Plan:
         self.timeout = timeout
         self.deadline = deadline
         self.deadline_at = deadline_at
+        self.cancel = cancel
+
+    def cancelled(self) -> bool:
+        """Return whether the run was asked to stop."""
+        return self.cancel is not None and self.cancel.is_set()
+
+    def halted(self) -> bool:
+        """Return whether no further query may start: past the error budget, or cancelled."""
+        return self.tally.stopped or self.cancelled()
 
 
 def run_loop(plan: Plan, indices: range) -> None:
@@ -75,7 +102,7 @@ def run_loop(plan: Plan, indices: range) -> None:
     record, update = tally.record, plan.progress.update
     deadline_at = plan.deadline_at
     for index in indices:
-        if tally.stopped:
+        if plan.halted():
             return
         query = queries[index]
         if deadline_at is not None and time.perf_counter() >= deadline_at:
@@ -114,7 +141,7 @@ def run_threads(plan: Plan, indices: range, concurrency: int) -> None:
     def work(slot: _Slot) -> None:
         while True:
             with condition:
-                if slot.gone() or tally.stopped:
+                if slot.gone() or plan.halted():
                     return
                 index = next(pending, None)
                 if index is None:
@@ -151,11 +178,13 @@ def run_threads(plan: Plan, indices: range, concurrency: int) -> None:
             if timeout is not None:
                 until = _abandon_overdue(plan, slots, spawn, timeout)
                 wait = until if wait is None else min(wait, until)
-            if tally.done >= target or tally.stopped:
+            if plan.cancel is not None:
+                wait = CANCEL_POLL_SECONDS if wait is None else min(wait, CANCEL_POLL_SECONDS)
+            if tally.done >= target or plan.halted():
                 break
             condition.wait(wait)
             plan.progress.update(tally.done, tally.failed)
-        # A stopped run leaves calls in flight: let them end unheard.
+        # A stopped or cancelled run leaves calls in flight: let them end unheard.
         live = [slot for slot in slots if not slot.abandoned and slot.index is None]
         for slot in slots:
             slot.abandoned = True
@@ -181,7 +210,7 @@ def _abandon_overdue(
         plan.tally.record(slot.index, outcome, 0)
         slot.abandoned = True
         slots.remove(slot)
-        if not plan.tally.stopped:
+        if not plan.halted():
             spawn()
     return max(earliest - now, 0.0)
 
@@ -193,7 +222,7 @@ async def run_async(plan: Plan, indices: range, concurrency: int) -> None:
     tasks: list[asyncio.Task[None]] = []
 
     async def work() -> None:
-        while not tally.stopped:
+        while not plan.halted():
             index = next(pending, None)
             if index is None:
                 return
@@ -218,7 +247,18 @@ async def run_async(plan: Plan, indices: range, concurrency: int) -> None:
                 task.cancel()
 
     tasks.extend(asyncio.create_task(work()) for _ in range(min(concurrency, len(indices))))
+    watcher = None if plan.cancel is None else asyncio.create_task(_cancel_on_request(plan, tasks))
     results = await asyncio.gather(*tasks, return_exceptions=True)
+    if watcher is not None:
+        watcher.cancel()
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
             raise result
+
+
+async def _cancel_on_request(plan: Plan, tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel ``tasks``, calls in flight included, once the run is asked to stop."""
+    while not plan.cancelled():
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+    for task in tasks:
+        task.cancel()

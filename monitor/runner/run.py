@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from monitor.errors import ErrorBudgetExceeded, UsageError
+from monitor.errors import ErrorBudgetExceeded, RunTerminated, UsageError
 from monitor.records import LatencySummary, MetaValue, Query, QueryOutcome
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
@@ -36,6 +36,7 @@ def run_queries(
     progress: bool | None = None,
     label: str | None = None,
     scrub: Callable[[str], str] = scrub_shapes,
+    cancel: threading.Event | None = None,
 ) -> RunResult:
     """Run every query through ``search`` and return the run's record.
 
@@ -58,6 +59,9 @@ def run_queries(
       discarded, so they count neither in latency nor in quality nor against the budget.
     - ``progress``: a bar on stderr (True), nothing (False), or None: a bar when stderr is a
       terminal, ``key=value`` log lines otherwise.
+    - ``cancel``: once this event is set (by a SIGTERM handler, say) no further query starts,
+      calls in flight are abandoned, and the run raises RunTerminated, an infrastructure
+      failure like ErrorBudgetExceeded. An event set before the call runs no query at all.
 
     - ``scrub``: masks secrets in the recorded error messages (default: the secret-shaped
       parts; a :class:`~monitor.secrets.Scrubber` also masks the values it knows).
@@ -90,6 +94,7 @@ def run_queries(
         timeout=timeout,
         deadline=deadline,
         deadline_at=caller.deadline_at,
+        cancel=cancel,
     )
     warm = Plan(
         items[:warmup],
@@ -99,6 +104,7 @@ def run_queries(
         timeout=timeout,
         deadline=deadline,
         deadline_at=caller.deadline_at,
+        cancel=cancel,
     )
     logger.info(
         "queries_started",
@@ -121,6 +127,16 @@ def run_queries(
     if warm.tally.failed:
         logger.warning("warmup_failed", label=label, failed=warm.tally.failed, warmup=warmup)
     end = time.perf_counter()
+    if plan.cancelled():
+        logger.error(
+            "queries_stopped",
+            label=label,
+            reason="terminated",
+            done=tally.done,
+            failed=tally.failed,
+            queries=len(items),
+        )
+        raise RunTerminated(tally.done, len(items))
     if tally.stopped or (max_failures is not None and tally.failed > max_failures):
         counts: dict[str, int] = {}
         for outcome in tally.outcomes:
