@@ -333,6 +333,16 @@ def test_daemon_exits_2_on_a_bad_config_at_start_up(start: Callable[..., Daemon]
     assert "no_such_measure" in daemon.log()
 
 
+def _lock_holders(store: Path | str) -> list[tuple[int]]:
+    """Return the pids holding the suite ``slow``'s lock in a SQLite store (none before it
+    has its tables)."""
+    try:
+        with sqlite3.connect(store) as db:
+            return db.execute("SELECT pid FROM locks WHERE suite = 'slow'").fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
 def test_an_abandoned_runs_lock_is_taken_over_at_once_on_this_host(
     start: Callable[..., Daemon], tmp_path: Path
 ) -> None:
@@ -341,11 +351,10 @@ def test_an_abandoned_runs_lock_is_taken_over_at_once_on_this_host(
     daemon = start(
         {"slow": python_suite("slow:search", tmp_path, "1h")}, "--shutdown-grace", "0.2", slow=0.2
     )
-    daemon.wait_for(lambda: bool(daemon.events("run_started", suite="slow")), "the run to start")
+    # The run logs run_started before it takes its lock: wait for the lock itself.
+    daemon.wait_for(lambda: bool(_lock_holders(daemon.store)), "the run to hold its lock")
     assert 0 == daemon.stop()[0]
-    with sqlite3.connect(daemon.store) as db:
-        holders = db.execute("SELECT pid FROM locks WHERE suite = 'slow'").fetchall()
-    assert [(daemon.process.pid,)] == holders
+    assert [(daemon.process.pid,)] == _lock_holders(daemon.store)
     with open_store(daemon.store) as store, store.lock("slow", ttl_seconds=60) as holder:
         assert os.getpid() == holder.pid
     (line,) = daemon.events("shutdown_abandoned", suites="slow")
