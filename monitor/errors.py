@@ -213,6 +213,20 @@ class RunTerminated(SearchBackendError):
         super().__init__(f"terminated: asked to stop after {done} of {total} queries")
 
 
+class InternalError(MonitorError):
+    """A check of the monitor's own figures failed while a run was measured: a fault of the
+    monitor (exit 1), never of the config, which still fails the run loudly.
+
+    ``stage`` says what the monitor was doing (``measuring the run``), ``reason`` what the
+    check said.
+    """
+
+    def __init__(self, stage: str, reason: str) -> None:
+        super().__init__(f"the monitor failed while {stage}: {reason}")
+        self.stage = stage
+        self.reason = reason
+
+
 class StoreError(MonitorError):
     """The run store cannot do what was asked: unreachable, corrupt, or a write that failed.
 

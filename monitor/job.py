@@ -20,7 +20,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
-from monitor.errors import LockedTooLongError, MonitorError, SearchBackendError, UsageError
+from monitor.errors import (
+    InternalError,
+    LockedTooLongError,
+    MonitorError,
+    SearchBackendError,
+    UsageError,
+)
 from monitor.lockskips import suite_lock
 from monitor.logs import get_logger, hide_secrets
 from monitor.outcome import SuiteOutcome
@@ -212,7 +218,13 @@ def _run_locked(
     started = clock()
     evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
-        evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
+        try:
+            evalset = judge_by_reference(
+                evalset, suite.evalset.reference, suite.evalset.reference_k
+            )
+        except SearchBackendError as error:
+            store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
+            raise
     if (
         suite.baseline is not None
         and suite.baseline.bundled_run
@@ -242,23 +254,29 @@ def _run_locked(
     finally:
         close_search(search)
 
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
-    record = _record(suite, evalset, config_hash, result, evaluation)
+    try:
+        evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+        record = _record(suite, evalset, config_hash, result, evaluation)
+    except UsageError as error:  # the monitor's own figures failed their checks
+        raise InternalError("measuring the run", str(error)) from error
     run_id = store.save_run(record)
     record = store.get_run(run_id)
 
     baseline = store.get_baseline(suite.name)
     history = rule_history(store, suite.name, before=run_id)
-    comparison = compare_runs(
-        record,
-        baseline,
-        suite.rules,
-        significance=suite.significance,
-        segments=suite.segments,
-        metadata={q.id: q.metadata for q in evalset},
-        texts={q.id: q.text for q in evalset},
-        history=history,
-    )
+    try:
+        comparison = compare_runs(
+            record,
+            baseline,
+            suite.rules,
+            significance=suite.significance,
+            segments=suite.segments,
+            metadata={q.id: q.metadata for q in evalset},
+            texts={q.id: q.text for q in evalset},
+            history=history,
+        )
+    except UsageError as error:
+        raise InternalError("comparing the run with its baseline", str(error)) from error
     _record_rule_flags(store, suite.name, run_id, comparison)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 

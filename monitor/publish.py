@@ -21,6 +21,7 @@ from monitor.alerts.delivery import Delivery
 from monitor.errors import (
     ErrorBudgetExceeded,
     InputError,
+    InternalError,
     LockedTooLongError,
     MonitorError,
     RunTerminated,
@@ -165,8 +166,12 @@ def failure_reason(error: BaseException) -> FailureReason | None:
         (RunTerminated, FailureReason.RUN_TERMINATED),
         (SearchBackendError, FailureReason.SEARCH_BACKEND_DOWN),
         (InputError, FailureReason.EVALSET_MISSING),
+        (InternalError, FailureReason.MONITOR_FAULT),
     )
-    return next((reason for kind, reason in table if isinstance(error, kind)), None)
+    reason = next((reason for kind, reason in table if isinstance(error, kind)), None)
+    if reason is None and not isinstance(error, MonitorError):
+        return FailureReason.MONITOR_FAULT  # a bug: the run did not measure, say so
+    return reason
 
 
 def alert(
@@ -260,11 +265,13 @@ def _failure_alert(
     suite: SuiteConfig, reason: FailureReason, error: BaseException | None, at: datetime
 ) -> Alert:
     from monitor.alerts.build import failure_alert
+    from monitor.secrets import suite_scrubber
 
+    message = str(error) if isinstance(error, MonitorError) else f"{type(error).__name__}: {error}"
     return failure_alert(
         suite.name,
         reason,
-        str(error),
+        suite_scrubber(suite)(message),
         at=at,
         labels=suite.labels,
         links=suite.links,
