@@ -201,13 +201,22 @@ class SqlStore:
             self._advisory.add(suite)
         renewer = _LeaseRenewer(self._db, holder, ttl_seconds, every, self._clock)
         renewer.start()
+        failed = False
         try:
             yield holder
+        except BaseException:
+            failed = True
+            raise
         finally:
             renewer.stop()
             try:
                 with self._write(f"unlocking {suite!r}") as tx:
                     locks.release(tx, holder)
+            except StoreError as error:
+                if not failed:
+                    raise
+                # The run's own error is the one to report; the lease expires by itself.
+                log.warning("lock_release_failed", suite=suite, error=str(error))
             finally:
                 if advisory:
                     self._advisory.discard(suite)
