@@ -196,6 +196,7 @@ def alert(
     from monitor.alerts.base import close_notifiers
     from monitor.alerts.build import regression_alerts
     from monitor.alerts.outbox import send_now
+    from monitor.alerts.spool import spool, spool_dir, spooled
 
     delivery = delivery or Delivery()
     built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
@@ -208,9 +209,11 @@ def alert(
                 return Published()
             failure = _failure_alert(suite, reason, error, at)
             if reason is FailureReason.STORE_UNWRITABLE:
-                send_now(
+                sent = send_now(
                     [failure], built, policy=delivery.policy, sleep=delivery.sleep, rng=delivery.rng
                 )
+                told = {outcome.notifier: at for outcome in sent if outcome.delivered}
+                spool(failure, told, spool_dir())
                 return Published(firing=(failure.rule,))
             lifecycle = _lifecycle(store, built, at, delivery)
             lifecycle.flush()
@@ -222,6 +225,9 @@ def alert(
             )
         lifecycle = _lifecycle(store, built, at, delivery)
         lifecycle.flush()
+        for sent_alert, told, path in spooled(suite.name, spool_dir()):
+            lifecycle.remember(sent_alert, told)  # so that the update below resolves it
+            path.unlink(missing_ok=True)
         cleared = lifecycle.update(
             suite.name, "monitor_failure", [], evaluated=failures_checked(None)
         )

@@ -63,3 +63,11 @@ def _no_log_handler_outlives_its_test() -> Iterator[None]:
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, LogHandler)]:
         root.removeHandler(handler)
+
+
+@pytest.fixture(autouse=True)
+def _spool_in_the_tests_own_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keep the alert spool of every test out of the user's state folder."""
+    monkeypatch.setenv("MONITOR_SPOOL_DIR", str(tmp_path_factory.mktemp("spool")))

@@ -248,6 +248,20 @@ class AlertLifecycle:
             deliveries=deliveries,
         )
 
+    def remember(self, alert: Alert, told: Mapping[str, datetime]) -> None:
+        """Remember ``alert`` as firing and told to ``told``'s notifiers (at those times), as
+        if this lifecycle had sent it; an alert it already remembers is left as it is.
+
+        For alerts sent without the lifecycle (the store could not be written then): the
+        next :meth:`update` that no longer has them firing resolves them.
+        """
+        key = f"{alert.suite}/{alert.kind}"
+        remembered = _read_state(self.store.get_state(self.namespace, key), key)
+        if alert.fingerprint in remembered:
+            return
+        remembered[alert.fingerprint] = _entry(alert, told)
+        self.store.put_state(self.namespace, key, {"version": STATE_VERSION, "alerts": remembered})
+
     def active(self, suite: str, kind: AlertKind) -> list[Alert]:
         """Return the ``kind`` alerts of ``suite`` the store remembers as firing."""
         key = f"{suite}/{kind}"
