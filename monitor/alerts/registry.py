@@ -38,13 +38,13 @@ from monitor.config import vocab
 from monitor.config.model import (
     NotifierConfig,
     ScheduleConfig,
-    Secret,
     Severity,
     SuiteConfig,
 )
 from monitor.daemon.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
 from monitor.plugins import ENTRYPOINT_PREFIX, PluginKinds
+from monitor.secrets import Scrubber, secret_values
 
 if TYPE_CHECKING:
     import httpx
@@ -293,7 +293,7 @@ def _guarded(kind: str, build: Callable[..., object]) -> NotifierBuilder:
         except NotifierSetupError:
             raise
         except Exception as exc:
-            reason = f"{kind}: {type(exc).__name__}: {_scrub(str(exc), secrets)}"
+            reason = f"{kind}: {type(exc).__name__}: {secrets(str(exc))}"
             raise NotifierSetupError(context.name, reason) from None
         if not callable(getattr(notifier, "send", None)):
             raise NotifierSetupError(
@@ -309,7 +309,7 @@ class PluginNotifier:
     masked); its optional extras (``repeat_interval``, ``accepts``, ``close``) show
     through."""
 
-    def __init__(self, name: str, notifier: Notifier, secrets: tuple[str, ...]) -> None:
+    def __init__(self, name: str, notifier: Notifier, secrets: Scrubber) -> None:
         self.name = name
         self.inner = notifier
         self._secrets = secrets
@@ -321,7 +321,7 @@ class PluginNotifier:
         except NotifyError:
             raise
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {_scrub(str(exc), self._secrets)}"
+            reason = f"{type(exc).__name__}: {self._secrets(str(exc))}"
             # Connection trouble may pass; anything else is the plug-in's own failure.
             raise NotifyError(self.name, reason, retryable=isinstance(exc, OSError)) from None
 
@@ -332,26 +332,6 @@ class PluginNotifier:
         return f"PluginNotifier({self.name!r}, {type(self.inner).__name__})"
 
 
-def _secrets_of(config: NotifierConfig) -> tuple[str, ...]:
-    """Return the secret values in ``config`` (its URL and secret options)."""
-    found: list[str] = []
-
-    def collect(value: object) -> None:
-        if isinstance(value, Secret):
-            found.append(value.reveal())
-        elif isinstance(value, Mapping):
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, tuple):
-            for item in value:
-                collect(item)
-
-    collect(config.url)
-    collect(config.options)
-    return tuple(secret for secret in found if len(secret) >= 4)
-
-
-def _scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
+def _secrets_of(config: NotifierConfig) -> Scrubber:
+    """Return the scrubber of the secrets in ``config`` (its URL and secret options)."""
+    return Scrubber.of((*secret_values(config.url), *secret_values(config.options)))

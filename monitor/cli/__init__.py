@@ -41,12 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
+    from monitor.secrets import scrub_shapes
+
     args = build_parser().parse_args(argv)
     configure_logging(args.log_format)
     try:
         code: int = args.handler(args)
     except errors.MonitorError as error:
-        print(f"retrieval-monitor: error: {error}", file=sys.stderr)
+        print(f"retrieval-monitor: error: {scrub_shapes(str(error))}", file=sys.stderr)
         return int(exit_code(error))
     except KeyboardInterrupt:
         return 130
@@ -55,6 +57,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as error:  # report, with the traceback, and exit with the documented code
         traceback.print_exc()
-        print(f"retrieval-monitor: unexpected error: {error!r}", file=sys.stderr)
+        print(f"retrieval-monitor: unexpected error: {scrub_shapes(repr(error))}", file=sys.stderr)
         return int(ExitCode.UNEXPECTED)
     return code

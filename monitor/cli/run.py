@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_suite
     from monitor.report import render_comparison
+    from monitor.secrets import suite_scrubber
     from monitor.store import open_store
 
     grace = args.shutdown_grace
@@ -152,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
                 )
             except MonitorError as error:
                 row = classify(error)
+                said = suite_scrubber(suite)(str(error))
                 print(
-                    f"retrieval-monitor: suite {suite.name}: {row.outcome}: {error}",
-                    file=sys.stderr,
+                    f"retrieval-monitor: suite {suite.name}: {row.outcome}: {said}", file=sys.stderr
                 )
                 codes.append(row.code)
-                reports.append({"suite": suite.name, row.outcome: str(error)})
+                reports.append({"suite": suite.name, row.outcome: said})
                 continue
             comparison = outcome.comparison
             published = outcome.published
