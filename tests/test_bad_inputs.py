@@ -60,6 +60,10 @@ CASES = {
         EVALSET + SEARCH + "    runner: {timeout_seconds: 1e30}\n",
         "cfg.yaml:6: suites.s.runner.timeout_seconds: expected a number above 0 of at most 604800",
     ),
+    "a schedule interval of a million days": Case(
+        EVALSET + SEARCH + "    schedule: {interval: 1000000d}\n",
+        "cfg.yaml:6: suites.s.schedule.interval: expected an interval such as 90s",
+    ),
     "deadline_seconds 1e30": Case(
         EVALSET + SEARCH + "    runner: {deadline_seconds: 1e30}\n",
         "cfg.yaml:6: suites.s.runner.deadline_seconds: expected a number above 0 of at most",

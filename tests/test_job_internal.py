@@ -68,9 +68,10 @@ def test_a_failed_check_of_the_monitors_own_figures_alerts_and_exits_1(
     assert (1, ["monitor_fault"]) == (code, _fault_rules(receiver))
     assert "the monitor failed while" in capsys.readouterr().err
     assert "retrieval_run_success" in (tmp_path / "run.prom").read_text()
-    assert 'retrieval_run_success{pipeline="nightly",suite="nightly"} 0.0' in (
-        tmp_path / "run.prom"
-    ).read_text()
+    assert (
+        'retrieval_run_success{pipeline="nightly",suite="nightly"} 0.0'
+        in (tmp_path / "run.prom").read_text()
+    )
 
 
 def test_a_bug_inside_a_run_still_alerts_and_exports_its_failure(

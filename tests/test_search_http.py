@@ -385,3 +385,18 @@ def test_an_error_message_never_shows_the_query_string() -> None:
         search("refund policy", 5)
     assert "s3cret" not in str(caught.value)
     assert "http://127.0.0.1:1/search answered 503" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"results": [{"id": "a", "score": ' + "9" * 5000 + "}]}",
+        "[" * 200_000 + "]" * 200_000,
+    ],
+    ids=["5000-digit-score", "nested-200000-deep"],
+)
+def test_an_answer_json_cannot_hold_fails_the_query_not_the_run(body: str) -> None:
+    """A body Python's JSON reader refuses (a huge number, deep nesting) is an output error."""
+    search = mock(lambda request: httpx.Response(200, content=body.encode()))
+    with pytest.raises(SearchOutputError, match="expected a JSON response"):
+        search("q", 10)

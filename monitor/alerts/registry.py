@@ -25,7 +25,6 @@ Options every notifier takes, handled here before the notifier sees the rest:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -270,10 +269,12 @@ def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float
     """Return an option given as seconds or as an interval such as ``30m`` or ``4h``."""
     seconds = vocab.interval_to_seconds(value)
     valid = (
-        seconds is not None and math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))
+        seconds is not None
+        and seconds <= vocab.MAX_INTERVAL_SECONDS
+        and (seconds > 0 or (zero and seconds == 0))
     )
     if not valid or seconds is None:
-        least = "0 or more" if zero else "above 0"
+        least = "0 or more, at most a year" if zero else "above 0, at most a year"
         raise NotifierSetupError(
             name,
             f"option {key!r} must be seconds ({least}) or an interval such as 30m or 4h",

@@ -290,9 +290,11 @@ def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
 
 def interval_seconds(f: Fields, node: Node) -> float:
     """Return an interval in seconds from ``90``, ``90s``, ``30m``, ``1h``, ``1d`` or ``1h30m``."""
-    expected = "an interval such as 90s, 30m, 1h, 1d, 1h30m or a number of seconds above 0"
+    expected = (
+        "an interval such as 90s, 30m, 1h, 1d, 1h30m or a number of seconds above 0, at most a year"
+    )
     seconds = vocab.interval_to_seconds(node.value)
-    if seconds is None or not seconds > 0 or seconds == float("inf"):
+    if seconds is None or not 0 < seconds <= vocab.MAX_INTERVAL_SECONDS:
         raise f.error(node, expected, show=True)
     return seconds
 

@@ -93,6 +93,11 @@ INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+#: The longest interval a schedule or a notifier option may give: a year. Longer ones
+#: overflow the scheduler's timers and are a typo anyway.
+MAX_INTERVAL_SECONDS = 366 * 86400.0
+
+
 def interval_to_seconds(value: object) -> float | None:
     """Return seconds from a number or an interval such as ``90s``, ``1h30m``; else None."""
     if isinstance(value, int | float) and not isinstance(value, bool):

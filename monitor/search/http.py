@@ -143,7 +143,7 @@ class HttpSearch:
             )
         try:
             document = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # bad JSON, a 5,000-digit number, deep nesting
             found = self.scrub(response.text)[:80]
             raise SearchOutputError("a JSON response", found=found) from None
         return self._hits(document)
