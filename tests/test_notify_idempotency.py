@@ -214,3 +214,32 @@ def test_an_outbox_payload_without_a_key_reads_with_the_derived_one() -> None:
     data = {"version": 1, "notifier": "nightly/hook", "transition": "firing"}
     note = notification_from({**data, "alert": alert.to_dict()})
     assert notification_key("nightly/hook", alert, "firing") == note.idempotency_key
+
+
+def test_a_run_killed_before_saving_its_state_sends_no_second_firing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed after queuing a firing but before saving the alert state: the next run
+    delivers the queued firing and sends no second one under a new key; the resolve that
+    follows comes under the incident's own key."""
+    clock, db = ManualClock(), tmp_path / "m.db"
+    with RecordingReceiver() as receiver:
+        config = suite(receiver)
+        alert = regression_alert("nightly", EVIDENCE, at=clock())
+        with open_store(db) as store:
+            life = AlertLifecycle(store, build_notifiers(config, clock=clock), clock=clock)
+
+            def killed(*args: object, **kwargs: object) -> None:
+                raise KeyboardInterrupt  # the kill, between the outbox and the state
+
+            monkeypatch.setattr(store, "put_state", killed)
+            with pytest.raises(KeyboardInterrupt):
+                life.update(config.name, "regression", [alert])
+        monkeypatch.undo()
+        clock.advance(hours=1)
+        run(db, config, clock, [regression_alert("nightly", EVIDENCE, at=clock())])
+        clock.advance(hours=1)
+        run(db, config, clock, [])
+    statuses = [body["status"] for body in receiver.bodies()]
+    firing, resolved = keys(receiver)
+    assert (["firing", "resolved"], True) == (statuses, firing != resolved)

@@ -55,6 +55,7 @@ from monitor.alerts.outbox import (
     OutboxStore,
     enqueue,
     flush_outbox,
+    notification_from,
 )
 from monitor.errors import UsageError
 from monitor.logs import get_logger
@@ -155,10 +156,35 @@ class AlertLifecycle:
         self.namespace = namespace
 
     def flush(self) -> list[DeliveryOutcome]:
-        """Deliver what earlier runs left in the outbox for these notifiers (first thing)."""
-        return flush_outbox(
+        """Deliver what earlier runs left in the outbox for these notifiers (first thing).
+
+        A firing delivered from the outbox whose alert the state does not remember (a run
+        was killed after putting it in the outbox, before saving the state) is remembered
+        now, as told: the next :meth:`update` neither sends it again under a new key nor
+        forgets to resolve it.
+        """
+        waiting = {message.id: message for message in self.store.pending(OUTBOX_KIND)}
+        outcomes = flush_outbox(
             self.store, self.notifiers, policy=self.policy, sleep=self.sleep, rng=self.rng
         )
+        for outcome in outcomes:
+            message = waiting.get(outcome.message_id) if outcome.message_id is not None else None
+            if outcome.delivered and outcome.transition == "firing" and message is not None:
+                self._adopt(notification_from(message.payload).alert, outcome.notifier)
+        return outcomes
+
+    def _adopt(self, alert: Alert, notifier: str) -> None:
+        key = f"{alert.suite}/{alert.kind}"
+        remembered = _read_state(self.store.get_state(self.namespace, key), key)
+        entry = remembered.get(alert.fingerprint)
+        if entry is None:
+            self.remember(alert, {notifier: self.clock()})
+        elif notifier not in _told(entry):
+            told = {**_told(entry), notifier: self.clock()}
+            remembered[alert.fingerprint] = _entry(Alert.from_dict(entry["alert"]), told)
+            self.store.put_state(
+                self.namespace, key, {"version": STATE_VERSION, "alerts": remembered}
+            )
 
     def update(
         self,
