@@ -1,0 +1,47 @@
+"""What the gate found for one suite: the comparison, and the gate's own verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from monitor.compare.records import Comparison
+from monitor.config.model import LinksConfig
+
+#: The gate's verdict of one suite: ``pass`` (no rule breached), ``regression`` (a rule
+#: breached with significant evidence), ``insufficient_evidence`` (a rule's threshold was
+#: passed but the change is not significant), ``error`` (the candidate could not be measured:
+#: ``error`` says why).
+GateVerdict = Literal["pass", "regression", "insufficient_evidence", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """One suite gated: the candidate compared with the approved baseline.
+
+    ``candidate`` names what was measured (``replay:run.trec``, a search spec's kind);
+    ``baseline`` where the baseline came from (``baseline.json``, ``store run 12``).
+    ``comparison`` is None only when ``verdict`` is ``error``.
+    """
+
+    suite: str
+    verdict: GateVerdict
+    candidate: str
+    baseline: str
+    comparison: Comparison | None = None
+    error: str | None = None
+    links: LinksConfig = field(default_factory=LinksConfig)
+
+    @property
+    def passed(self) -> bool:
+        """Return whether the suite passes the gate (insufficient evidence passes by default)."""
+        return self.verdict in ("pass", "insufficient_evidence")
+
+
+def gate_verdict(comparison: Comparison) -> GateVerdict:
+    """Return the gate's verdict of a comparison with the approved baseline."""
+    if comparison.regression:
+        return "regression"
+    if comparison.verdict == "insufficient_evidence":
+        return "insufficient_evidence"
+    return "pass"
