@@ -32,7 +32,11 @@ def config_hash(suite: SuiteConfig) -> str:
 
 def canonical(suite: SuiteConfig) -> object:
     """Return the JSON-ready canonical form that :func:`config_hash` digests."""
-    return {"format": HASH_FORMAT, "suite": _plain(suite, suite.search.base_dir)}
+    plain = _plain(suite, suite.search.base_dir)
+    if isinstance(plain, dict) and not suite.invariants:
+        # A suite without invariants keeps the fingerprint it had before they existed.
+        del plain["invariants"]
+    return {"format": HASH_FORMAT, "suite": plain}
 
 
 def _plain(value: object, base: Path) -> object:

@@ -20,6 +20,7 @@ import yaml
 from monitor.config import sections, vocab
 from monitor.config.builds import check_builds
 from monitor.config.fields import Fields, mask_url
+from monitor.config.invariants import invariants
 from monitor.config.model import (
     HttpExporterConfig,
     MonitorConfig,
@@ -325,12 +326,13 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         if key not in e:
             raise f.error(node, f"the key {key!r} (in the suite or in defaults)")
     chosen = sections.metrics(f, e.get("metrics"))
+    depth = sections.depth(f, e.get("k"), chosen)
     return SuiteConfig(
         name=name,
         evalset=sections.evalset(f, e["evalset"]),
         search=sections.search(f, e["search"]),
         metrics=chosen,
-        k=sections.depth(f, e.get("k"), chosen),
+        k=depth,
         pipeline=sections.pipeline(f, e.get("pipeline"), name),
         runner=sections.runner(f, e.get("runner")),
         schedule=sections.schedule(f, e.get("schedule")),
@@ -342,4 +344,5 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         labels=sections.labels(f, e.get("labels")),
         links=sections.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
+        invariants=invariants(f, e.get("invariants"), depth),
     )

@@ -234,6 +234,53 @@ class RuleConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MustInclude:
+    """A must-return pair: each of ``doc_ids`` is in the current run's top ``within`` for
+    ``query``."""
+
+    query: str
+    doc_ids: tuple[str, ...]
+    within: int
+    severity: Severity = "warning"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "doc_ids", tuple(self.doc_ids))
+
+    @property
+    def kind(self) -> Literal["must_include"]:
+        """Return the invariant's kind, its YAML key."""
+        return "must_include"
+
+    @property
+    def name(self) -> str:
+        """Return a stable name such as ``must_include Q34``."""
+        return f"must_include {self.query}"
+
+
+@dataclass(frozen=True, slots=True)
+class NoLostHits:
+    """A policy over the approved baseline: a query with a relevant hit in the baseline's top
+    ``k`` keeps one in the current run's top ``k``."""
+
+    k: int
+    severity: Severity = "warning"
+
+    @property
+    def kind(self) -> Literal["no_lost_hits"]:
+        """Return the invariant's kind, its YAML key."""
+        return "no_lost_hits"
+
+    @property
+    def name(self) -> str:
+        """Return a stable name such as ``no_lost_hits@5``."""
+        return f"no_lost_hits@{self.k}"
+
+
+#: An invariant of a suite: exact, checked on every run, no significance.
+InvariantConfig = MustInclude | NoLostHits
+
+
+@dataclass(frozen=True, slots=True)
 class PersistenceConfig:
     """Alert only when at least ``breaches`` of the last ``runs`` runs broke the rule."""
 
@@ -337,6 +384,7 @@ class SuiteConfig:
 
     This is the effective configuration, with ``defaults`` merged in and every default
     filled. ``rules`` of ``None`` in YAML means the default rules; ``()`` means none.
+    ``invariants`` are read from YAML or from the CSV or JSONL file it names.
     """
 
     name: str
@@ -355,6 +403,7 @@ class SuiteConfig:
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     links: LinksConfig = LinksConfig()
     baseline: BaselineConfig | None = None
+    invariants: tuple[InvariantConfig, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

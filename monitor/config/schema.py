@@ -182,8 +182,59 @@ def _suite() -> Schema:
                 required=["bundled_run"],
                 description="A seed baseline pinned when the suite has none stored yet.",
             ),
+            "invariants": _invariants(),
         }
     )
+
+
+def _invariants() -> Schema:
+    severity = {"enum": list(vocab.SEVERITIES)}
+    must_include = _object(
+        {
+            "query": _text(vocab.TEXT.pattern, "The query id, as the eval set has it."),
+            "must_include": {
+                "anyOf": [
+                    _text(vocab.TEXT.pattern),
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "uniqueItems": True,
+                        "items": _text(vocab.TEXT.pattern),
+                    },
+                ],
+                "description": "Doc ids that must be in the current run's top within.",
+            },
+            "within": {**_integer(1), "description": "The depth; default the suite's k."},
+            "severity": severity,
+        },
+        required=["query", "must_include"],
+    )
+    no_lost_hits = _object(
+        {
+            "no_lost_hits": _object(
+                {"k": _integer(1)},
+                required=["k"],
+                description="A query with a relevant hit in the baseline's top k keeps one.",
+            ),
+            "severity": severity,
+        },
+        required=["no_lost_hits"],
+    )
+    return {
+        "anyOf": [
+            {"type": "array", "items": {"oneOf": [must_include, no_lost_hits]}},
+            _object(
+                {
+                    "path": _text(
+                        r".*\.(?:csv|jsonl|CSV|JSONL)", "A CSV or JSONL file of invariants."
+                    )
+                },
+                required=["path"],
+            ),
+            {"type": "null"},
+        ],
+        "description": "Exact per-query checks: must-return pairs and policies over the baseline.",
+    }
 
 
 def _evalset() -> Schema:

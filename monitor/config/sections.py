@@ -366,16 +366,21 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
     )
     severity: Severity = "warning"
     if "severity" in entries:
-        text = f.string(entries["severity"], f"a severity: one of {', '.join(vocab.SEVERITIES)}")
-        if text == "info":
-            severity = "info"
-        elif text == "critical":
-            severity = "critical"
-        elif text != "warning":
-            raise f.error(
-                entries["severity"], f"a severity: one of {', '.join(vocab.SEVERITIES)}", show=True
-            )
+        severity = alert_severity(f, entries["severity"])
     return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
+
+
+def alert_severity(f: Fields, node: Node) -> Severity:
+    """Read a rule's or an invariant's ``severity``: info, warning or critical."""
+    expected = f"a severity: one of {', '.join(vocab.SEVERITIES)}"
+    text = f.string(node, expected)
+    if text == "info":
+        return "info"
+    if text == "critical":
+        return "critical"
+    if text != "warning":
+        raise f.error(node, expected, show=True)
+    return "warning"
 
 
 def _rule_metric(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> Metric:

@@ -31,6 +31,7 @@ SUITE_KEYS = (
     "links",
     "pipeline",
     "baseline",
+    "invariants",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links")
@@ -52,6 +53,15 @@ PERSISTENCE_KEYS = ("breaches", "runs")
 METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
+#: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.
+MUST_INCLUDE_KEYS = ("query", "must_include", "within", "severity")
+NO_LOST_HITS_KEYS = ("no_lost_hits", "severity")
+NO_LOST_HITS_OPTIONS = ("k",)
+#: The key of ``invariants: {path: FILE}``, and the suffixes of the files it may name.
+INVARIANT_FILE_KEYS = ("path",)
+INVARIANT_FILE_SUFFIXES = (".csv", ".jsonl")
+#: The columns of an invariants CSV file (``severity`` and ``within`` may be left out).
+INVARIANT_CSV_COLUMNS = ("query", "must_include", "within", "severity")
 RULE_KEYS = ("metric", "severity", *(check.value for check in Check))
 SEVERITIES = ("info", "warning", "critical")
 
