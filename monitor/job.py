@@ -274,6 +274,7 @@ def _run_locked(
             metadata={q.id: q.metadata for q in evalset},
             texts={q.id: q.text for q in evalset},
             history=history,
+            invariants=suite.invariants,
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error

@@ -14,8 +14,11 @@ from dataclasses import replace
 import numpy as np
 
 from monitor.compare.diff import segment_changes, worse_queries
+from monitor.compare.invariants import check_invariants
 from monitor.compare.records import (
     Comparison,
+    InvariantOutcome,
+    InvariantQuery,
     MetricChange,
     QueryDiff,
     RuleOutcome,
@@ -24,12 +27,14 @@ from monitor.compare.records import (
 )
 from monitor.compare.rules import aligned, apply_rule, run_figure
 from monitor.compare.stats import mean_ci
-from monitor.config.model import Check, RuleConfig, SignificanceConfig
+from monitor.config.model import Check, InvariantConfig, RuleConfig, SignificanceConfig
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
 
 __all__ = [
     "Comparison",
+    "InvariantOutcome",
+    "InvariantQuery",
     "MetricChange",
     "QueryDiff",
     "RuleOutcome",
@@ -59,13 +64,15 @@ def compare_runs(
     texts: Mapping[str, str] | None = None,
     history: Mapping[str, Sequence[bool]] | None = None,
     top: int = 10,
+    invariants: Sequence[InvariantConfig] = (),
 ) -> Comparison:
-    """Compare ``current`` with ``baseline`` under ``rules``.
+    """Compare ``current`` with ``baseline`` under ``rules`` and ``invariants``.
 
     ``history`` maps a rule name to whether it breached (significantly) in each previous run,
     oldest first, for persistence. ``metadata`` and ``texts`` come from the eval set, for the
     segment breakdown and the per-query diff, which are given for the primary metric and for
-    every metric a quality rule watches.
+    every metric a quality rule watches. ``invariants`` are checked exactly
+    (:mod:`monitor.compare.invariants`); a breached one makes the verdict ``regression``.
     """
     significance = significance or SignificanceConfig()
     history = history or {}
@@ -123,22 +130,29 @@ def compare_runs(
             f"only {answerable} answerable queries: below {MIN_QUERIES}, significance tests "
             "have little power and small drops read as insufficient evidence"
         )
+    checked = check_invariants(invariants, current, usable)
     return Comparison(
         suite=current.suite,
         run_id=current.run_id,
         baseline_run_id=baseline.run_id if baseline is not None else None,
-        verdict=_verdict(outcomes, baseline, changed),
+        verdict=_verdict(outcomes, checked, baseline, changed),
         rules=tuple(outcomes),
         metrics=metrics,
         worse_queries=diffs,
         segments=breakdown,
         warnings=tuple(warnings),
         primary_metric=primary,
+        invariants=checked,
     )
 
 
-def _verdict(outcomes: Sequence[RuleOutcome], baseline: RunRecord | None, changed: bool) -> Verdict:
-    if any(o.breached for o in outcomes):
+def _verdict(
+    outcomes: Sequence[RuleOutcome],
+    invariants: Sequence[InvariantOutcome],
+    baseline: RunRecord | None,
+    changed: bool,
+) -> Verdict:
+    if any(o.breached for o in outcomes) or any(i.breached for i in invariants):
         return "regression"
     if changed:
         return "evalset_changed"

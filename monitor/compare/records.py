@@ -22,6 +22,13 @@ Verdict = Literal["ok", "regression", "insufficient_evidence", "no_baseline", "e
 #: How a query got worse.
 Change = Literal["lost_hit", "moved_down", "recall_fell", "score_fell"]
 
+#: The outcome of one invariant: ``breach`` (some query broke it, exactly: no significance),
+#: ``ok``, or ``skipped`` (nothing to check: no baseline, eval set changed, query unknown).
+InvariantStatus = Literal["ok", "breach", "skipped"]
+
+#: The kinds of invariant, as their YAML keys.
+InvariantKind = Literal["must_include", "no_lost_hits"]
+
 
 @dataclass(frozen=True, slots=True)
 class RuleOutcome:
@@ -172,6 +179,93 @@ class SegmentChange:
 
 
 @dataclass(frozen=True, slots=True)
+class InvariantQuery:
+    """One query that broke an invariant: the ids expected in the current top ``k`` and the
+    current top ``k`` itself."""
+
+    query_id: str
+    k: int
+    expected_ids: tuple[str, ...]
+    retrieved_ids: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expected_ids", tuple(self.expected_ids))
+        object.__setattr__(self, "retrieved_ids", tuple(self.retrieved_ids))
+
+    @property
+    def missing_ids(self) -> tuple[str, ...]:
+        """Return the expected ids not in the current top ``k``."""
+        shown = set(self.retrieved_ids)
+        return tuple(doc for doc in self.expected_ids if doc not in shown)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form."""
+        return {
+            "query_id": self.query_id,
+            "k": self.k,
+            "expected_ids": list(self.expected_ids),
+            "retrieved_ids": list(self.retrieved_ids),
+            "missing_ids": list(self.missing_ids),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InvariantQuery:
+        """Return the query :meth:`to_dict` wrote."""
+        known = _known(cls, data)
+        for name in ("expected_ids", "retrieved_ids"):
+            known[name] = tuple(known[name])
+        return cls(**known)
+
+
+@dataclass(frozen=True, slots=True)
+class InvariantOutcome:
+    """One invariant checked on the current run (and the baseline for a policy over it).
+
+    ``name`` is the invariant's (``must_include Q34``, ``no_lost_hits@5``); ``queries`` the
+    queries that broke it, in eval-set order; ``message`` says what was checked and which
+    queries were skipped (failed in the current run, or unknown to the eval set).
+    """
+
+    name: str
+    kind: InvariantKind
+    status: InvariantStatus
+    queries: tuple[InvariantQuery, ...] = ()
+    message: str = ""
+    severity: Severity = "warning"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(self.queries))
+
+    @property
+    def breached(self) -> bool:
+        """Return whether the invariant fires an alert."""
+        return self.status == "breach"
+
+    @property
+    def rule(self) -> str:
+        """Return the name of the invariant's alert rule, e.g. ``invariant no_lost_hits@5``."""
+        return f"invariant {self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "status": self.status,
+            "severity": self.severity,
+            "message": self.message,
+            "queries": [query.to_dict() for query in self.queries],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InvariantOutcome:
+        """Return the outcome :meth:`to_dict` wrote."""
+        known = _known(cls, data)
+        known["queries"] = tuple(InvariantQuery.from_dict(q) for q in known.get("queries", ()))
+        return cls(**known)
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """A run compared with its suite's baseline: a verdict and everything behind it."""
 
@@ -185,6 +279,7 @@ class Comparison:
     segments: tuple[SegmentChange, ...] = ()
     warnings: tuple[str, ...] = ()
     primary_metric: str | None = None
+    invariants: tuple[InvariantOutcome, ...] = ()
 
     @property
     def breaches(self) -> tuple[RuleOutcome, ...]:
@@ -192,9 +287,14 @@ class Comparison:
         return tuple(rule for rule in self.rules if rule.breached)
 
     @property
+    def invariant_breaches(self) -> tuple[InvariantOutcome, ...]:
+        """Return the invariants that fire an alert."""
+        return tuple(invariant for invariant in self.invariants if invariant.breached)
+
+    @property
     def regression(self) -> bool:
-        """Return whether any rule fires."""
-        return any(rule.breached for rule in self.rules)
+        """Return whether any rule or invariant fires."""
+        return any(rule.breached for rule in self.rules) or bool(self.invariant_breaches)
 
     def driving_segment(
         self, key: str | None = None, *, metric: str | None = None
@@ -228,6 +328,7 @@ class Comparison:
             "worse_queries": [diff.to_dict() for diff in self.worse_queries],
             "segments": [segment.to_dict() for segment in self.segments],
             "warnings": list(self.warnings),
+            "invariants": [invariant.to_dict() for invariant in self.invariants],
         }
 
 
