@@ -187,14 +187,15 @@ def alert(
     """Raise, repeat or resolve the suite's alerts after a run (or a failed attempt).
 
     A completed run resolves any monitor-failure alert and sets the regression alerts to its
-    breached rules (rules it skipped keep their state); each alert carries its own metric's
-    segment and worse queries. A failed run raises the matching monitor-failure alert and
+    breached rules and invariants (those it skipped keep their state); each rule's alert
+    carries its own metric's segment and worse queries, each invariant's the queries that
+    broke it. A failed run raises the matching monitor-failure alert and
     leaves regression alerts as they were. When the store itself failed, the failure alert is
     sent directly, without the lifecycle's state. ``delivery`` says how sends are retried.
     """
     from monitor.alerts import FailureReason, build_notifiers, failures_checked
     from monitor.alerts.base import close_notifiers
-    from monitor.alerts.build import regression_alerts
+    from monitor.alerts.build import checked_rules, invariant_alerts, regression_alerts
     from monitor.alerts.outbox import send_now
     from monitor.alerts.spool import spool, spool_dir, spooled
 
@@ -232,16 +233,21 @@ def alert(
             suite.name, "monitor_failure", [], evaluated=failures_checked(None)
         )
         comparison = outcome.comparison
-        firing = regression_alerts(
-            suite.name,
-            comparison,
-            at=at,
-            labels=suite.labels,
-            links=suite.links,
-            pipeline=suite.pipeline,
+        firing = [
+            fired
+            for build in (regression_alerts, invariant_alerts)
+            for fired in build(
+                suite.name,
+                comparison,
+                at=at,
+                labels=suite.labels,
+                links=suite.links,
+                pipeline=suite.pipeline,
+            )
+        ]
+        report = lifecycle.update(
+            suite.name, "regression", firing, evaluated=checked_rules(comparison)
         )
-        evaluated = {rule.rule for rule in comparison.rules if rule.status != "skipped"}
-        report = lifecycle.update(suite.name, "regression", firing, evaluated=evaluated)
         return Published(
             firing=tuple(a.rule for a in report.firing),
             resolved=tuple(a.rule for a in (*cleared.resolved, *report.resolved)),

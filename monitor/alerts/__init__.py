@@ -18,7 +18,12 @@
 from __future__ import annotations
 
 from monitor.alerts.base import Notification, Notifier, NotifierContext, Transition
-from monitor.alerts.build import failure_alert, regression_alert, regression_alerts
+from monitor.alerts.build import (
+    failure_alert,
+    invariant_alerts,
+    regression_alert,
+    regression_alerts,
+)
 from monitor.alerts.delivery import DeliveryPolicy, deliver
 from monitor.alerts.lifecycle import AlertLifecycle, AlertStore, LifecycleReport
 from monitor.alerts.model import (
@@ -26,6 +31,7 @@ from monitor.alerts.model import (
     AlertIdentity,
     AlertKind,
     FailureReason,
+    InvariantDetails,
     RegressionDetails,
     failures_checked,
 )
@@ -41,6 +47,7 @@ __all__ = [
     "DeliveryOutcome",
     "DeliveryPolicy",
     "FailureReason",
+    "InvariantDetails",
     "LifecycleReport",
     "Notification",
     "Notifier",
@@ -53,6 +60,7 @@ __all__ = [
     "failure_alert",
     "failures_checked",
     "flush_outbox",
+    "invariant_alerts",
     "known_kinds",
     "regression_alert",
     "regression_alerts",

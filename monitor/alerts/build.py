@@ -3,7 +3,8 @@
 The builders give each alert its identity, severity and wording (:mod:`monitor.alerts.text`);
 the records of :mod:`monitor.alerts.model` only hold them. A regression alert carries the
 comparison's own records: the rule's outcome, and the segment breakdown and worse queries of
-the rule's own metric.
+the rule's own metric. A breached invariant gets an alert of its own, rule
+``invariant <name>``, listing the queries that broke it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from monitor.alerts import text
-from monitor.alerts.model import Alert, AlertIdentity, FailureReason, RegressionDetails
+from monitor.alerts.model import (
+    Alert,
+    AlertIdentity,
+    FailureReason,
+    InvariantDetails,
+    RegressionDetails,
+)
 from monitor.compare.records import Comparison, RuleOutcome
 from monitor.config.model import LinksConfig, Severity
 from monitor.errors import UsageError
@@ -94,6 +101,61 @@ def evidence(
         run_id=comparison.run_id,
         baseline_run_id=comparison.baseline_run_id,
     )
+
+
+def invariant_alert(
+    suite: str,
+    details: InvariantDetails,
+    *,
+    at: datetime,
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> Alert:
+    """Return a firing regression alert of ``suite`` for the breached invariant in
+    ``details``: rule ``invariant <name>``, the breaching queries in its description."""
+    invariant = details.invariant
+    return Alert(
+        identity=AlertIdentity("regression", suite, invariant.rule),
+        severity=invariant.severity,
+        summary=text.invariant_summary(suite, invariant),
+        description=text.invariant_description(invariant),
+        details=details,
+        starts_at=at,
+        labels=_with_pipeline(labels, pipeline),
+        links=links or LinksConfig(),
+    )
+
+
+def invariant_alerts(
+    suite: str,
+    comparison: Comparison,
+    *,
+    at: datetime,
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> list[Alert]:
+    """Return one firing alert per breached invariant of ``comparison``."""
+    return [
+        invariant_alert(
+            suite,
+            InvariantDetails(invariant, comparison.run_id, comparison.baseline_run_id),
+            at=at,
+            labels=labels,
+            links=links,
+            pipeline=pipeline,
+        )
+        for invariant in comparison.invariant_breaches
+    ]
+
+
+def checked_rules(comparison: Comparison) -> frozenset[str]:
+    """Return the alert rules ``comparison`` evaluated, rules' and invariants' alike: the
+    regression alerts a run may resolve (skipped ones keep their state)."""
+    rules = (rule.rule for rule in comparison.rules if rule.status != "skipped")
+    invariants = (i.rule for i in comparison.invariants if i.status != "skipped")
+    return frozenset((*rules, *invariants))
 
 
 def failure_alert(

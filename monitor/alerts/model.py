@@ -7,7 +7,9 @@ condition they have seen before. There are two kinds, kept apart everywhere:
 
 - ``regression``: a rule of the suite broke (``recall@5 max_drop``, ``error_rate_max``);
   :class:`RegressionDetails` holds the comparison's own records: the rule's outcome, the
-  segment that drove the metric's change and the queries that got worse on it.
+  segment that drove the metric's change and the queries that got worse on it. An invariant
+  that broke (``invariant no_lost_hits@5``) is a regression too, with
+  :class:`InvariantDetails`: the invariant's outcome, query by query.
 - ``monitor_failure``: the monitor could not measure (:class:`FailureReason`: eval set
   missing, search backend down, error budget exceeded, store unwritable).
 
@@ -27,7 +29,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from monitor.compare.records import QueryDiff, RuleOutcome, SegmentChange
+from monitor.compare.records import InvariantOutcome, QueryDiff, RuleOutcome, SegmentChange
 from monitor.config.model import Check, LinksConfig, Severity
 from monitor.errors import UsageError
 
@@ -139,12 +141,27 @@ class RegressionDetails:
 
 
 @dataclass(frozen=True, slots=True)
+class InvariantDetails:
+    """The evidence behind an invariant's alert: its outcome, with the queries that broke it
+    and what each was expected to return and returned."""
+
+    invariant: InvariantOutcome
+    run_id: int | None = None
+    baseline_run_id: int | None = None
+
+
+#: The evidence a regression alert carries: a rule's or an invariant's.
+Details = RegressionDetails | InvariantDetails
+
+
+@dataclass(frozen=True, slots=True)
 class Alert:
     """One condition of one suite at one time: firing, or resolved at ``ends_at``.
 
     ``labels`` are the suite's static labels (from config); :meth:`label_set` adds the
     identity labels, which win over static ones of the same name. ``description`` is the
-    longer text; ``details`` the evidence of a regression (None for monitor failures).
+    longer text; ``details`` the evidence of a regression, a rule's or an invariant's (None for
+    monitor failures).
     """
 
     identity: AlertIdentity
@@ -154,7 +171,7 @@ class Alert:
     status: AlertStatus = "firing"
     ends_at: datetime | None = None
     description: str = ""
-    details: RegressionDetails | None = None
+    details: Details | None = None
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     links: LinksConfig = field(default_factory=LinksConfig)
 
@@ -294,7 +311,13 @@ def _json_ready(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _finite(v) if isinstance(v, float) else v for k, v in data.items()}
 
 
-def _details_dict(details: RegressionDetails) -> dict[str, Any]:
+def _details_dict(details: Details) -> dict[str, Any]:
+    if isinstance(details, InvariantDetails):
+        return {
+            "invariant": details.invariant.to_dict(),
+            "run_id": details.run_id,
+            "baseline_run_id": details.baseline_run_id,
+        }
     segment = details.segment
     return {
         "outcome": _json_ready(details.outcome.to_dict()),
@@ -312,7 +335,13 @@ def _not_a_number(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, 
     return {**data, **{name: math.nan for name in names if name in data and data[name] is None}}
 
 
-def _details_from(data: Mapping[str, Any], alert: Mapping[str, Any]) -> RegressionDetails:
+def _details_from(data: Mapping[str, Any], alert: Mapping[str, Any]) -> Details:
+    if "invariant" in data:
+        return InvariantDetails(
+            invariant=InvariantOutcome.from_dict(data["invariant"]),
+            run_id=data.get("run_id"),
+            baseline_run_id=data.get("baseline_run_id"),
+        )
     segment = data.get("segment")
     return RegressionDetails(
         outcome=RuleOutcome.from_dict(data["outcome"]),

@@ -13,14 +13,16 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from monitor.alerts.model import Alert, FailureReason, RegressionDetails
-from monitor.compare.records import QueryDiff, RuleOutcome
+from monitor.alerts.model import Alert, FailureReason, InvariantDetails, RegressionDetails
+from monitor.compare.records import InvariantOutcome, InvariantQuery, QueryDiff, RuleOutcome
 from monitor.config.model import Check
 
 #: Most doc ids shown for one query.
 SHOWN_IDS: Final = 5
 #: Most characters of a query's text shown.
 SHOWN_QUERY_CHARS: Final = 80
+#: Most breaching queries an invariant's description lists, one line each.
+SHOWN_INVARIANT_QUERIES: Final = 20
 
 #: The checks whose threshold is a share of the baseline.
 _RELATIVE: Final = frozenset(
@@ -188,6 +190,37 @@ def _ids(ids: tuple[str, ...]) -> str:
     return shown if len(ids) <= SHOWN_IDS else f"{shown} (+{len(ids) - SHOWN_IDS} more)"
 
 
+def invariant_summary(suite: str, invariant: InvariantOutcome) -> str:
+    """Return one sentence saying which invariant broke and for how many queries."""
+    count = len(invariant.queries)
+    if invariant.kind == "must_include" and count == 1:
+        query = invariant.queries[0]
+        missing = _ids(query.missing_ids)
+        return f"{suite}: {invariant.rule} broke: {missing} not in the top {query.k}"
+    noun = "query" if count == 1 else "queries"
+    return f"{suite}: {invariant.rule} broke for {number(count)} {noun}"
+
+
+def invariant_description(invariant: InvariantOutcome) -> str:
+    """Return the evidence of a broken invariant: what was checked, then each breaching query
+    with the ids it was expected to return and those it returned."""
+    lines = [invariant.message.rstrip(".") + "." if invariant.message else invariant.rule]
+    lines.append("Queries that broke it:")
+    shown = invariant.queries[:SHOWN_INVARIANT_QUERIES]
+    lines.extend(f"- {invariant_query(query)}" for query in shown)
+    if len(invariant.queries) > len(shown):
+        lines.append(f"- and {number(len(invariant.queries) - len(shown))} more")
+    return "\n".join(lines)
+
+
+def invariant_query(query: InvariantQuery) -> str:
+    """Return one line about a query that broke an invariant: expected and retrieved ids."""
+    return (
+        f"{query.query_id}: expected {_ids(query.expected_ids)} in the top {query.k}; "
+        f"retrieved {_ids(query.retrieved_ids)}"
+    )
+
+
 def failure_summary(suite: str, reason: FailureReason) -> str:
     """Return one sentence saying that the monitor could not measure ``suite``, and why."""
     return f"{suite}: {_FAILURE_HEADLINES[reason]}"
@@ -204,7 +237,10 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
     if alert.description:
         out["description"] = alert.description
     details = alert.details
-    if details is not None:
+    if isinstance(details, InvariantDetails):
+        out["invariant"] = details.invariant.name
+        out["queries"] = ", ".join(q.query_id for q in details.invariant.queries)
+    elif details is not None:
         outcome = details.outcome
         out["metric"] = outcome.metric
         out["current"] = number(outcome.current)
