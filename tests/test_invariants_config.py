@@ -166,3 +166,26 @@ def test_a_bad_invariants_file_is_a_config_error_at_its_line(
     assert line == caught.line
     assert key == caught.key
     assert expected in caught.expected
+
+
+@pytest.mark.parametrize(
+    ("invariants", "valid"),
+    [
+        (INLINE, True),
+        ("{path: invariants.jsonl}", True),
+        ("{path: invariants.txt}", False),
+        ("[{query: Q1, must_inclde: [a]}]", False),
+        ("[{no_lost_hits: {}}]", False),
+        ("[{no_lost_hits: {k: 5}, query: Q1}]", False),
+    ],
+)
+def test_the_schema_agrees_with_the_loader_on_invariants(invariants: str, valid: bool) -> None:
+    """The JSON Schema accepts the invariants the loader reads and refuses those it refuses."""
+    import yaml
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from monitor.config import config_schema
+
+    document = yaml.safe_load(textwrap.dedent(SUITE).format(invariants=invariants))
+    errors = list(jsonschema.Draft202012Validator(config_schema()).iter_errors(document))
+    assert valid == (not errors)
