@@ -26,6 +26,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     BACKEND = 3
     QUALITY_GATE = 4
+    INSUFFICIENT_EVIDENCE = 5
 
     @property
     def meaning(self) -> str:
@@ -57,7 +58,12 @@ _MEANINGS: Final = MappingProxyType(
         ),
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "
-            "pipelines)"
+            "pipelines), or `gate` found a regression (or, with `--on-insufficient-evidence "
+            "fail`, could not tell)"
+        ),
+        ExitCode.INSUFFICIENT_EVIDENCE: (
+            "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
+            "threshold was passed but the change is not significant"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "
@@ -72,8 +78,12 @@ SERIOUSNESS: Final[tuple[ExitCode, ...]] = (
     ExitCode.BACKEND,
     ExitCode.USAGE,
     ExitCode.QUALITY_GATE,
+    ExitCode.INSUFFICIENT_EVIDENCE,
     ExitCode.OK,
 )
+
+#: The codes only ``gate`` returns, on request: scheduled runs (``run``) never do.
+GATE_ONLY: Final = frozenset({ExitCode.INSUFFICIENT_EVIDENCE})
 
 #: What an error did to the suite it stopped: ``skipped`` (not run, nothing wrong) or ``error``.
 Outcome = Literal["skipped", "error"]

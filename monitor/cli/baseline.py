@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from monitor.cli.run import add_config_options, load, store_target
@@ -43,6 +45,17 @@ def register(subparsers: Any) -> None:
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
     )
     listing.set_defaults(handler=list_baselines)
+
+    export = actions.add_parser(
+        "export",
+        help="write a suite's baseline run to a JSON file, for `gate --baseline-file` (no store)",
+    )
+    add_config_options(export)
+    export.add_argument("--suite", required=True, metavar="NAME", help="the suite to export")
+    export.add_argument(
+        "--output", required=True, type=Path, metavar="FILE", help="the baseline file to write"
+    )
+    export.set_defaults(handler=export_baseline)
 
     runs = subparsers.add_parser("runs", help="list stored runs")
     runs_actions = runs.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -108,6 +121,29 @@ def show_baseline(args: argparse.Namespace) -> int:
     print(f"eval set {run.evalset_fingerprint}")
     for metric, value in run.means.items():
         print(f"  {metric:<16} {value:.4f}")
+    return 0
+
+
+def export_baseline(args: argparse.Namespace) -> int:
+    """Write the suite's baseline run, with what it was measured on, as a baseline file."""
+    from monitor.config import config_hash
+    from monitor.gate.baseline_file import write_baseline
+    from monitor.store import open_store
+
+    config = load(args)
+    suite = config.suite(args.suite)  # an unknown suite is an error naming the known ones
+    with open_store(store_target(args, config)) as store:
+        run = store.get_baseline(suite.name)
+        pinned = next((b for b in store.list_baselines() if b.suite == suite.name), None)
+    if run is None:
+        raise UsageError(f"suite {suite.name!r} has no baseline; pin one with `baseline set`")
+    write_baseline(
+        args.output,
+        replace(run, config_hash=config_hash(suite)),
+        metrics=[str(metric) for metric in suite.metrics],
+        pinned_at=None if pinned is None else pinned.pinned_at,
+    )
+    print(f"suite {suite.name}: baseline run {run.run_id} written to {args.output}")
     return 0
 
 

@@ -169,29 +169,39 @@ def run(args: argparse.Namespace) -> int:
 
 def _parse_pipeline(item: str) -> tuple[str, tuple[str, dict[str, object]]]:
     """Parse ``NAME=SPEC`` into the name and the plug-in's (kind, options)."""
-    import yaml
-
     name, sep, spec = item.partition("=")
     name, spec = name.strip(), spec.strip()
     if not sep or not name or not spec:
         raise UsageError(f"--pipeline: expected NAME=SPEC, found {item!r}")
+    return name, parse_search_spec(spec, f"--pipeline {name}")
+
+
+def parse_search_spec(spec: str, where: str) -> tuple[str, dict[str, object]]:
+    """Parse a search spec into the plug-in's (kind, options); ``where`` starts each error.
+
+    A spec is a YAML mapping with a ``kind`` or one of the shorthands ``replay:FILE``,
+    ``replay:larkfield/METHOD`` and ``python:MODULE:CALLABLE``.
+    """
+    import yaml
+
+    spec = spec.strip()
     if spec.startswith("{"):
         try:
             options = yaml.safe_load(spec)
         except yaml.YAMLError as exc:
-            raise UsageError(f"--pipeline {name}: the spec is not valid YAML: {exc}") from None
+            raise UsageError(f"{where}: the spec is not valid YAML: {exc}") from None
         if not isinstance(options, dict) or not isinstance(options.get("kind"), str):
-            raise UsageError(f"--pipeline {name}: expected a mapping with a 'kind', found {spec!r}")
+            raise UsageError(f"{where}: expected a mapping with a 'kind', found {spec!r}")
         kind = options.pop("kind")
-        return name, (kind, options)
+        return kind, options
     kind, _, argument = spec.partition(":")
     if kind == "replay" and argument.startswith("larkfield/"):
-        return name, ("replay", {"bundled": argument})
+        return "replay", {"bundled": argument}
     if kind == "replay" and argument:
-        return name, ("replay", {"path": argument})
+        return "replay", {"path": argument}
     if kind == "python" and argument:
-        return name, ("python", {"target": argument})
+        return "python", {"target": argument}
     raise UsageError(
-        f"--pipeline {name}: expected a YAML mapping or replay:FILE, replay:larkfield/METHOD or "
+        f"{where}: expected a YAML mapping or replay:FILE, replay:larkfield/METHOD or "
         f"python:MODULE:CALLABLE, found {spec!r}"
     )

@@ -1,0 +1,149 @@
+"""Gate one suite: measure a candidate on the suite's eval set and judge it against a baseline.
+
+:func:`gate_suite` takes the scheduled run's path (eval set -> search -> metrics -> the
+store's record -> :func:`~monitor.compare.compare_runs`) with two differences. Nothing is
+written unless a store is given to record the candidate's run in. And the suite's
+persistence is left out: persistence keeps a scheduled run from alerting on one noisy run
+out of many, while the gate judges one candidate once, so with no history a significant
+breach would otherwise stay ``pending`` and pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from monitor.errors import UsageError
+from monitor.gate.records import GateResult, gate_verdict
+from monitor.logs import get_logger
+
+if TYPE_CHECKING:
+    from monitor.config.model import SuiteConfig
+    from monitor.store import Store
+    from monitor.store.records import RunRecord
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What the gate measures: a search plug-in's kind and options, and how to name it."""
+
+    label: str
+    kind: str
+    options: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The approved run a candidate is judged against, and where it came from.
+
+    ``source`` names it for people (``baseline.json``, ``store run 12``).
+    """
+
+    run: RunRecord
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class GatedSuite:
+    """One suite gated: the gate's result and the candidate's run (stored when recorded)."""
+
+    result: GateResult
+    run: RunRecord
+
+
+class EvalSetMismatchError(UsageError):
+    """The baseline was measured on another eval set than the suite's: no fair comparison."""
+
+    def __init__(self, suite: str, source: str, baseline: str, current: str) -> None:
+        super().__init__(
+            f"suite {suite!r}: the baseline ({source}) was measured on eval set {baseline}, "
+            f"but the suite's eval set is now {current}; export a new baseline on this eval set"
+        )
+        self.suite = suite
+        self.source = source
+        self.baseline = baseline
+        self.current = current
+
+
+def suite_candidate(suite: SuiteConfig) -> Candidate:
+    """Return the suite's own configured search as the candidate."""
+    return Candidate(suite.pipeline, suite.search.kind, suite.search.plugin_options())
+
+
+def gate_suite(
+    suite: SuiteConfig,
+    baseline: Baseline,
+    candidate: Candidate,
+    *,
+    config_hash: str = "",
+    progress: bool | None = None,
+    record_in: Store | None = None,
+) -> GatedSuite:
+    """Measure ``candidate`` on ``suite``'s eval set and judge it against ``baseline``.
+
+    The candidate's run is saved in ``record_in`` when given, and nowhere otherwise. A
+    baseline measured on another eval set raises :class:`EvalSetMismatchError` before any
+    query is sent; a failed search backend raises its SearchBackendError.
+    """
+    from monitor.compare import compare_runs
+    from monitor.evalset.suite import load_evalset
+    from monitor.evaluation import evaluate
+    from monitor.job import _record
+    from monitor.runner import run_queries
+    from monitor.runner.reference import judge_by_reference
+    from monitor.search import build_search, close_search
+    from monitor.secrets import suite_scrubber
+
+    evalset = load_evalset(suite.evalset)
+    if suite.evalset.reference is not None:
+        evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
+    if baseline.run.evalset_fingerprint != evalset.fingerprint:
+        raise EvalSetMismatchError(
+            suite.name, baseline.source, baseline.run.evalset_fingerprint, evalset.fingerprint
+        )
+    search = build_search(candidate.kind, dict(candidate.options))
+    try:
+        result = run_queries(
+            evalset,
+            search,
+            k=suite.k,
+            concurrency=suite.runner.concurrency,
+            timeout=suite.runner.timeout_seconds,
+            retries=suite.runner.retries,
+            deadline=suite.runner.deadline_seconds,
+            error_budget=suite.runner.error_budget,
+            warmup=suite.runner.warmup,
+            progress=progress,
+            label=f"{suite.name} gate",
+            scrub=suite_scrubber(suite),
+        )
+    finally:
+        close_search(search)
+    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
+    if record_in is not None:
+        run = record_in.get_run(record_in.save_run(run))
+        log.info("gate_run_recorded", suite=suite.name, run_id=run.run_id)
+    comparison = compare_runs(
+        run,
+        baseline.run,
+        suite.rules,
+        significance=replace(suite.significance, persistence=None),
+        segments=suite.segments,
+        metadata={q.id: q.metadata for q in evalset},
+        texts={q.id: q.text for q in evalset},
+        history={},
+    )
+    verdict = gate_verdict(comparison)
+    gated = GateResult(
+        suite=suite.name,
+        verdict=verdict,
+        candidate=candidate.label,
+        baseline=baseline.source,
+        comparison=comparison,
+        links=suite.links,
+    )
+    return GatedSuite(gated, run)
