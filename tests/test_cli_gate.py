@@ -346,3 +346,18 @@ def test_annotations_go_to_stderr_with_json_output(
     out, err = capsys.readouterr()
     assert "regression" == json.loads(out)["suites"][0]["verdict"]
     assert "::error title=larkfield::regression" in err.splitlines()
+
+
+def test_a_broken_invariant_fails_the_gate_naming_its_queries(
+    tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Keyword loses the top-5 hit of Q05 that rerank had: no_lost_hits breaks, exit 4, even
+    though no rule breaches."""
+    config = write_config(tmp_path, rules="[{metric: ndcg@10, max_drop: 0.5}]")
+    config.write_text(config.read_text() + "    invariants: [{no_lost_hits: {k: 5}}]\n")
+    capsys.readouterr()
+    code = gate(
+        config, "--baseline-file", str(baseline_file), "--candidate", "replay:larkfield/keyword"
+    )
+    out = capsys.readouterr().out
+    assert (4, True) == (code, "Q05: missing df98766ea4cf from the top 5" in out)

@@ -136,6 +136,7 @@ def gate_suite(
         metadata={q.id: q.metadata for q in evalset},
         texts={q.id: q.text for q in evalset},
         history={},
+        invariants=suite.invariants,
     )
     verdict = gate_verdict(comparison)
     gated = GateResult(

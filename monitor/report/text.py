@@ -36,7 +36,8 @@ def render_comparison(
     Control characters are left out (:func:`monitor.terminal.printable`).
     """
     lines = [
-        f"suite {comparison.suite}: run {comparison.run_id}"
+        f"suite {comparison.suite}: "
+        + ("a run not recorded" if comparison.run_id is None else f"run {comparison.run_id}")
         + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
         f"verdict: {_VERDICT[comparison.verdict]}",
         "",
@@ -66,6 +67,16 @@ def render_comparison(
             f"  [{_MARK[r.status]:>7}] {r.rule}: {r.message}{_rule_interval(r)}"
             for r in comparison.rules
         ]
+    if comparison.invariants:
+        lines += ["", "invariants:"]
+        for invariant in comparison.invariants:
+            lines.append(f"  [{_MARK[invariant.status]:>7}] {invariant.name}: {invariant.message}")
+            lines += [
+                f"      {q.query_id}: missing {', '.join(q.missing_ids)} from the top {q.k}"
+                for q in invariant.queries[:queries]
+            ]
+            if len(invariant.queries) > queries:
+                lines.append(f"      ... and {len(invariant.queries) - queries} more")
     if comparison.worse_for():
         shown = comparison.worse_for()[:queries]
         lines += [
