@@ -10,7 +10,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
 
 from monitor.alerts.testing import breach, segment, worse
-from monitor.compare.records import Comparison, RuleOutcome, RuleStatus
+from monitor.compare.records import Comparison, RuleOutcome, RuleStatus, Verdict
 from monitor.config.model import Check, LinksConfig
 from monitor.gate.records import GateResult, gate_verdict
 from monitor.gate.render import annotations, junit_xml, markdown_summary
@@ -221,6 +221,21 @@ def test_markdown_summary_names_an_errored_suites_error() -> None:
     section = summary.split("## faq: ERROR", 1)[1]
     assert "Error: backend down" in section
     assert "| rule |" not in section
+
+
+@pytest.mark.parametrize(
+    ("verdict", "sentence"),
+    [
+        ("no_baseline", "Not compared: the suite has no baseline to compare with."),
+        ("evalset_changed", "Not compared: the eval set changed since the baseline was measured."),
+    ],
+)
+def test_markdown_summary_says_when_a_suite_was_not_compared(
+    verdict: Verdict, sentence: str
+) -> None:
+    """A comparison that could not use its baseline says why, above its skipped rules."""
+    summary = markdown_summary([gated(Comparison("docs", None, None, verdict))])
+    assert sentence in summary.splitlines()
 
 
 def test_markdown_summary_of_no_suite_says_so() -> None:

@@ -57,6 +57,13 @@ _VERDICT_SENTENCES: Final[Mapping[GateVerdict, str]] = MappingProxyType(
         "error": "the candidate could not be measured.",
     }
 )
+#: Comparison verdicts under which no rule could be checked against the baseline.
+_NOT_COMPARED: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "no_baseline": "the suite has no baseline to compare with.",
+        "evalset_changed": "the eval set changed since the baseline was measured.",
+    }
+)
 _STATUS_WORDS: Final[Mapping[RuleStatus, str]] = MappingProxyType(
     {
         "ok": "ok",
@@ -158,6 +165,8 @@ def _markdown_suite(result: GateResult) -> list[str]:
     if comparison is None:
         lines += ["", f"Error: {_md(result.error or 'no further detail')}"]
     else:
+        if comparison.verdict in _NOT_COMPARED:
+            lines += ["", f"Not compared: {_NOT_COMPARED[comparison.verdict]}"]
         lines += _markdown_rules(comparison.rules)
         lines += _markdown_worst(comparison)
         if comparison.warnings:
