@@ -15,27 +15,30 @@ from typing import Any
 import pytest
 import yaml
 
+from monitor.cli import build_parser
+
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / "jobs" / "ci" / "github-workflow.yml"
 GITLAB = ROOT / "jobs" / "ci" / "gitlab-ci.yml"
 
-#: The options of `retrieval-monitor gate`. The gate command is written alongside these files,
-#: so they are checked against this list rather than the command line's parser; once the gate
-#: is in `monitor.cli`, check them with `monitor.cli.build_parser()` instead. `--record` is a
-#: switch, every other option takes one value.
-GATE_FLAGS = (
-    "--config",
-    "--suite",
-    "--candidate",
-    "--run",
-    "--baseline-file",
-    "--junit",
-    "--markdown",
-    "--format",
-    "--record",
-    "--on-insufficient-evidence",
-)
+
+def _gate_options() -> dict[str, bool]:
+    """Return each option of the real `gate` sub-command and whether it takes a value."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    gate = commands.choices["gate"]
+    return {
+        flag: action.nargs != 0
+        for action in gate._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag != "--help"
+    }
+
+
+#: The options of `retrieval-monitor gate`, read from the command line's own parser.
+GATE_OPTIONS = _gate_options()
+GATE_FLAGS = tuple(GATE_OPTIONS)
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -51,11 +54,11 @@ def gate_parser() -> argparse.ArgumentParser:
     # No abbreviations: a file must spell each option in full.
     parser = argparse.ArgumentParser(prog="retrieval-monitor", add_help=False, allow_abbrev=False)
     parser.add_argument("command", choices=["gate"])
-    for flag in GATE_FLAGS:
-        if flag == "--record":
-            parser.add_argument(flag, action="store_true")
-        else:
+    for flag, takes_value in GATE_OPTIONS.items():
+        if takes_value:
             parser.add_argument(flag)
+        else:
+            parser.add_argument(flag, action="store_true")
     return parser
 
 
