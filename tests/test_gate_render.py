@@ -10,7 +10,14 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
 
 from monitor.alerts.testing import breach, segment, worse
-from monitor.compare.records import Comparison, RuleOutcome, RuleStatus, Verdict
+from monitor.compare.records import (
+    Comparison,
+    InvariantOutcome,
+    InvariantQuery,
+    RuleOutcome,
+    RuleStatus,
+    Verdict,
+)
 from monitor.config.model import Check, LinksConfig
 from monitor.gate.records import GateResult, gate_verdict
 from monitor.gate.render import annotations, junit_xml, markdown_summary
@@ -507,3 +514,38 @@ def test_junit_replaces_characters_xml_cannot_hold() -> None:
     (faq,) = list(parsed([errored("bad\x00byte\x0b")]))
     (error,) = next(iter(faq)).result
     assert "bad\ufffdbyte\ufffd" == error.message
+
+
+def broken_invariant() -> GateResult:
+    """Return a suite whose rules hold but whose no_lost_hits@5 invariant broke for Q34."""
+    invariant = InvariantOutcome(
+        name="no_lost_hits@5",
+        kind="no_lost_hits",
+        status="breach",
+        queries=(InvariantQuery("Q34", 5, ("d9a5",), ("ce19", "cc7d")),),
+        message="1 of 40 queries with a relevant hit in the baseline's top 5 lost it",
+    )
+    return gated(
+        Comparison(
+            "docs",
+            None,
+            None,
+            "regression",
+            rules=(error_rate_ok(),),
+            invariants=(invariant,),
+            primary_metric="ndcg@10",
+        )
+    )
+
+
+def test_a_broken_invariant_is_in_every_output_query_by_query() -> None:
+    """The markdown lists the breaking query, the annotation names it, JUnit fails its case."""
+    result = broken_invariant()
+    markdown = markdown_summary([result])
+    (line,) = annotations([result])
+    (suite,) = list(parsed([result]))
+    outcome = {case.name: [type(r).__name__ for r in case.result] for case in suite}
+    assert "- Q34: missing d9a5 from the top 5; retrieved ce19, cc7d" in markdown
+    assert line.startswith("::error title=docs%3A invariant no_lost_hits@5::")
+    assert "Q34" in line
+    assert ["Failure"] == outcome["invariant no_lost_hits@5"]

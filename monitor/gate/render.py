@@ -25,7 +25,13 @@ from urllib.parse import quote
 
 from monitor.alerts import text
 from monitor.alerts.model import RegressionDetails
-from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, RuleStatus
+from monitor.compare.records import (
+    Comparison,
+    InvariantOutcome,
+    QueryDiff,
+    RuleOutcome,
+    RuleStatus,
+)
 from monitor.config.model import LinksConfig
 from monitor.gate.records import GateResult, GateVerdict
 from monitor.terminal import printable
@@ -114,6 +120,15 @@ def annotations(results: Sequence[GateResult]) -> list[str]:
                 lines.append(_command("error", title, _breach_line(result, rule)))
             elif rule.status == "insufficient_evidence":
                 lines.append(_command("warning", title, _insufficient_reason(result.suite, rule)))
+        for invariant in result.comparison.invariant_breaches:
+            lines.append(
+                _command(
+                    "error",
+                    f"{result.suite}: {invariant.rule}",
+                    f"{invariant.message}; queries: "
+                    + ", ".join(q.query_id for q in invariant.queries[:SHOWN_QUERIES]),
+                )
+            )
     return lines
 
 
@@ -168,11 +183,33 @@ def _markdown_suite(result: GateResult) -> list[str]:
         if comparison.verdict in _NOT_COMPARED:
             lines += ["", f"Not compared: {_NOT_COMPARED[comparison.verdict]}"]
         lines += _markdown_rules(comparison.rules)
+        lines += _markdown_invariants(comparison.invariants)
         lines += _markdown_worst(comparison)
         if comparison.warnings:
             lines += ["", "### Warnings", ""]
             lines += [f"- {_md(warning)}" for warning in comparison.warnings]
     return lines + _markdown_links(result.links)
+
+
+def _markdown_invariants(invariants: Sequence[InvariantOutcome]) -> list[str]:
+    if not invariants:
+        return []
+    lines = ["", "| invariant | status | what was checked |", "|---|---|---|"]
+    for invariant in invariants:
+        status = {"ok": "ok", "breach": "broken", "skipped": "skipped"}[invariant.status]
+        lines.append(f"| {_md(invariant.name)} | {status} | {_md(invariant.message)} |")
+    for invariant in invariants:
+        if not invariant.breached:
+            continue
+        lines += ["", f"### {_md(invariant.name)}: queries that broke it", ""]
+        lines += [
+            f"- {_md(q.query_id)}: missing {_markdown_ids(q.missing_ids)} from the top {q.k}; "
+            f"retrieved {_markdown_ids(q.retrieved_ids)}"
+            for q in invariant.queries[:SHOWN_QUERIES]
+        ]
+        if len(invariant.queries) > SHOWN_QUERIES:
+            lines.append(f"- and {len(invariant.queries) - SHOWN_QUERIES} more")
+    return lines
 
 
 def _markdown_rules(rules: Sequence[RuleOutcome]) -> list[str]:
@@ -346,6 +383,25 @@ def _junit_suite(result: GateResult) -> ET.Element:
             counts["tests"] += 1
             counts["failures"] += rule.breached
             counts["skipped"] += rule.status in ("insufficient_evidence", "skipped")
+        for invariant in comparison.invariants:
+            case = ET.SubElement(
+                suite, "testcase", name=_xml(invariant.rule), classname=_xml(result.suite)
+            )
+            counts["tests"] += 1
+            if invariant.breached:
+                failure = ET.SubElement(
+                    case, "failure", message=_xml(invariant.message), type="invariant"
+                )
+                failure.text = _xml(
+                    "\n".join(
+                        f"{q.query_id}: missing {', '.join(q.missing_ids)} from the top {q.k}"
+                        for q in invariant.queries
+                    )
+                )
+                counts["failures"] += 1
+            elif invariant.status == "skipped":
+                ET.SubElement(case, "skipped", message=_xml(invariant.message))
+                counts["skipped"] += 1
     for key, count in counts.items():
         suite.set(key, str(count))
     return suite
