@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from monitor.exporters import SuiteSnapshot
     from monitor.publish import Sink
     from monitor.runner import RunResult
+    from monitor.search.base import Search
     from monitor.store import Store
     from monitor.store.records import RunFigures, RunRecord
 
@@ -211,7 +212,6 @@ def _run_locked(
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
-    from monitor.runner import run_queries
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
@@ -233,21 +233,7 @@ def _run_locked(
         _seed_baseline(suite, store, evalset, config_hash)
     search = build_search(suite.search.kind, suite.search.plugin_options())
     try:
-        result = run_queries(
-            evalset,
-            search,
-            k=suite.k,
-            concurrency=suite.runner.concurrency,
-            timeout=suite.runner.timeout_seconds,
-            retries=suite.runner.retries,
-            deadline=suite.runner.deadline_seconds,
-            error_budget=suite.runner.error_budget,
-            warmup=suite.runner.warmup,
-            progress=progress,
-            label=suite.name,
-            scrub=suite_scrubber(suite),
-            cancel=cancel,
-        )
+        result = search_suite(suite, evalset, search, progress=progress, cancel=cancel)
     except SearchBackendError as error:
         store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
         raise
@@ -280,6 +266,37 @@ def _run_locked(
         raise InternalError("comparing the run with its baseline", str(error)) from error
     _record_rule_flags(store, suite.name, run_id, comparison)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
+
+
+def search_suite(
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    search: Search,
+    *,
+    progress: bool | None = None,
+    label: str | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """Run ``evalset`` through ``search`` with the suite's runner settings (concurrency,
+    timeouts, retries, deadline, error budget, warm-up) and its secrets scrubbed from errors."""
+    from monitor.runner import run_queries
+
+    runner = suite.runner
+    return run_queries(
+        evalset,
+        search,
+        k=suite.k,
+        concurrency=runner.concurrency,
+        timeout=runner.timeout_seconds,
+        retries=runner.retries,
+        deadline=runner.deadline_seconds,
+        error_budget=runner.error_budget,
+        warmup=runner.warmup,
+        progress=progress,
+        label=label or suite.name,
+        scrub=suite_scrubber(suite),
+        cancel=cancel,
+    )
 
 
 def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:

@@ -91,11 +91,9 @@ def gate_suite(
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
-    from monitor.job import _record
-    from monitor.runner import run_queries
+    from monitor.job import _record, search_suite
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
-    from monitor.secrets import suite_scrubber
 
     evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
@@ -106,20 +104,7 @@ def gate_suite(
         )
     search = build_search(candidate.kind, dict(candidate.options))
     try:
-        result = run_queries(
-            evalset,
-            search,
-            k=suite.k,
-            concurrency=suite.runner.concurrency,
-            timeout=suite.runner.timeout_seconds,
-            retries=suite.runner.retries,
-            deadline=suite.runner.deadline_seconds,
-            error_budget=suite.runner.error_budget,
-            warmup=suite.runner.warmup,
-            progress=progress,
-            label=f"{suite.name} gate",
-            scrub=suite_scrubber(suite),
-        )
+        result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
     finally:
         close_search(search)
     evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
