@@ -14,6 +14,7 @@ failed is compared as usual (its failures count as misses) and
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,10 @@ from monitor.errors import SearchBackendError
 from monitor.metrics.spec import Metric
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from monitor.evalset import EvalSet
+    from monitor.evaluation import EvaluationResult
     from monitor.runner import RunResult
     from monitor.search import Search
 
@@ -135,7 +139,8 @@ class PipelineComparison:
         for row in self.rows:
             cells = []
             for metric in self.metrics:
-                text = f"{row.means[metric]:.4f}"
+                mean = row.means[metric]
+                text = "-" if math.isnan(mean) else f"{mean:.4f}"  # no answered query
                 if metric in row.deltas:
                     mark = "*" if row.p_values[metric] < self.alpha else " "
                     text = f"{row.deltas[metric]:+.3f}{mark} {text}"
@@ -148,7 +153,8 @@ class PipelineComparison:
         lines.append(
             f"\nreference: {self.rows[0].name}; other rows show the difference from it, "
             f"* where a two-sided paired randomization test gives p < {self.alpha:g} "
-            f"({self.evaluated} queries)"
+            f"({self.evaluated} queries; a failed query is left out of its pipeline's means "
+            "and of the tests it would be part of)"
         )
         if self.failed_rows:
             names = ", ".join(row.name for row in self.failed_rows)
@@ -174,7 +180,12 @@ def compare_pipelines(
     from monitor.runner import run_pipelines
 
     results: dict[str, RunResult] = run_pipelines(evalset, searches, **settings)
-    evaluations = {name: evaluate(evalset, result, metrics) for name, result in results.items()}
+    # A failed query is not quality: it is left out of its pipeline's means and of every
+    # paired test it would be part of (the errors column and the warnings count it).
+    evaluations = {
+        name: evaluate(evalset, result, metrics, exclude_failed=True)
+        for name, result in results.items()
+    }
     names = [str(m) for m in metrics]
     reference_name = next(iter(evaluations))
     reference = evaluations[reference_name]
@@ -182,11 +193,12 @@ def compare_pipelines(
     for name, evaluation in evaluations.items():
         deltas: dict[str, float] = {}
         p_values: dict[str, float] = {}
-        if name != reference_name:
+        common = _answered_in_both(reference, evaluation)
+        if name != reference_name and len(common[0]):
             for metric in metrics:
                 test = compare_paired(
-                    reference.values[metric],
-                    evaluation.values[metric],
+                    reference.values[metric][common[0]],
+                    evaluation.values[metric][common[1]],
                     alpha=alpha,
                     iterations=iterations,
                     seed=seed,
@@ -215,6 +227,20 @@ def compare_pipelines(
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _answered_in_both(
+    reference: EvaluationResult, other: EvaluationResult
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the positions, in each evaluation, of the queries both evaluated (answered)."""
+    import numpy as np
+
+    where = {qid: i for i, qid in enumerate(other.query_ids)}
+    pairs = [(i, where[qid]) for i, qid in enumerate(reference.query_ids) if qid in where]
+    if not pairs:
+        return np.array([], dtype=np.int64), np.array([], dtype=np.int64)
+    first, second = zip(*pairs, strict=True)
+    return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
 
 
 def _example(result: RunResult) -> str | None:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from monitor.bundled import larkfield_evalset
+from monitor.bundled import larkfield_evalset, larkfield_run
 from monitor.cli import main
 from monitor.errors import SearchBackendError, SearchCallError
 from monitor.metrics.spec import parse_metrics
@@ -180,3 +180,16 @@ def test_every_query_failing_is_a_backend_failure() -> None:
         f"pipeline 'down': every one of its {len(evalset)} queries failed: "
         f"ConnectError x{len(evalset)} (first: refused)"
     ) == str(failure)
+
+
+def test_failed_queries_are_left_out_not_counted_as_misses() -> None:
+    """The rerank ranking with ten of its queries failing differs from rerank by nothing on
+    the queries it answered: a failed query is not a miss."""
+    evalset = larkfield_evalset()
+    rerank = larkfield_run("rerank")
+    failing = {q.id: SearchCallError("HTTPStatusError 500", "boom") for q in list(evalset)[:10]}
+    flaky = FakeSearch(rerank, failures=failing)
+    searches = {"rerank": build_search("replay", {"bundled": "larkfield/rerank"}), "flaky": flaky}
+    comparison = compare_pipelines(evalset, searches, parse_metrics("mrr@10"), iterations=200)
+    row = comparison.rows[1]
+    assert (0.0, 10) == (row.deltas["mrr@10"], row.failed)
