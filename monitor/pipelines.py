@@ -8,8 +8,8 @@ A pipeline whose every query failed has no quality to compare: it is a failed se
 backend. Its row is still part of the comparison (marked as failed), and
 :meth:`PipelineComparison.backend_failure` returns the error naming every such pipeline, so
 that a caller never reports a dead pipeline as a result. A pipeline where only some queries
-failed is compared as usual (its failures count as misses) and
-:meth:`PipelineComparison.warnings` says how many failed and why.
+failed is compared on the queries it answered (a failed query is left out of its means and
+of the paired tests) and :meth:`PipelineComparison.warnings` says how many failed and why.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ def register(subparsers: Any) -> None:
             "A pipeline whose every query failed is a failed search backend: the table is "
             "still printed, with the pipeline marked FAILED, stderr names it and its errors, "
             "and the exit code is 3, whichever pipelines worked. A pipeline where only some "
-            "queries failed is compared (its failures count as misses) with a warning on "
-            "stderr."
+            "queries failed is compared on the queries it answered (a failed query is left "
+            "out of its means and of the paired tests) with a warning on stderr."
         ),
     )
     parser.add_argument(

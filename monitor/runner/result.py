@@ -106,6 +106,7 @@ class RunResult:
     def as_run(self) -> dict[str, list[str]]:
         """Return ``{query id: [doc ids best first]}`` for the metric engine.
 
-        A failed query maps to an empty ranking, so it counts as a miss, never as skipped.
+        A failed query maps to an empty ranking here; the monitor's own measurements leave it
+        out (``evaluate(..., exclude_failed=True)``), so it is never counted as a miss there.
         """
         return {outcome.query_id: list(outcome.retrieved_ids) for outcome in self.outcomes}
