@@ -23,7 +23,6 @@ from monitor.config import (
     Secret,
     SuiteConfig,
     TextfileExporterConfig,
-    check_config,
     config_hash,
     default_config,
     default_store_path,
@@ -33,6 +32,7 @@ from monitor.config import (
 from monitor.config.hashing import canonical
 from monitor.errors import ConfigError, UsageError
 from monitor.metrics.spec import Metric, default_metrics, parse_metrics
+from monitor.validate import check_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "config"

@@ -30,7 +30,9 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """Return the package modules that ``name`` imports anywhere, lazily or for typing too.
 
-    ``from a.b import c`` is an edge to ``a.b.c`` when that is a module, else to ``a.b``.
+    ``from a.b import c`` is an edge to ``a.b`` (importing from a package runs its
+    ``__init__``) and to ``a.b.c`` when that is a module. A module's own packages, whose
+    ``__init__`` has run before it, and the root package are not edges.
     """
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -43,10 +45,23 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 target = ".".join([*base[:keep], *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                found.add(sub if sub in modules else target)
-    return {module for module in found if module in modules and module != name}
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {
+        module
+        for module in (_owner(found_name, modules) for found_name in found)
+        if module is not None
+        and module != name
+        and module != "monitor"
+        and not name.startswith(module + ".")
+    }
+
+
+def _owner(dotted: str, modules: dict[str, Path]) -> str | None:
+    """Return the module that ``dotted`` (a module, or a name inside one) belongs to."""
+    while dotted and dotted not in modules:
+        dotted = dotted.rpartition(".")[0]
+    return dotted or None
 
 
 def import_cycles() -> list[list[str]]:
@@ -96,6 +111,18 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path: Path) -> None:
     modules["monitor"] = tmp_path / "__init__.py"
     assert {"monitor.b"} == _imports("monitor.a", modules["monitor.a"], modules)
     assert {"monitor.a"} == _imports("monitor.b", modules["monitor.b"], modules)
+
+
+def test_importing_from_a_package_is_an_edge_to_the_package(tmp_path: Path) -> None:
+    """``from monitor.p import m`` runs ``monitor/p/__init__.py``: an edge to both."""
+    modules = {
+        "monitor": tmp_path / "__init__.py",
+        "monitor.p": tmp_path / "p" / "__init__.py",
+        "monitor.p.m": tmp_path / "p" / "m.py",
+        "monitor.q": tmp_path / "q.py",
+    }
+    modules["monitor.q"].write_text("from monitor.p import m, name_in_p\n")
+    assert {"monitor.p", "monitor.p.m"} == _imports("monitor.q", modules["monitor.q"], modules)
 
 
 def _readme_exit_table() -> dict[int, str]:

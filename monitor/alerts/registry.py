@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
 
 from monitor.alerts.base import Clock, Notification, Notifier, NotifierContext, accepts, utcnow
 from monitor.alerts.model import SEVERITIES, Alert
-from monitor.config import vocab
 from monitor.config.model import (
     NotifierConfig,
     ScheduleConfig,
     Severity,
     SuiteConfig,
 )
+from monitor.config.vocab import MAX_INTERVAL_SECONDS, interval_to_seconds
 from monitor.daemon.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
 from monitor.plugins import ENTRYPOINT_PREFIX, PluginKinds
@@ -267,10 +267,10 @@ def _label(config: NotifierConfig) -> str:
 
 def _seconds(name: str, key: str, value: object, *, zero: bool = False) -> float:
     """Return an option given as seconds or as an interval such as ``30m`` or ``4h``."""
-    seconds = vocab.interval_to_seconds(value)
+    seconds = interval_to_seconds(value)
     valid = (
         seconds is not None
-        and seconds <= vocab.MAX_INTERVAL_SECONDS
+        and seconds <= MAX_INTERVAL_SECONDS
         and (seconds > 0 or (zero and seconds == 0))
     )
     if not valid or seconds is None:

@@ -6,9 +6,9 @@ raw dicts. See ``config/monitor.example.yaml`` for every key.
 
 from monitor.config.hashing import config_hash
 from monitor.config.load import (
-    check_config,
     default_config,
     default_store_path,
+    load_checked,
     load_config,
     load_config_text,
 )
@@ -61,11 +61,11 @@ __all__ = [
     "StoreConfig",
     "SuiteConfig",
     "TextfileExporterConfig",
-    "check_config",
     "config_hash",
     "config_schema",
     "default_config",
     "default_store_path",
+    "load_checked",
     "load_config",
     "load_config_text",
 ]

@@ -1,5 +1,7 @@
-"""Build a config's plug-ins as a run would, so that a config that checks also runs.
+"""Check that a config will run: its files exist and its plug-ins build as a run builds them.
 
+This stage sits after the config and the plug-in registries (search, notifiers), which it
+reads; the config itself knows none of them. :func:`check_config` loads and checks a file;
 :func:`check_builds` builds every search (the suite's and its eval set's ``reference``) and
 every notifier through the same registries a run uses, then closes them. Building connects
 nowhere: the ``http`` search makes its client (which connects on the first query) and the
@@ -12,6 +14,7 @@ the line of the option at fault (or of the plug-in's section when the plug-in na
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from monitor.config.model import (
@@ -23,6 +26,18 @@ from monitor.config.model import (
     SuiteConfig,
 )
 from monitor.errors import ConfigError, NotifierSetupError, SearchSetupError
+
+
+def check_config(
+    path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
+) -> MonitorConfig:
+    """Load the config file at ``path``, check that the files it names exist, and build (then
+    close) every search and notifier as a run would; raise ConfigError for the first problem."""
+    from monitor.config import load_checked
+
+    config = load_checked(path, env=env)
+    check_builds(config, environ=env)
+    return config
 
 
 def check_builds(config: MonitorConfig, *, environ: Mapping[str, str] | None = None) -> None:
