@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping
-from pathlib import Path
 
 import pytest
 
-import monitor.evalset
 from monitor.errors import InputError, UsageError
 from monitor.evalset import EvalSet
 from monitor.records import Query
@@ -258,39 +255,6 @@ def test_fingerprint_follows_additions() -> None:
     before = evalset.fingerprint
     evalset.add("q4", "new")
     assert before != evalset.fingerprint
-
-
-def evalset_imports() -> dict[str, set[str]]:
-    """Return each module of monitor.evalset and the monitor.evalset modules it imports.
-
-    Every import counts: top-level, inside functions and under TYPE_CHECKING.
-    """
-    package = Path(monitor.evalset.__file__).parent
-    names = {path.stem for path in package.glob("*.py") if path.stem != "__init__"}
-    graph: dict[str, set[str]] = {name: set() for name in names}
-    for name in names:
-        tree = ast.parse((package / f"{name}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "monitor.evalset":
-                graph[name] |= {alias.name for alias in node.names} & names
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                graph[name] |= {node.module.removeprefix("monitor.evalset.")} & names
-            elif isinstance(node, ast.Import):
-                graph[name] |= {a.name.removeprefix("monitor.evalset.") for a in node.names} & names
-    return graph
-
-
-def test_evalset_modules_import_each_other_one_way() -> None:
-    """No module of monitor.evalset imports, even lazily, one that imports it back."""
-    graph = evalset_imports()
-
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(
-            nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt}))
-            for nxt in graph[start]
-        )
-
-    assert [] == sorted(name for name in graph if reaches(name, name, {name}))
 
 
 def test_parse_reads_an_eval_set_from_text() -> None:
