@@ -18,6 +18,8 @@ from monitor.metrics.spec import Metric, default_metrics, parse_metrics
 if TYPE_CHECKING:
     import pandas as pd
 
+    from monitor.evalset.corpus import Corpus
+
 _EVALSET_SUFFIXES = {".jsonl", ".json", ".csv", ".yaml", ".yml"}
 
 
@@ -133,6 +135,7 @@ def evaluate(
     *,
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
+    corpus: Corpus | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -146,6 +149,9 @@ def evaluate(
     any miss; with ``exclude_failed`` they are left out of the values and the means instead,
     as if they were not in the eval set (a monitored run: a failure is not a quality figure,
     the error rate counts it). The answered queries are scored the same either way.
+
+    A metric with a unit (``recall@5[section]``) is scored on judgments and run rewritten
+    into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
     judged, ranked = _as_qrels(qrels), _as_run(run)
@@ -155,10 +161,12 @@ def evaluate(
         ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
     resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
     ranks = resolution.ranks
+    values = compute([m for m in specs if m.unit is None], ranks)
+    values.update(_unit_values(specs, judged, ranked, corpus, include_no_relevant, ranks.query_ids))
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
-        values=compute(specs, ranks),
+        values={m: values[m] for m in specs},
         counts=QueryCounts(
             evaluated=ranks.n,
             skipped_no_relevant=resolution.skipped_no_relevant,
@@ -168,6 +176,36 @@ def evaluate(
         duplicates=int(ranks.duplicates.sum()),
         queries_with_duplicates=int((ranks.duplicates > 0).sum()),
     )
+
+
+def _unit_values(
+    specs: Iterable[Metric],
+    judged: Qrels,
+    ranked: Run,
+    corpus: Corpus | None,
+    include_no_relevant: bool,
+    query_ids: tuple[str, ...],
+) -> dict[Metric, FloatArray]:
+    """Return the values of the metrics with a unit, one engine pass per unit and cut."""
+    groups: dict[tuple[str, str], list[Metric]] = {}
+    for metric in specs:
+        if metric.unit is not None:
+            groups.setdefault((metric.unit, metric.unit_cut), []).append(metric)
+    if not groups:
+        return {}
+    if corpus is None:
+        names = ", ".join(str(m) for group in groups.values() for m in group)
+        raise InputError("<corpus>", f"a corpus of passages to score {names}")
+    from monitor.units import to_units
+
+    out: dict[Metric, FloatArray] = {}
+    for (unit, cut), metrics in groups.items():
+        unit_qrels, unit_run = to_units(judged, ranked, corpus, unit, cut)
+        ranks = resolve(unit_qrels, unit_run, include_no_relevant=include_no_relevant).ranks
+        if ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
+            raise InputError(corpus.source, "the same queries per unit as per passage")
+        out.update(compute(metrics, ranks))
+    return out
 
 
 def _as_qrels(qrels: QrelsLike) -> Qrels:

@@ -210,6 +210,7 @@ def _run_locked(
     cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
     from monitor.compare import compare_runs
+    from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
     from monitor.runner.reference import judge_by_reference
@@ -241,7 +242,13 @@ def _run_locked(
         close_search(search)
 
     try:
-        evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+        evaluation = evaluate(
+            evalset,
+            result,
+            suite.metrics,
+            exclude_failed=True,
+            corpus=corpus_for(suite.evalset, suite.metrics),
+        )
         record = _record(suite, evalset, config_hash, result, evaluation)
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
@@ -425,6 +432,7 @@ def _failure_figures(error: BaseException) -> RunFigures:
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
     """Store the bundled run the suite names as its first baseline; return the run id."""
     from monitor import bundled
+    from monitor.evalset.corpus import corpus_for
     from monitor.evaluation import evaluate
     from monitor.runner import run_queries
     from monitor.search import build_search
@@ -436,7 +444,13 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    evaluation = evaluate(
+        evalset,
+        result,
+        suite.metrics,
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+    )
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_baseline(suite.name, run_id)

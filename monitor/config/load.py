@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Final
@@ -30,6 +31,7 @@ from monitor.config.model import (
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError, InputError, UsageError
 from monitor.io import read_bytes_limited
+from monitor.metrics.spec import Metric
 from monitor.store.location import SCHEMES, parse_store_url
 
 #: Where the embedded default configuration lives inside the package.
@@ -324,16 +326,32 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
             raise f.error(node, f"the key {key!r} (in the suite or in defaults)")
     chosen = sections.metrics(f, e.get("metrics"))
     depth = sections.depth(f, e.get("k"), chosen)
+    unit = sections.unit(f, e.get("unit"))
+    unit_cut = sections.unit_cut(f, e.get("unit_cut"), unit)
+    evalset = sections.evalset(f, e["evalset"])
+    rules = sections.rules(f, e.get("rules"), chosen)
+    if unit is not None:
+        # The suite's unit is part of each metric named without one: recall@5[section].
+        chosen = tuple(with_unit(m, unit, unit_cut) for m in chosen)
+        rules = tuple(
+            replace(r, metric=None if r.metric is None else with_unit(r.metric, unit, unit_cut))
+            for r in rules
+        )
+    if evalset.corpus is None and evalset.bundled is None:
+        united = [str(m) for m in chosen if m.unit is not None]
+        if united:
+            where = e.get("unit") or e.get("metrics") or node
+            raise f.error(where, f"an 'evalset.corpus' to count {united[0]} in units")
     return SuiteConfig(
         name=name,
-        evalset=sections.evalset(f, e["evalset"]),
+        evalset=evalset,
         search=sections.search(f, e["search"]),
         metrics=chosen,
         k=depth,
         pipeline=sections.pipeline(f, e.get("pipeline"), name),
         runner=sections.runner(f, e.get("runner")),
         schedule=sections.schedule(f, e.get("schedule")),
-        rules=sections.rules(f, e.get("rules"), chosen),
+        rules=rules,
         significance=sections.significance(f, e.get("significance")),
         segments=sections.segments(f, e.get("segments")),
         exporters=sections.exporters(f, e.get("exporters")),
@@ -342,4 +360,11 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         links=sections.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
+        unit=unit,
+        unit_cut=unit_cut,
     )
+
+
+def with_unit(metric: Metric, unit: str, unit_cut: str) -> Metric:
+    """Return ``metric`` counted in ``unit`` unless its name already gives a unit."""
+    return metric if metric.unit is not None else replace(metric, unit=unit, unit_cut=unit_cut)

@@ -121,6 +121,9 @@ class EvalSetConfig:
     bundled: str | None = None
     reference: SearchConfig | None = None
     reference_k: int = 10
+    #: The passages beside the set (JSONL, CSV or TSV, gzip accepted); a bundled set brings
+    #: its own when this is None.
+    corpus: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +407,10 @@ class SuiteConfig:
     links: LinksConfig = LinksConfig()
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
+    #: The evaluation unit the suite's metrics are counted in (None: the passage) and how
+    #: they cut (see monitor.units); already part of each metric in ``metrics`` and ``rules``.
+    unit: str | None = None
+    unit_cut: str = "passages"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

@@ -163,6 +163,11 @@ def _suite() -> Schema:
                     ),
                 }
             ),
+            "unit": _text(
+                r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*",
+                "What metrics count: passage, section, document or corpus fields joined by +.",
+            ),
+            "unit_cut": {"enum": ["passages", "units"]},
             "segments": {
                 "type": "array",
                 "uniqueItems": True,
@@ -250,6 +255,9 @@ def _evalset() -> Schema:
                 "results replace the set's judgments.",
             },
             "reference_k": {"type": "integer", "minimum": 1},
+            "corpus": _text(
+                description="The passages (JSONL, CSV or TSV, gzip accepted): id, text, fields."
+            ),
         },
         oneOf=[
             {"required": ["path"], "not": {"required": ["bundled"]}},

@@ -33,6 +33,7 @@ from monitor.errors import MetricError, UsageError
 from monitor.metrics.spec import (
     DEFAULT_CUTOFFS,
     MEASURES,
+    UNIT_CUTS,
     Cutoff,
     Metric,
     default_metrics,
@@ -98,6 +99,9 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
     an optional ``reference`` search (and ``reference_k``) whose results are the judgments."""
     entries = f.mapping(node, vocab.EVALSET_KEYS, "the eval set: path or bundled")
     reference = search(f, entries["reference"]) if "reference" in entries else None
+    corpus = None
+    if "corpus" in entries:
+        corpus = f.path(entries["corpus"], "a corpus file (.jsonl, .csv, .tsv)", must_exist=True)
     reference_k = 10
     if "reference_k" in entries:
         if reference is None:
@@ -114,7 +118,9 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
             "a bundled eval set name such as larkfield",
             pattern=vocab.BUNDLED_SET,
         )
-        return EvalSetConfig(bundled=name, reference=reference, reference_k=reference_k)
+        return EvalSetConfig(
+            bundled=name, reference=reference, reference_k=reference_k, corpus=corpus
+        )
     path = f.path(
         f.require(node, entries, "path", " (or 'bundled')"), "an eval set file", must_exist=True
     )
@@ -131,7 +137,12 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
             raise f.error(entries["queries"], "'queries' only with TREC qrels (format: trec)")
         queries = f.path(entries["queries"], "a queries TSV file", must_exist=True)
     return EvalSetConfig(
-        path=path, format=fmt, queries=queries, reference=reference, reference_k=reference_k
+        path=path,
+        format=fmt,
+        queries=queries,
+        reference=reference,
+        reference_k=reference_k,
+        corpus=corpus,
     )
 
 
@@ -591,3 +602,29 @@ def baseline(f: Fields, node: Node | None) -> BaselineConfig | None:
         pattern=vocab.BUNDLED_RUN,
     )
     return BaselineConfig(bundled_run=run)
+
+
+def unit(f: Fields, node: Node | None) -> str | None:
+    """Read ``unit``: ``passage`` (the default), ``section``, ``document``, a corpus field or
+    fields joined by ``+``."""
+    if node is None:
+        return None
+    name = f.string(node, "a unit: passage, section, document or corpus fields joined by +")
+    try:
+        return Metric("recall", 1, name).unit
+    except MetricError:
+        expected = "a unit: passage, section, document or fields joined by +"
+        raise f.error(node, expected, show=True) from None
+
+
+def unit_cut(f: Fields, node: Node | None, chosen_unit: str | None) -> str:
+    """Read ``unit_cut``: ``passages`` (cut at k returned passages) or ``units``."""
+    if node is None:
+        return "passages"
+    expected = "a unit cut: " + " or ".join(UNIT_CUTS)
+    cut = f.string(node, expected)
+    if cut not in UNIT_CUTS:
+        raise f.error(node, expected, show=True)
+    if chosen_unit is None and cut != "passages":
+        raise f.error(node, "'unit_cut: units' only beside a 'unit' other than passage")
+    return cut

@@ -32,12 +32,14 @@ SUITE_KEYS = (
     "pipeline",
     "baseline",
     "invariants",
+    "unit",
+    "unit_cut",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links")
 
 STORE_KEYS = ("url", "path")
-EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k")
+EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k", "corpus")
 RUNNER_KEYS = (
     "concurrency",
     "timeout_seconds",

@@ -89,6 +89,7 @@ def gate_suite(
     query is sent; a failed search backend raises its SearchBackendError.
     """
     from monitor.compare import compare_runs
+    from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
     from monitor.job import _record, search_suite
@@ -107,7 +108,13 @@ def gate_suite(
         result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
     finally:
         close_search(search)
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    evaluation = evaluate(
+        evalset,
+        result,
+        suite.metrics,
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+    )
     run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
     if record_in is not None:
         run = record_in.get_run(record_in.save_run(run))
