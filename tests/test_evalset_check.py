@@ -145,3 +145,19 @@ def test_stats_counts_queries_grades_and_metadata(capsys: pytest.CaptureFixture[
         stats["metadata"]["language"]["fr"],
     )
     assert evalset_stats(bundled.larkfield_evalset()).fingerprint == stats["fingerprint"]
+
+
+def test_the_run_report_shows_each_drop_rule_with_the_check_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report's recall@5 rule line carries the figure evalset check gives for it."""
+    monkeypatch.chdir(tmp_path)
+    store_path = str(tmp_path / "m.db")
+    main(["run", "--store", store_path, "--no-progress"])
+    capsys.readouterr()
+    main(["evalset", "check", "--store", store_path, "--format", "json"])
+    power = {p["metric"]: p for p in json.loads(capsys.readouterr().out)["power"]}
+    main(["report", "--suite", "larkfield", "--store", store_path])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "recall@5 max_drop:" in x)
+    drop = power["recall@5"]["minimal_detectable_drop"]
+    assert f"59 answerable queries detects drops of {drop:.2f} or more with 80% power" in line

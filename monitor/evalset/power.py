@@ -57,17 +57,21 @@ class PowerFigure:
         """Return whether the rule's threshold is at least the minimal detectable drop."""
         return self.threshold >= self.drop
 
-    def sentence(self) -> str:
-        """Return the figure as one sentence for reports and warnings."""
+    def clause(self) -> str:
+        """Return ``this set of 59 answerable queries detects drops of 0.07 or more ...``."""
         unit = " of the baseline" if self.relative else ""
         drop = f"{self.drop:.0%}" if self.relative else f"{self.drop:.2f}"
-        where = (
-            "" if self.source == "paired deltas" else " (from the baseline's values: no run yet)"
-        )
+        where = ""
+        if self.source == "baseline values":
+            where = " (from the baseline's values: no run yet)"
         return (
-            f"{self.rule} {self.threshold:g}: this set of {self.n} answerable queries detects "
-            f"drops of {drop}{unit} or more with {self.power:.0%} power{where}"
+            f"this set of {self.n} answerable queries detects drops of {drop}{unit} or more "
+            f"with {self.power:.0%} power{where}"
         )
+
+    def sentence(self) -> str:
+        """Return ``recall@5 max_drop 0.05: this set of ...`` for checks and warnings."""
+        return f"{self.rule} {self.threshold:g}: {self.clause()}"
 
     def to_dict(self) -> dict[str, object]:
         """Return the figure under its JSON names."""

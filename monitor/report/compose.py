@@ -17,6 +17,7 @@ from monitor.errors import MonitorError, StoreLookupError, UsageError
 from monitor.report.records import Report
 
 if TYPE_CHECKING:
+    from monitor.compare.records import RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.store import RunRecord, Store
@@ -77,7 +78,11 @@ def compose_report(
         texts=texts,
         history=history,
     )
-    comparison = replace(comparison, warnings=(*comparison.warnings, *warnings))
+    comparison = replace(
+        comparison,
+        warnings=(*comparison.warnings, *warnings),
+        rules=_with_power(comparison.rules, suite, baseline, run),
+    )
 
     errors = {
         summary.run_id: summary.error or "failed"
@@ -175,3 +180,28 @@ def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str,
     if suite.significance.persistence is None:
         return {}
     return rule_history(store, suite.name, before=run.run_id)
+
+
+def _with_power(
+    rules: tuple[RuleOutcome, ...],
+    suite: SuiteConfig,
+    baseline: RunRecord | None,
+    run: RunRecord,
+) -> tuple[RuleOutcome, ...]:
+    """Return ``rules`` with each drop rule's minimal detectable drop added to its message."""
+    from monitor.evalset.power import rule_power
+
+    if baseline is None:
+        return rules
+    figures = {}
+    for config in suite.rules:
+        figure = rule_power(config, baseline, run, suite.significance.alpha)
+        if figure is not None:
+            figures[config.name] = figure
+    out = []
+    for outcome in rules:
+        figure = figures.get(outcome.rule)
+        if figure is not None:
+            outcome = replace(outcome, message=f"{outcome.message}; {figure.clause()}")
+        out.append(outcome)
+    return tuple(out)
