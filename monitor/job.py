@@ -261,6 +261,8 @@ def _run_locked(
             texts={q.id: q.text for q in evalset},
             history=history,
             invariants=suite.invariants,
+            qrels=evalset.qrels(),
+            coverage=suite.coverage,
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error

@@ -122,6 +122,8 @@ def gate_suite(
         texts={q.id: q.text for q in evalset},
         history={},
         invariants=suite.invariants,
+        qrels=evalset.qrels(),
+        coverage=suite.coverage,
     )
     verdict = gate_verdict(comparison)
     gated = GateResult(

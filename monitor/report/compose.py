@@ -47,7 +47,7 @@ def compose_report(
     if baseline is not None and run.run_id == baseline_id:
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
 
-    metadata = texts = None
+    metadata = texts = qrels = None
     try:
         evalset = load_evalset(suite.evalset)
         if suite.evalset.reference is not None:
@@ -59,6 +59,8 @@ def compose_report(
     else:
         metadata = {query.id: query.metadata for query in evalset}
         texts = {query.id: query.text for query in evalset}
+        # Coverage and judged-only figures need the very judgments the run was scored with.
+        qrels = evalset.qrels() if evalset.fingerprint == run.evalset_fingerprint else None
         if evalset.fingerprint != run.evalset_fingerprint:
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
@@ -76,6 +78,8 @@ def compose_report(
         metadata=metadata,
         texts=texts,
         history=history,
+        qrels=qrels,
+        coverage=suite.coverage,
     )
     comparison = replace(comparison, warnings=(*comparison.warnings, *warnings))
 

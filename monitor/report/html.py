@@ -28,6 +28,11 @@ _VERDICT = {
         "Insufficient evidence",
         "A threshold was passed, but the change is within noise: reported, not alerted.",
     ),
+    "unjudged": (
+        "Labels needed",
+        "A rule breached, but the top k now holds documents nobody judged: the regression "
+        "alert is held until they are labelled.",
+    ),
     "no_baseline": (
         "No baseline",
         "Nothing to compare with: pin one with `retrieval-monitor baseline set`.",
@@ -43,6 +48,7 @@ _STATUS = {
     "insufficient_evidence": "noise?",
     "pending": "pending",
     "skipped": "skipped",
+    "unjudged": "labels?",
 }
 _CHANGE = {
     "lost_hit": ("lost hit", "a relevant document was in the top k and none is now"),

@@ -14,12 +14,15 @@ _MARK = {
     "insufficient_evidence": "noise?",
     "pending": "pending",
     "skipped": "skipped",
+    "unjudged": "labels?",
 }
 _VERDICT = {
     "ok": "ok: no rule breached",
     "regression": "REGRESSION: a rule breached with significant evidence",
     "insufficient_evidence": "insufficient evidence: a threshold was passed, but the drop is "
     "not significant",
+    "unjudged": "unjudged: labels needed; a rule breached, but its top k holds documents "
+    "nobody judged (regression alert held)",
     "no_baseline": "no baseline yet: pin one with `retrieval-monitor baseline set`",
     "evalset_changed": "eval set changed: not compared; pin a new baseline",
 }
