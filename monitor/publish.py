@@ -80,6 +80,7 @@ def suite_snapshot(
         )
     run, comparison = outcome.run, outcome.comparison
     changes = comparison.metrics
+    overlap = comparison.overlap
     segments: dict[str, dict[str, dict[str, float]]] = {}
     for segment in comparison.segments:
         values = segments.setdefault(segment.key, {}).setdefault(segment.value, {})
@@ -116,6 +117,10 @@ def suite_snapshot(
         baseline_run_id=comparison.baseline_run_id,
         index_size=figures.index_size,
         segments=segments,
+        overlap_k=overlap.k if overlap is not None else None,
+        rbo=overlap.rbo if overlap is not None else None,
+        jaccard=overlap.jaccard if overlap is not None else None,
+        labels_needed=bool(comparison.held) if comparison.coverage else None,
         last_success_at=run.finished_at,
     )
 

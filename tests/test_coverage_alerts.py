@@ -12,6 +12,7 @@ import pytest
 
 from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
+from monitor.compare.overlap import rank_biased_overlap
 from tests.test_coverage_verdict import QUERIES, baseline_ranking, judged_ranking, qrels
 
 SUITE = """
@@ -134,3 +135,18 @@ def test_labels_needed_resolves_when_coverage_is_back(
     main(["run", "--config", str(write(tmp_path, receiver, "unjudged")), "--no-progress"])
     main(["run", "--config", str(write(tmp_path, receiver, "baseline")), "--no-progress"])
     assert ["firing", "resolved"] == [status for status, *_ in sent(receiver)]
+
+
+def test_the_gauges_say_labels_are_needed_and_how_far_the_rankings_moved(
+    tmp_path: Path, receiver: RecordingReceiver
+) -> None:
+    """The textfile holds retrieval_labels_needed 1 and the mean RBO of the top 10."""
+    pin_baseline(tmp_path, receiver)
+    main(["run", "--config", str(write(tmp_path, receiver, "unjudged")), "--no-progress"])
+    text = (tmp_path / "suite.prom").read_text()
+    moved = rank_biased_overlap(baseline_ranking(0), unjudged_ranking(0), 10)
+    mean = (30 * moved + 10 * 1.0) / QUERIES
+    assert 'retrieval_labels_needed{pipeline="nightly",suite="nightly"} 1.0' in text
+    line = next(x for x in text.splitlines() if x.startswith("retrieval_rank_biased_overlap"))
+    assert mean == pytest.approx(float(line.rsplit(" ", 1)[1]))
+    assert 'k="10"' in line

@@ -73,6 +73,10 @@ def successful_run() -> SuiteSnapshot:
                 "en": {"recall@5": 0.85, "ndcg@10": 0.73},
             }
         },
+        overlap_k=10,
+        rbo=0.7125,
+        jaccard=0.5833333333333334,
+        labels_needed=False,
     )
 
 
