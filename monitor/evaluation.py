@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 import numpy as np
 
 from monitor.errors import InputError
-from monitor.metrics.engine import compute
+from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
-from monitor.metrics.spec import Metric, default_metrics, parse_metrics
+from monitor.metrics.spec import COUNTS, Metric, default_metrics, parse_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,6 +39,10 @@ class _HasFailures(Protocol):
     @property
     def failures(self) -> tuple[_Outcome, ...]: ...
 
+
+#: Which queries the means are over (see :func:`evaluate`).
+Average: TypeAlias = Literal["answerable", "trec_eval", "all"]
+AVERAGES: tuple[str, ...] = get_args(Average)
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
 RunLike: TypeAlias = "Run | _HasRun | str | Path"
@@ -80,6 +84,14 @@ class EvaluationResult:
         return {
             str(m): float(np.mean(self.values[m])) if self.query_ids else math.nan
             for m in self.metrics
+        }
+
+    @property
+    def summary(self) -> dict[str, float]:
+        """Return trec_eval's summary of each metric: the sum for counts, else the mean."""
+        return {
+            str(m): float(np.sum(self.values[m])) if m.measure in COUNTS else mean
+            for m, mean in zip(self.metrics, self.means.values(), strict=True)
         }
 
     @property
@@ -133,6 +145,10 @@ def evaluate(
     *,
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
+    judged_only: bool = False,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    average: Average | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -146,6 +162,16 @@ def evaluate(
     any miss; with ``exclude_failed`` they are left out of the values and the means instead,
     as if they were not in the eval set (a monitored run: a failure is not a quality figure,
     the error rate counts it). The answered queries are scored the same either way.
+
+    The other options have trec_eval's meaning. ``relevance_level`` (``-l``): binary measures
+    count grades >= N as relevant, ndcg, dcg and err keep the grades as gains.
+    ``max_docs`` (``-M``): each ranking is cut to its first N, in trec_eval's order, before
+    every measure. ``judged_only`` (``-J``): documents without a judgment of grade >= 0 are
+    removed from each ranking before scoring. ``average`` chooses the queries of the means:
+    ``"answerable"`` (the default) those with a relevant judgment, ``"trec_eval"`` those in
+    both the judgments and the run, no-relevant ones counted as 0 (trec_eval without ``-c``),
+    ``"all"`` every judged query, missing ones 0 (``trec_eval -c``, the same as
+    ``include_no_relevant``).
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
     judged, ranked = _as_qrels(qrels), _as_run(run)
@@ -153,16 +179,31 @@ def evaluate(
     if failed:
         judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
         ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
-    resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
+    if average is None:
+        average = "all" if include_no_relevant else "answerable"
+    elif average not in AVERAGES:
+        raise InputError("<average>", f"one of {', '.join(AVERAGES)}", found=average)
+    elif include_no_relevant and average == "answerable":
+        raise InputError("<average>", "average 'all' with include_no_relevant", found=average)
+    resolution = resolve(
+        judged,
+        ranked,
+        include_no_relevant=average != "answerable",
+        only_in_run=average == "trec_eval",
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        with_judged=needs_judgments(specs),
+    )
     ranks = resolution.ranks
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
-        values=compute(specs, ranks),
+        values=compute(specs, resolution),
         counts=QueryCounts(
             evaluated=ranks.n,
             skipped_no_relevant=resolution.skipped_no_relevant,
-            missing_from_run=int(ranks.missing.sum()),
+            missing_from_run=int(ranks.missing.sum()) + resolution.not_in_run,
             not_judged=resolution.not_judged,
         ),
         duplicates=int(ranks.duplicates.sum()),
