@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
     from monitor.exporters import SuiteSnapshot
+    from monitor.metrics.spec import Metric
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.search.base import Search
@@ -241,7 +242,7 @@ def _run_locked(
         close_search(search)
 
     try:
-        evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+        evaluation = evaluate(evalset, result, recorded_metrics(suite), exclude_failed=True)
         record = _record(suite, evalset, config_hash, result, evaluation)
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
@@ -299,6 +300,16 @@ def search_suite(
         scrub=suite_scrubber(suite),
         cancel=cancel,
     )
+
+
+def recorded_metrics(suite: SuiteConfig) -> tuple[Metric, ...]:
+    """Return the metrics a run of ``suite`` records: its own, then ``judged@k`` at its
+    largest cutoff (judgment coverage, which tells whether the others can be trusted)."""
+    from monitor.metrics.spec import Metric
+
+    cutoffs = [metric.k for metric in suite.metrics if metric.k is not None]
+    coverage = Metric("judged", max(cutoffs, default=suite.k))
+    return tuple(dict.fromkeys((*suite.metrics, coverage)))
 
 
 def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:
@@ -438,7 +449,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    evaluation = evaluate(evalset, result, recorded_metrics(suite), exclude_failed=True)
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_baseline(suite.name, run_id)

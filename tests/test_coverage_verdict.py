@@ -143,9 +143,10 @@ def test_judged_only_means_follow_trec_eval_minus_j() -> None:
     assert {"mrr@10": 1.0} == judged_only_means(run, qrels(), ["mrr@10"])
 
 
-def test_judged_at_k_divides_by_k() -> None:
-    """Two judged documents of a three-long ranking give judged@10 = 0.2, as trec_eval."""
-    assert 0.2 == judged_at(["r0", "x", "n0-0"], qrels()["q00"], 10)
+def test_judged_at_k_is_the_engines_share_of_the_ranking() -> None:
+    """Two judged documents of a three-long ranking give judged@10 = 2/3 (of what was shown)."""
+    run = record({"q00": ["r0", "x", "n0-0"]}, 1)
+    assert {"q00": pytest.approx(2 / 3)} == judged_at(run, qrels(), 10)
 
 
 def test_an_unjudged_verdict_passes_the_gate_as_insufficient_evidence() -> None:
@@ -161,3 +162,11 @@ def test_the_comparison_json_carries_coverage() -> None:
     data = compare_runs(current, baseline, [RULE], significance=FAST, qrels=qrels()).to_dict()
     (entry,) = data["coverage"]
     assert ("judged@10", 60, 30) == (entry["metric"], entry["unjudged_added"], entry["queries"])
+
+
+def test_queries_judged_only_by_their_relevant_documents_hold_nothing() -> None:
+    """Without a judged non-relevant document coverage is not measured: a breach alerts."""
+    baseline, current = runs("unjudged")
+    relevant_only = {qid: {f"r{int(qid[1:])}": 1} for qid in qrels()}
+    comparison = compare_runs(current, baseline, [RULE], significance=FAST, qrels=relevant_only)
+    assert ("regression", ()) == (comparison.verdict, comparison.coverage)

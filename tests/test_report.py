@@ -126,7 +126,7 @@ def test_csv_has_a_row_per_metric_with_rule_status(
     rows = list(csv.DictReader(io.StringIO(out)))
     by_metric = {row["metric"]: row for row in rows}
     assert list(CSV_COLUMNS) == list(rows[0])
-    assert 24 + 3 == len(rows)  # the default metrics, then latency p95 and two rates
+    assert 24 + 1 + 3 == len(rows)  # the default metrics, judged@10, latency p95, two rates
     assert "breach" == by_metric["mrr@10"]["status"]
     assert "insufficient_evidence" == by_metric["recall@5"]["status"]
     assert "" == by_metric["map@10"]["status"]

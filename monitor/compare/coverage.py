@@ -1,22 +1,23 @@
 """Judgment coverage: how much of a run's top k its eval set has judged, and whether it fell.
 
-``judged@k`` of a query is trec_eval's ``judged_k``: the documents of the top k that have a
-judgment (any grade, 0 included), divided by k, so a ranking shorter than k counts its
-missing ranks as unjudged. A drop in a quality metric that comes with a fall of coverage
-may be an artefact: the new ranking put documents nobody labelled into the top k, each
-scored as not relevant. :func:`coverage_change` measures that fall against the baseline over
-the queries both runs answered and evaluated, and counts the unjudged documents that came
-in; the comparison holds a quality breach as ``unjudged`` (labels needed) when the fall is
+``judged@k`` of a query is the engine's (:mod:`monitor.metrics.judgments`): the share of
+the top k (of a shorter ranking, all of it) that has a judgment of any grade. A drop in a
+quality metric that comes with a fall of coverage may be an artefact: the new ranking put
+documents nobody labelled into the top k, each scored as not relevant.
+:func:`coverage_change` measures that fall against the baseline over the queries both runs
+answered and evaluated whose judgments include a non-relevant one, and counts the unjudged
+documents that came in; the comparison holds a quality breach as ``unjudged`` (labels needed) when the fall is
 larger than the suite's ``coverage.max_drop``.
 
 Judged-only figures (trec_eval ``-J``) are the same metrics with every unjudged document
-removed from each ranking before scoring (those below move up): :func:`judged_only_means`.
+removed from each ranking before scoring (those below move up), as the engine's
+``judged_only`` scores them: :func:`judged_only_means`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,60 +71,81 @@ def _answered(query: QueryRecord) -> bool:
     return query.error_type is None and bool(query.values)
 
 
-def judged_count(ranking: Iterable[str], judged: Collection[str], k: int) -> int:
-    """Return how many of the first ``k`` distinct ids of ``ranking`` are judged."""
-    return sum(1 for doc in list(dict.fromkeys(ranking))[:k] if doc in judged)
+def _pooled(grades: Mapping[str, int]) -> bool:
+    """Return whether a query's judgments include a non-relevant one (grade <= 0)."""
+    return any(grade <= 0 for grade in grades.values())
 
 
-def judged_at(ranking: Iterable[str], judged: Collection[str], k: int) -> float:
-    """Return ``judged@k`` of one ranking: judged documents of the top ``k``, divided by k."""
-    return judged_count(ranking, judged, k) / k
+def _rankings(run: RunRecord, qrels: Qrels) -> tuple[Qrels, dict[str, list[str]]]:
+    """Return the judgments and rankings of ``run``'s answered, evaluated queries."""
+    ranked = {q.query_id: list(q.retrieved_ids) for q in run.queries if _answered(q)}
+    return {qid: qrels[qid] for qid in ranked if qid in qrels}, ranked
+
+
+def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
+    """Return ``judged@k`` of each answered, evaluated query of ``run``, by the engine."""
+    from monitor.evaluation import evaluate
+
+    judged, ranked = _rankings(run, qrels)
+    if not judged:
+        return {}
+    result = evaluate(judged, ranked, [f"judged@{k}"])
+    values = result.values[result.metrics[0]]
+    return dict(zip(result.query_ids, values.tolist(), strict=True))
+
+
+def _unjudged(ranking: Sequence[str], share: float, k: int) -> int:
+    """Return how many documents of the top ``k`` of ``ranking`` have no judgment, from its
+    ``judged@k`` (a share of the top min(k, retrieved))."""
+    shown = min(k, len(dict.fromkeys(ranking)))
+    return shown - round(share * shown)
 
 
 def coverage_change(
     baseline: RunRecord, current: RunRecord, qrels: Qrels, k: int
 ) -> CoverageChange | None:
     """Return coverage at ``k`` of both runs over the queries both answered and evaluated
-    (None when there are none)."""
-    before = {q.query_id: q for q in baseline.queries if _answered(q)}
-    pairs = [
-        (before[q.query_id], q) for q in current.queries if _answered(q) and q.query_id in before
-    ]
+    whose judgments include a non-relevant one (None when there are none).
+
+    A query judged only by its relevant documents says nothing of the others: there every
+    other document is unjudged, and coverage would only repeat precision (a lost relevant
+    document would read as a lost judgment). So only such pooled queries count.
+    """
+    pooled = {qid: grades for qid, grades in qrels.items() if _pooled(grades)}
+    old, new = judged_at(baseline, pooled, k), judged_at(current, pooled, k)
+    before = {q.query_id: q.retrieved_ids for q in baseline.queries}
+    pairs = [(q.query_id, q.retrieved_ids) for q in current.queries if q.query_id in old]
+    pairs = [(qid, ranking) for qid, ranking in pairs if qid in new]
     if not pairs:
         return None
-    old = new = 0.0
     added = queries = 0
-    for was, now in pairs:
-        judged = qrels.get(now.query_id, {})
-        old_judged = judged_count(was.retrieved_ids, judged, k)
-        new_judged = judged_count(now.retrieved_ids, judged, k)
-        old += old_judged / k
-        new += new_judged / k
-        old_unjudged = min(k, len(dict.fromkeys(was.retrieved_ids))) - old_judged
-        new_unjudged = min(k, len(dict.fromkeys(now.retrieved_ids))) - new_judged
-        if new_unjudged > old_unjudged:
-            added += new_unjudged - old_unjudged
+    for qid, ranking in pairs:
+        more = _unjudged(ranking, new[qid], k) - _unjudged(before[qid], old[qid], k)
+        if more > 0:
+            added += more
             queries += 1
     n = len(pairs)
-    return CoverageChange(k, old / n, new / n, n, added, queries)
+    return CoverageChange(
+        k,
+        sum(old[qid] for qid, _ in pairs) / n,
+        sum(new[qid] for qid, _ in pairs) / n,
+        n,
+        added,
+        queries,
+    )
 
 
 def judged_only_means(run: RunRecord, qrels: Qrels, metrics: Iterable[str]) -> dict[str, float]:
-    """Return each metric's mean over ``run``'s evaluated queries with unjudged documents
-    removed from every ranking first (trec_eval ``-J``); NaN when none was evaluated."""
+    """Return each metric's mean over ``run``'s evaluated queries scored judged-only
+    (trec_eval ``-J``: unjudged documents removed from each ranking first); NaN when none was
+    evaluated. ``judged@k`` itself is left out: judged-only, it is 1 by construction."""
     from monitor.evaluation import evaluate
 
-    names = [name for name in metrics if name.partition("@")[0] != "judged"]
-    ranked = {
-        q.query_id: [doc for doc in q.retrieved_ids if doc in qrels.get(q.query_id, {})]
-        for q in run.queries
-        if _answered(q)
-    }
-    judged = {qid: dict(qrels[qid]) for qid in ranked if qid in qrels}
+    names = [name for name in metrics if parse_metric(name).measure != "judged"]
+    judged, ranked = _rankings(run, qrels)
     if not names or not judged:
         return dict.fromkeys(names, math.nan)
-    result = evaluate(judged, ranked, names)
-    return dict(result.means)
+    return dict(evaluate(judged, ranked, names, judged_only=True).means)
 
 
 def depth(metrics: Iterable[str], default: int = 10) -> int:
