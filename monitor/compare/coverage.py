@@ -6,8 +6,8 @@ quality metric that comes with a fall of coverage may be an artefact: the new ra
 documents nobody labelled into the top k, each scored as not relevant.
 :func:`coverage_change` measures that fall against the baseline over the queries both runs
 answered and evaluated whose judgments include a non-relevant one, and counts the unjudged
-documents that came in; the comparison holds a quality breach as ``unjudged`` (labels needed) when the fall is
-larger than the suite's ``coverage.max_drop``.
+documents that came in; the comparison holds a quality breach as ``unjudged`` (labels
+needed) when the fall is larger than the suite's ``coverage.max_drop``.
 
 Judged-only figures (trec_eval ``-J``) are the same metrics with every unjudged document
 removed from each ranking before scoring (those below move up), as the engine's
