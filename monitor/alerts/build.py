@@ -21,6 +21,7 @@ from monitor.alerts.model import (
     InvariantDetails,
     RegressionDetails,
 )
+from monitor.compare.coverage import labels_todo
 from monitor.compare.records import Comparison, RuleOutcome
 from monitor.config.model import CoverageConfig, LinksConfig, Severity
 from monitor.errors import UsageError
@@ -149,12 +150,6 @@ def invariant_alerts(
         )
         for invariant in comparison.invariant_breaches
     ]
-
-
-def labels_todo(suite: str, run_id: int | None) -> str:
-    """Return the command that lists the documents of a run waiting for judgments."""
-    run = "" if run_id is None else f" --run {run_id}"
-    return f"retrieval-monitor judgments todo --suite {suite}{run}"
 
 
 def labels_needed_alerts(

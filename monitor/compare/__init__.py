@@ -18,7 +18,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from monitor.compare.coverage import CoverageChange, coverage_change, depth, judged_only_means
+from monitor.compare.coverage import (
+    CoverageChange,
+    coverage_change,
+    depth,
+    held_cutoff,
+    judged_only_means,
+    judges_non_relevant,
+)
 from monitor.compare.diff import segment_changes, worse_queries
 from monitor.compare.invariants import check_invariants
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
@@ -42,7 +49,6 @@ from monitor.config.model import (
     SignificanceConfig,
 )
 from monitor.metrics.ranks import Qrels
-from monitor.metrics.spec import parse_metric
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
 
@@ -143,7 +149,7 @@ def compare_runs(
         outcomes.append(outcome)
     changes: tuple[CoverageChange, ...] = ()
     if usable is not None and qrels is not None:
-        ks = dict.fromkeys([top_k, *(_cutoff(o.metric, top_k) for o in outcomes if o.quality)])
+        ks = dict.fromkeys([top_k, *(held_cutoff(o.metric, top_k) for o in outcomes if o.quality)])
         changes = tuple(c for k in ks if (c := coverage_change(usable, current, qrels, k)))
         outcomes = [_held(o, changes, coverage.max_drop, top_k) for o in outcomes]
 
@@ -224,12 +230,6 @@ def _followed(primary: str | None, outcomes: Sequence[RuleOutcome]) -> list[str]
     return list(dict.fromkeys(metrics))
 
 
-def _cutoff(metric: str, default: int) -> int:
-    """Return the cutoff of a metric name (``default`` for one without)."""
-    k = parse_metric(metric).k
-    return default if k is None else k
-
-
 def _held(
     outcome: RuleOutcome, changes: Sequence[CoverageChange], max_drop: float, default_k: int
 ) -> RuleOutcome:
@@ -237,7 +237,7 @@ def _held(
     ``max_drop``; any other outcome as it is."""
     if not outcome.quality or outcome.status != "breach":
         return outcome
-    k = _cutoff(outcome.metric, default_k)
+    k = held_cutoff(outcome.metric, default_k)
     change = next((c for c in changes if c.k == k), None)
     if change is None or change.drop <= max_drop:
         return outcome
@@ -256,8 +256,11 @@ def _metric_changes(
     """Return every metric both runs measured with the t-interval of its mean delta, and its
     judged-only means when ``qrels`` are given."""
     shared = [metric for metric in current.means if metric in baseline.means]
-    only_before = judged_only_means(baseline, qrels, shared) if qrels is not None else {}
-    only_now = judged_only_means(current, qrels, shared) if qrels is not None else {}
+    # Judged-only scores mean something only where non-relevant documents are judged too:
+    # with relevant ones alone, -J would drop every other document and score near 1.
+    judged = qrels if qrels is not None and judges_non_relevant(qrels) else None
+    only_before = judged_only_means(baseline, judged, shared) if judged is not None else {}
+    only_now = judged_only_means(current, judged, shared) if judged is not None else {}
     out = []
     for metric in current.means:
         if metric not in baseline.means:

@@ -76,6 +76,11 @@ def _pooled(grades: Mapping[str, int]) -> bool:
     return any(grade <= 0 for grade in grades.values())
 
 
+def judges_non_relevant(qrels: Qrels) -> bool:
+    """Return whether any query's judgments include a non-relevant document."""
+    return any(_pooled(grades) for grades in qrels.values())
+
+
 def _rankings(run: RunRecord, qrels: Qrels) -> tuple[Qrels, dict[str, list[str]]]:
     """Return the judgments and rankings of ``run``'s answered, evaluated queries."""
     ranked = {q.query_id: list(q.retrieved_ids) for q in run.queries if _answered(q)}
@@ -152,3 +157,16 @@ def depth(metrics: Iterable[str], default: int = 10) -> int:
     """Return the largest cutoff among metric names (``default`` when none has one)."""
     cutoffs = [parse_metric(name).k for name in metrics]
     return max((k for k in cutoffs if k is not None), default=default)
+
+
+def labels_todo(suite: str, run_id: int | None) -> str:
+    """Return the command that lists the documents of a run waiting for judgments."""
+    run = "" if run_id is None else f" --run {run_id}"
+    return f"retrieval-monitor judgments todo --suite {suite}{run}"
+
+
+def held_cutoff(metric: str, default: int) -> int:
+    """Return the k whose coverage a quality rule on ``metric`` reads: its cutoff, else
+    ``default`` (the run's largest)."""
+    k = parse_metric(metric).k
+    return default if k is None else k

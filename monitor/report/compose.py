@@ -89,6 +89,9 @@ def compose_report(
         if summary.status == "failed"
     }
     charted = chart_metrics(suite.rules, list(run.means))
+    # Coverage is charted beside the quality figures: a fall explains a drop of theirs.
+    coverage = [name for name in run.means if name.startswith("judged@")]
+    charted = tuple(dict.fromkeys((*charted, *coverage)))
     trends = build_trends(
         store.history(suite.name, charted),
         charted,
