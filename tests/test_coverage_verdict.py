@@ -170,3 +170,12 @@ def test_queries_judged_only_by_their_relevant_documents_hold_nothing() -> None:
     relevant_only = {qid: {f"r{int(qid[1:])}": 1} for qid in qrels()}
     comparison = compare_runs(current, baseline, [RULE], significance=FAST, qrels=relevant_only)
     assert ("regression", ()) == (comparison.verdict, comparison.coverage)
+
+
+def test_a_held_rule_keeps_the_state_of_its_regression_alert() -> None:
+    """A rule held as unjudged is not among the rules a run may resolve alerts of."""
+    from monitor.alerts.build import checked_rules
+
+    baseline, current = runs("unjudged")
+    comparison = compare_runs(current, baseline, [RULE], significance=FAST, qrels=qrels())
+    assert frozenset() == checked_rules(comparison)
