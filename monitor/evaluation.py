@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
 
 import numpy as np
 
 from monitor.errors import InputError
-from monitor.metrics.engine import compute
+from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
-from monitor.metrics.spec import Metric, default_metrics, parse_metrics
+from monitor.metrics.spec import COUNTS, Metric, default_metrics, parse_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,6 +41,10 @@ class _HasFailures(Protocol):
     @property
     def failures(self) -> tuple[_Outcome, ...]: ...
 
+
+#: Which queries the means are over (see :func:`evaluate`).
+Average: TypeAlias = Literal["answerable", "trec_eval", "all"]
+AVERAGES: tuple[str, ...] = get_args(Average)
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
 RunLike: TypeAlias = "Run | _HasRun | str | Path"
@@ -82,6 +86,14 @@ class EvaluationResult:
         return {
             str(m): float(np.mean(self.values[m])) if self.query_ids else math.nan
             for m in self.metrics
+        }
+
+    @property
+    def summary(self) -> dict[str, float]:
+        """Return trec_eval's summary of each metric: the sum for counts, else the mean."""
+        return {
+            str(m): float(np.sum(self.values[m])) if m.measure in COUNTS else mean
+            for m, mean in zip(self.metrics, self.means.values(), strict=True)
         }
 
     @property
@@ -136,6 +148,10 @@ def evaluate(
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
     corpus: Corpus | None = None,
+    judged_only: bool = False,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    average: Average | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -150,6 +166,16 @@ def evaluate(
     as if they were not in the eval set (a monitored run: a failure is not a quality figure,
     the error rate counts it). The answered queries are scored the same either way.
 
+    The other options have trec_eval's meaning. ``relevance_level`` (``-l``): binary measures
+    count grades >= N as relevant, ndcg, dcg and err keep the grades as gains.
+    ``max_docs`` (``-M``): each ranking is cut to its first N, in trec_eval's order, before
+    every measure. ``judged_only`` (``-J``): documents without a judgment of grade >= 0 are
+    removed from each ranking before scoring. ``average`` chooses the queries of the means:
+    ``"answerable"`` (the default) those with a relevant judgment, ``"trec_eval"`` those in
+    both the judgments and the run, no-relevant ones counted as 0 (trec_eval without ``-c``),
+    ``"all"`` every judged query, missing ones 0 (``trec_eval -c``, the same as
+    ``include_no_relevant``).
+
     A metric with a unit (``recall@5[section]``) is scored on judgments and run rewritten
     into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
     """
@@ -159,10 +185,32 @@ def evaluate(
     if failed:
         judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
         ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
-    resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
+    if average is None:
+        average = "all" if include_no_relevant else "answerable"
+    elif average not in AVERAGES:
+        raise InputError("<average>", f"one of {', '.join(AVERAGES)}", found=average)
+    elif include_no_relevant and average == "answerable":
+        raise InputError("<average>", "average 'all' with include_no_relevant", found=average)
+    resolution = resolve(
+        judged,
+        ranked,
+        include_no_relevant=average != "answerable",
+        only_in_run=average == "trec_eval",
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        with_judged=needs_judgments(specs),
+    )
     ranks = resolution.ranks
-    values = compute([m for m in specs if m.unit is None], ranks)
-    values.update(_unit_values(specs, judged, ranked, corpus, include_no_relevant, ranks.query_ids))
+    values = compute([m for m in specs if m.unit is None], resolution)
+    options = {
+        "include_no_relevant": average != "answerable",
+        "only_in_run": average == "trec_eval",
+        "relevance_level": relevance_level,
+        "judged_only": judged_only,
+        "max_docs": max_docs,
+    }
+    values.update(_unit_values(specs, judged, ranked, corpus, options, ranks.query_ids))
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
@@ -170,7 +218,7 @@ def evaluate(
         counts=QueryCounts(
             evaluated=ranks.n,
             skipped_no_relevant=resolution.skipped_no_relevant,
-            missing_from_run=int(ranks.missing.sum()),
+            missing_from_run=int(ranks.missing.sum()) + resolution.not_in_run,
             not_judged=resolution.not_judged,
         ),
         duplicates=int(ranks.duplicates.sum()),
@@ -183,7 +231,7 @@ def _unit_values(
     judged: Qrels,
     ranked: Run,
     corpus: Corpus | None,
-    include_no_relevant: bool,
+    options: Mapping[str, Any],
     query_ids: tuple[str, ...],
 ) -> dict[Metric, FloatArray]:
     """Return the values of the metrics with a unit, one engine pass per unit and cut."""
@@ -201,10 +249,12 @@ def _unit_values(
     out: dict[Metric, FloatArray] = {}
     for (unit, cut), metrics in groups.items():
         unit_qrels, unit_run = to_units(judged, ranked, corpus, unit, cut)
-        ranks = resolve(unit_qrels, unit_run, include_no_relevant=include_no_relevant).ranks
-        if ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
+        resolution = resolve(
+            unit_qrels, unit_run, with_judged=needs_judgments(metrics), **options
+        )
+        if resolution.ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
             raise InputError(corpus.source, "the same queries per unit as per passage")
-        out.update(compute(metrics, ranks))
+        out.update(compute(metrics, resolution))
     return out
 
 

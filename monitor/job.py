@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
     from monitor.exporters import SuiteSnapshot
+    from monitor.metrics.spec import Metric
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.search.base import Search
@@ -245,7 +246,7 @@ def _run_locked(
         evaluation = evaluate(
             evalset,
             result,
-            suite.metrics,
+            recorded_metrics(suite),
             exclude_failed=True,
             corpus=corpus_for(suite.evalset, suite.metrics),
         )
@@ -268,6 +269,8 @@ def _run_locked(
             texts={q.id: q.text for q in evalset},
             history=history,
             invariants=suite.invariants,
+            qrels=evalset.qrels(),
+            coverage=suite.coverage,
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
@@ -304,6 +307,16 @@ def search_suite(
         scrub=suite_scrubber(suite),
         cancel=cancel,
     )
+
+
+def recorded_metrics(suite: SuiteConfig) -> tuple[Metric, ...]:
+    """Return the metrics a run of ``suite`` records: its own, then ``judged@k`` at its
+    largest cutoff (judgment coverage, which tells whether the others can be trusted)."""
+    from monitor.metrics.spec import Metric
+
+    cutoffs = [metric.k for metric in suite.metrics if metric.k is not None]
+    coverage = Metric("judged", max(cutoffs, default=suite.k))
+    return tuple(dict.fromkeys((*suite.metrics, coverage)))
 
 
 def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:
@@ -447,7 +460,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     evaluation = evaluate(
         evalset,
         result,
-        suite.metrics,
+        recorded_metrics(suite),
         exclude_failed=True,
         corpus=corpus_for(suite.evalset, suite.metrics),
     )

@@ -49,6 +49,13 @@ def successful_run() -> SuiteSnapshot:
             "ndcg_burges@10": 0.6875,
             "map@10": 0.61,
             "r_precision": 0.5,
+            "bpref": 0.45,
+            "judged@10": 0.9,
+            "set_precision": 0.2,
+            "set_recall": 0.7,
+            "set_f1": 0.3,
+            "err@10": 0.35,
+            **dict.fromkeys(("rbp", "rbp_50", "rbp_80", "rbp_95", "rbp_99"), 0.4),
         },
         baseline={"recall@5": 0.82, "ndcg@10": 0.71, "mrr": 0.6},
         baseline_ci={"recall@5": (-0.05, 0.01), "ndcg@10": (-0.03, 0.02)},
@@ -73,6 +80,10 @@ def successful_run() -> SuiteSnapshot:
                 "en": {"recall@5": 0.85, "ndcg@10": 0.73},
             }
         },
+        overlap_k=10,
+        rbo=0.7125,
+        jaccard=0.5833333333333334,
+        labels_needed=False,
     )
 
 

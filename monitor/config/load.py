@@ -362,6 +362,7 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         invariants=invariants(f, e.get("invariants"), depth),
         unit=unit,
         unit_cut=unit_cut,
+        coverage=sections.coverage(f, e.get("coverage")),
     )
 
 

@@ -203,6 +203,7 @@ class Check(str, Enum):
     ZERO_RESULT_RATE_MAX = "zero_result_rate_max"
     TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
     INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
+    MIN_OVERLAP = "min_overlap"
 
     @property
     def needs_metric(self) -> bool:
@@ -371,6 +372,21 @@ class LinksConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CoverageConfig:
+    """When a quality breach is held for lack of judgments, and how that is told.
+
+    A breached quality rule whose k lost more than ``max_drop`` of judgment coverage
+    (``judged@k``) against the baseline is held as ``unjudged``; one labels-needed
+    notification of ``severity`` is sent instead. ``queue_url`` is a template of the
+    labeling queue's address, with ``{suite}`` and ``{run_id}`` filled in.
+    """
+
+    max_drop: float = 0.05
+    severity: Severity = "warning"
+    queue_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class BaselineConfig:
     """A seed baseline the job may pin when the suite has none stored yet.
 
@@ -411,6 +427,7 @@ class SuiteConfig:
     #: they cut (see monitor.units); already part of each metric in ``metrics`` and ``rules``.
     unit: str | None = None
     unit_cut: str = "passages"
+    coverage: CoverageConfig = CoverageConfig()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

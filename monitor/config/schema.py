@@ -188,6 +188,14 @@ def _suite() -> Schema:
                 description="A seed baseline pinned when the suite has none stored yet.",
             ),
             "invariants": _invariants(),
+            "coverage": _object(
+                {
+                    "max_drop": _number(0, 1),
+                    "severity": {"enum": list(vocab.SEVERITIES)},
+                    "queue_url": _url("The labeling queue; {suite} and {run_id} filled in."),
+                },
+                description="When a breach is held as unjudged (labels needed).",
+            ),
         }
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import string
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from monitor.config.fields import Fields, is_secret_key, mask_url
 from monitor.config.model import (
     BaselineConfig,
     Check,
+    CoverageConfig,
     EvalSetConfig,
     ExporterConfig,
     HttpExporterConfig,
@@ -628,3 +630,26 @@ def unit_cut(f: Fields, node: Node | None, chosen_unit: str | None) -> str:
     if chosen_unit is None and cut != "passages":
         raise f.error(node, "'unit_cut: units' only beside a 'unit' other than passage")
     return cut
+
+
+def coverage(f: Fields, node: Node | None) -> CoverageConfig:
+    """Read ``coverage``: ``max_drop`` (a share, default 0.05), ``severity`` of the
+    labels-needed notification (default warning) and ``queue_url`` (a URL template)."""
+    if node is None or node.value is None:
+        return CoverageConfig()
+    entries = f.mapping(node, vocab.COVERAGE_KEYS, "max_drop, severity, queue_url")
+    base = CoverageConfig()
+    max_drop = base.max_drop
+    if "max_drop" in entries:
+        max_drop = f.number(entries["max_drop"], minimum=0.0, maximum=1.0)
+    severity = base.severity
+    if "severity" in entries:
+        severity = alert_severity(f, entries["severity"])
+    queue_url = None
+    if "queue_url" in entries:
+        what = "an http(s) URL, {suite} and {run_id} filled in"
+        queue_url = f.url(entries["queue_url"], what)
+        fields = {name for _, name, _, _ in string.Formatter().parse(queue_url) if name is not None}
+        if not fields <= {"suite", "run_id"}:
+            raise f.error(entries["queue_url"], what + " (no other {...} field)", show=True)
+    return CoverageConfig(max_drop=max_drop, severity=severity, queue_url=queue_url)

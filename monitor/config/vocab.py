@@ -34,9 +34,10 @@ SUITE_KEYS = (
     "invariants",
     "unit",
     "unit_cut",
+    "coverage",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
-MERGED_KEYS = ("runner", "significance", "labels", "links")
+MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage")
 
 STORE_KEYS = ("url", "path")
 EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k", "corpus")
@@ -55,6 +56,7 @@ PERSISTENCE_KEYS = ("breaches", "runs")
 METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
+COVERAGE_KEYS = ("max_drop", "severity", "queue_url")
 #: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.
 MUST_INCLUDE_KEYS = ("query", "must_include", "within", "severity")
 NO_LOST_HITS_KEYS = ("no_lost_hits", "severity")
@@ -132,6 +134,7 @@ THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.ZERO_RESULT_RATE_MAX: (0.0, 1.0, False),
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
+    Check.MIN_OVERLAP: (0.0, 1.0, False),
 }
 
 #: The metric the default quality rule watches (kept only when the suite measures it).

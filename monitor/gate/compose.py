@@ -92,7 +92,7 @@ def gate_suite(
     from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
-    from monitor.job import _record, search_suite
+    from monitor.job import _record, recorded_metrics, search_suite
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
@@ -111,7 +111,7 @@ def gate_suite(
     evaluation = evaluate(
         evalset,
         result,
-        suite.metrics,
+        recorded_metrics(suite),
         exclude_failed=True,
         corpus=corpus_for(suite.evalset, suite.metrics),
     )
@@ -129,6 +129,8 @@ def gate_suite(
         texts={q.id: q.text for q in evalset},
         history={},
         invariants=suite.invariants,
+        qrels=evalset.qrels(),
+        coverage=suite.coverage,
     )
     verdict = gate_verdict(comparison)
     gated = GateResult(

@@ -33,7 +33,28 @@ MEASURES: dict[str, Cutoff] = {
     "ndcg_burges": Cutoff.OPTIONAL,
     "map": Cutoff.OPTIONAL,
     "r_precision": Cutoff.NONE,
+    "bpref": Cutoff.NONE,
+    "judged": Cutoff.REQUIRED,
+    "num_ret": Cutoff.NONE,
+    "num_rel": Cutoff.NONE,
+    "num_rel_ret": Cutoff.OPTIONAL,
+    "set_precision": Cutoff.NONE,
+    "set_recall": Cutoff.NONE,
+    "set_f1": Cutoff.NONE,
+    "dcg": Cutoff.OPTIONAL,
+    "dcg_burges": Cutoff.OPTIONAL,
+    "err": Cutoff.OPTIONAL,
+    "rbp": Cutoff.OPTIONAL,
+    "rbp_50": Cutoff.OPTIONAL,
+    "rbp_80": Cutoff.OPTIONAL,
+    "rbp_95": Cutoff.OPTIONAL,
+    "rbp_99": Cutoff.OPTIONAL,
 }
+
+#: Measures whose value is a count or an unnormalised sum, not a share in [0, 1]; trec_eval
+#: sums the counts over queries in its summary line where it averages the others.
+UNBOUNDED: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret", "dcg", "dcg_burges"})
+COUNTS: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret"})
 
 #: The measures and cutoffs evaluated when none are asked for.
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")

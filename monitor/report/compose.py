@@ -48,7 +48,7 @@ def compose_report(
     if baseline is not None and run.run_id == baseline_id:
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
 
-    metadata = texts = None
+    metadata = texts = qrels = None
     try:
         evalset = load_evalset(suite.evalset)
         if suite.evalset.reference is not None:
@@ -60,6 +60,8 @@ def compose_report(
     else:
         metadata = {query.id: query.metadata for query in evalset}
         texts = {query.id: query.text for query in evalset}
+        # Coverage and judged-only figures need the very judgments the run was scored with.
+        qrels = evalset.qrels() if evalset.fingerprint == run.evalset_fingerprint else None
         if evalset.fingerprint != run.evalset_fingerprint:
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
@@ -77,6 +79,8 @@ def compose_report(
         metadata=metadata,
         texts=texts,
         history=history,
+        qrels=qrels,
+        coverage=suite.coverage,
     )
     comparison = replace(
         comparison,
@@ -90,6 +94,9 @@ def compose_report(
         if summary.status == "failed"
     }
     charted = chart_metrics(suite.rules, list(run.means))
+    # Coverage is charted beside the quality figures: a fall explains a drop of theirs.
+    coverage = [name for name in run.means if name.startswith("judged@")]
+    charted = tuple(dict.fromkeys((*charted, *coverage)))
     trends = build_trends(
         store.history(suite.name, charted),
         charted,
