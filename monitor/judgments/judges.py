@@ -18,7 +18,7 @@ from typing import Any, cast
 
 import httpx
 
-from monitor.config.model import JudgeConfig
+from monitor.config.model import JudgeConfig, thaw
 from monitor.errors import MonitorError, SearchSetupError, UsageError
 from monitor.evalset import EvalSet
 from monitor.judgments.layers import _now, add_layer
@@ -125,7 +125,7 @@ class HttpJudge:
 
 def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = None) -> Judge:
     """Return the judge ``config`` names; raise JudgeError when it cannot be built."""
-    options = dict(config.options)
+    options = {key: thaw(value) for key, value in config.options.items()}
     if config.kind == "http":
         url = options.get("url")
         if not isinstance(url, str) or not url:
@@ -133,17 +133,29 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
         timeout = options.get("timeout_seconds", 30.0)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise JudgeError(config.judge_id, f"expected timeout_seconds > 0, found {timeout!r}")
+        headers = options.get("headers", {})
+        if not isinstance(headers, dict) or not all(
+            isinstance(value, str) for value in headers.values()
+        ):
+            raise JudgeError(config.judge_id, "expected 'headers' to map names to strings")
         return HttpJudge(
             url,
             model=config.model,
             prompt=config.prompt,
             timeout=float(timeout),
+            headers=headers,
             transport=transport,
             name=config.judge_id,
         )
     if config.kind == "python":
         from monitor.search import build_search
 
+        # A relative ``path`` is the config file's folder's, as for a python search.
+        paths = options.get("path")
+        if isinstance(paths, str):
+            options["path"] = str(config.base_dir / paths)
+        elif isinstance(paths, list):
+            options["path"] = [str(config.base_dir / item) for item in paths]
         try:
             built = build_search("python", options)
         except SearchSetupError as error:

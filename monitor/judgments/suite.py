@@ -10,6 +10,7 @@ from monitor.judgments.judges import JudgeError, build_judge, judge_holes, judge
 from monitor.judgments.layers import LabelView, effective_evalset
 from monitor.judgments.merge import labels_of
 from monitor.judgments.rescore import align_baseline, rescore
+from monitor.judgments.todo import DocText
 from monitor.logs import get_logger
 from monitor.store import RunRecord, Store
 
@@ -35,6 +36,19 @@ def hit_texts(result: RunResult) -> dict[str, str]:
     return {hit.id: hit.text for outcome in result.outcomes for hit in outcome.hits if hit.text}
 
 
+def doc_texts(suite: SuiteConfig, result: RunResult) -> DocText:
+    """Return the suite's ``doc_text`` seam: the texts the run's hits carried, then the
+    bundled passages for the bundled Larkfield set (a corpus beside the eval set fills it
+    for other sets)."""
+    texts = hit_texts(result)
+    if suite.evalset.bundled == "larkfield":
+        from monitor import bundled
+
+        for passage in bundled.larkfield_passages():
+            texts.setdefault(passage["id"], passage["text"])
+    return texts.get
+
+
 def judge_after_run(
     suite: SuiteConfig, store: Store, frozen: EvalSet, record: RunRecord, result: RunResult
 ) -> tuple[str, ...]:
@@ -47,7 +61,6 @@ def judge_after_run(
     config = suite.judge
     if config is None:
         return ()
-    texts = hit_texts(result)
     try:
         judge = build_judge(config)
         try:
@@ -60,7 +73,7 @@ def judge_after_run(
                 judge,
                 config,
                 depth=suite.k,
-                doc_text=texts.get,
+                doc_text=doc_texts(suite, result),
             )
         finally:
             close = getattr(judge, "close", None)
