@@ -253,3 +253,12 @@ def test_rescoring_keeps_failed_queries_without_values() -> None:
         again.means["recall@1"],
         again.figures.evaluated,
     )
+
+
+def test_the_queue_of_the_bundled_set_carries_the_passage_texts(larkfield: Path) -> None:
+    """Every row of the Larkfield queue has its passage's text to read while grading."""
+    round_trip(larkfield)
+    with (larkfield.parent / "todo.csv").open(newline="") as source:
+        rows = list(csv.DictReader(source))
+    passages = {p["id"]: p["text"] for p in bundled.larkfield_passages()}
+    assert [passages[row["doc_id"]] for row in rows] == [row["doc_text"] for row in rows]

@@ -94,6 +94,7 @@ def todo_command(args: argparse.Namespace) -> int:
     """Print the labeling queue of a run and its baseline."""
     from monitor.errors import StoreLookupError, UsageError
     from monitor.judgments import effective_evalset
+    from monitor.judgments.suite import doc_texts
     from monitor.judgments.todo import todo_items, write_todo
 
     suite, store, frozen = _open(args)
@@ -111,7 +112,7 @@ def todo_command(args: argparse.Namespace) -> int:
         if baseline is not None and baseline.run_id != run.run_id:
             runs.append(baseline)
         evalset = effective_evalset(store, suite.name, frozen)
-    items = todo_items(evalset, runs, depth=args.depth)
+    items = todo_items(evalset, runs, depth=args.depth, doc_text=doc_texts(suite))
     _emit(write_todo(items, args.format), args.output)
     print(f"{len(items)} unjudged pairs", file=sys.stderr)
     return 0

@@ -24,24 +24,28 @@ from monitor.judgments.merge import (
     merged,
     queries_fingerprint,
 )
-from monitor.judgments.rescore import Aligned, align_baseline, judgments_note, rescore
+from monitor.judgments.rescore import Aligned, align_baseline, rescore
+from monitor.judgments.todo import DocText, TodoItem, todo_items, write_todo
 
 __all__ = [
     "LABEL_VIEWS",
     "Aligned",
     "Conflict",
+    "DocText",
     "JudgmentConflictError",
     "LabelView",
+    "TodoItem",
     "UnknownQueriesError",
     "add_layer",
     "align_baseline",
     "effective_evalset",
-    "judgments_note",
     "judgments_version",
     "labels_of",
     "merged",
     "merged_grades",
     "queries_fingerprint",
     "rescore",
+    "todo_items",
     "view_layers",
+    "write_todo",
 ]

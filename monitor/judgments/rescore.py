@@ -111,12 +111,6 @@ def align_baseline(
     return Aligned(rescore(baseline, evalset), rescored=True, note=note)
 
 
-def judgments_note(run: RunRecord, evalset: EvalSet) -> str:
-    """Return the line saying which judgments the run's figures use."""
-    labels = labels_of(evalset)
-    return f"run {run.run_id} measured with judgments {labels.judgments_version[:19]}"
-
-
 def queries_changed(store: Store, run: RunRecord, frozen: EvalSet) -> bool:
     """Return whether ``run`` was measured on other queries (ids or texts) than ``frozen``'s;
     a run whose labels are unknown counts as changed unless its fingerprint is ``frozen``'s."""

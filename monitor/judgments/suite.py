@@ -36,11 +36,11 @@ def hit_texts(result: RunResult) -> dict[str, str]:
     return {hit.id: hit.text for outcome in result.outcomes for hit in outcome.hits if hit.text}
 
 
-def doc_texts(suite: SuiteConfig, result: RunResult) -> DocText:
+def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:
     """Return the suite's ``doc_text`` seam: the texts the run's hits carried, then the
     bundled passages for the bundled Larkfield set (a corpus beside the eval set fills it
     for other sets)."""
-    texts = hit_texts(result)
+    texts = {} if result is None else hit_texts(result)
     if suite.evalset.bundled == "larkfield":
         from monitor import bundled
 
