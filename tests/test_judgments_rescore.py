@@ -262,3 +262,14 @@ def test_the_queue_of_the_bundled_set_carries_the_passage_texts(larkfield: Path)
         rows = list(csv.DictReader(source))
     passages = {p["id"]: p["text"] for p in bundled.larkfield_passages()}
     assert [passages[row["doc_id"]] for row in rows] == [row["doc_text"] for row in rows]
+
+
+def test_the_gate_compares_with_the_store_baseline_rescored_under_the_layers(
+    larkfield: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a layer, ``gate`` judges against the re-scored baseline, not a changed set."""
+    round_trip(larkfield)
+    capsys.readouterr()
+    code = main(["gate", "--suite", "larkfield", "--store", str(larkfield), "--no-progress"])
+    out = capsys.readouterr().out
+    assert (True, True) == (code in (0, 4), "baseline run 1 re-scored" in out)
