@@ -273,3 +273,14 @@ def test_the_gate_compares_with_the_store_baseline_rescored_under_the_layers(
     code = main(["gate", "--suite", "larkfield", "--store", str(larkfield), "--no-progress"])
     out = capsys.readouterr().out
     assert (True, True) == (code in (0, 4), "baseline run 1 re-scored" in out)
+
+
+def test_the_report_trends_show_earlier_runs_rescored_under_the_layers(larkfield: Path) -> None:
+    """The trend of a rule metric gives each earlier run's value under the new grades."""
+    round_trip(larkfield)
+    with open_store(larkfield) as store:
+        report = compose_report(store, default_config().suite("larkfield"))
+    (trend,) = [t for t in report.trends if t.figure == "mrr@10"]
+    values = {point.run_id: point.value for point in trend.points}
+    keyword, rerank = (expected_means(larkfield, m)["mrr@10"] for m in ("keyword", "rerank"))
+    assert {1: pytest.approx(rerank), 2: pytest.approx(keyword)} == values

@@ -15,6 +15,8 @@ from monitor.logs import get_logger
 from monitor.store import RunRecord, Store
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from monitor.config.model import SuiteConfig
     from monitor.runner import RunResult
 
@@ -117,3 +119,32 @@ def rescored_pair(
     notes = [note for note in (mine.note, theirs.note) if note is not None]
     notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
     return mine.baseline or run, theirs.baseline, tuple(notes)
+
+
+def rescored_history(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, int]:
+    """Return the suite's history frame (see ``Store.history``) with the metric means of
+    every ok run measured with other judgments of the same queries re-scored under the
+    judgments in force, and how many runs were re-scored.
+
+    Runs measured on other queries, or whose labels cannot be known, keep their figures.
+    """
+    evalset = suite_evalset(store, suite, frozen)
+    current = labels_of(evalset)
+    out = frame.copy()
+    count = 0
+    for position, (run_id, status) in enumerate(zip(frame["run_id"], frame["status"])):
+        if status != "ok":
+            continue
+        labels = store.run_labels(int(run_id))
+        if labels is not None and labels == current:
+            continue
+        aligned = align_baseline(store, store.get_run(int(run_id)), evalset, frozen)
+        if not aligned.rescored or aligned.baseline is None:
+            continue
+        count += 1
+        for metric, value in aligned.baseline.means.items():
+            if metric in out.columns:
+                out.at[out.index[position], metric] = value
+    return out, count

@@ -93,8 +93,21 @@ def compose_report(
         if summary.status == "failed"
     }
     charted = chart_metrics(suite.rules, list(run.means))
+    history_frame = store.history(suite.name, charted)
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_history
+
+        history_frame, count = rescored_history(store, suite, evalset, history_frame)
+        if count:
+            comparison = replace(
+                comparison,
+                warnings=(
+                    *comparison.warnings,
+                    f"trends: {count} earlier run(s) re-scored under the judgments in force",
+                ),
+            )
     trends = build_trends(
-        store.history(suite.name, charted),
+        history_frame,
         charted,
         baseline=baseline,
         rules=suite.rules,
