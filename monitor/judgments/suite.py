@@ -134,7 +134,7 @@ def rescored_history(
     current = labels_of(evalset)
     out = frame.copy()
     count = 0
-    for position, (run_id, status) in enumerate(zip(frame["run_id"], frame["status"])):
+    for position, (run_id, status) in enumerate(zip(frame["run_id"], frame["status"], strict=True)):
         if status != "ok":
             continue
         labels = store.run_labels(int(run_id))
