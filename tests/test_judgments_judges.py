@@ -248,3 +248,21 @@ def test_a_judge_that_fails_leaves_the_run_standing(
         "judge failed" if "judge failed" in capsys.readouterr().out else "missing",
         judge_layers(tmp_path),
     )
+
+
+BROKEN = """
+def judge(query, doc_text):
+    raise RuntimeError("model not loaded")
+"""
+
+
+def test_a_python_judge_that_raises_leaves_the_run_standing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judge's own exception is reported with its type and message; the run exits 0."""
+    (tmp_path / "brokenjudge.py").write_text(BROKEN)
+    judge = f"{{kind: python, target: 'brokenjudge:judge', path: {tmp_path}}}"
+    config = write_config(tmp_path, judge)
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    out = capsys.readouterr().out
+    assert "judge failed: judge 'python': raised RuntimeError: model not loaded" in out

@@ -200,7 +200,12 @@ def judge_holes(
             break
         if not item.doc_text:
             continue
-        grade = judge(item.query, item.doc_text)
+        try:
+            grade = judge(item.query, item.doc_text)
+        except JudgeError:
+            raise
+        except Exception as error:  # a plug-in's own failure: the run it follows stands
+            raise JudgeError(config.judge_id, f"raised {type(error).__name__}: {error}") from None
         if isinstance(grade, bool) or not isinstance(grade, int):
             raise JudgeError(config.judge_id, f"expected an integer grade, found {grade!r}")
         grades.setdefault(item.query_id, {})[item.doc_id] = grade
