@@ -266,3 +266,17 @@ def test_a_python_judge_that_raises_leaves_the_run_standing(
     assert 0 == main(["run", "--config", str(config), "--no-progress"])
     out = capsys.readouterr().out
     assert "judge failed: judge 'python': raised RuntimeError: model not loaded" in out
+
+
+def test_the_report_gives_both_views_with_the_human_one_as_stored(tmp_path: Path) -> None:
+    """The report's ndcg@10 with human labels only is the stored run's; judge labels beside."""
+    from monitor.report.compose import compose_report
+
+    config = write_config(tmp_path, OVERLAP.format(root=ROOT, most=30, prompt="v1"))
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    suite = load_config(config).suite("larkfield")
+    with open_store(tmp_path / "monitor.db") as store:
+        report = compose_report(store, suite)
+    (line,) = [w for w in report.comparison.warnings if w.startswith("ndcg@10: ")]
+    human = f"{report.run.means['ndcg@10']:.4f} with human labels only"
+    assert (human, True) == (line.split(", ")[0].removeprefix("ndcg@10: "), "judge labels" in line)

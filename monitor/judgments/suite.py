@@ -87,6 +87,17 @@ def judge_after_run(
     lines = []
     if layer is not None:
         lines.append(f"judge {config.judge_id} graded {layer.size} pairs (layer {layer.layer_id})")
+    return (*lines, *label_views(store, suite, frozen, record))
+
+
+def label_views(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, record: RunRecord
+) -> tuple[str, ...]:
+    """Return lines giving the run's rule metrics with human labels only and with the
+    judge's labels, and which of the two gates alerts (nothing for a suite without judge)."""
+    if suite.judge is None:
+        return ()
+    lines = []
     human = rescore(record, suite_evalset(store, suite, frozen, "human"))
     judged = rescore(record, suite_evalset(store, suite, frozen, "all"))
     metrics = list(dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None))
@@ -118,6 +129,7 @@ def rescored_pair(
     version = labels_of(evalset).judgments_version[:19]
     notes = [note for note in (mine.note, theirs.note) if note is not None]
     notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
+    notes += label_views(store, suite, frozen, run)
     return mine.baseline or run, theirs.baseline, tuple(notes)
 
 
