@@ -284,3 +284,22 @@ def test_the_report_trends_show_earlier_runs_rescored_under_the_layers(larkfield
     values = {point.run_id: point.value for point in trend.points}
     keyword, rerank = (expected_means(larkfield, m)["mrr@10"] for m in ("keyword", "rerank"))
     assert {1: pytest.approx(rerank), 2: pytest.approx(keyword)} == values
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [(["--depth", "0"], "depth must be at least 1"), (["--run", "99"], "99")],
+)
+def test_a_bad_todo_request_exits_2_saying_why(
+    larkfield: Path, capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    """A depth below 1 or a run that is not there is a usage error."""
+    capsys.readouterr()
+    code = main(["judgments", "todo", "--suite", "larkfield", "--store", str(larkfield), *extra])
+    assert (2, True) == (code, said in capsys.readouterr().err)
+
+
+def test_todo_without_any_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A suite with no ok run has no queue to list."""
+    code = main(["judgments", "todo", "--suite", "larkfield", "--store", str(tmp_path / "e.db")])
+    assert (2, True) == (code, "no ok run" in capsys.readouterr().err)

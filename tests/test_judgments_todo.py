@@ -110,3 +110,12 @@ def test_a_bad_grade_file_names_the_file_and_line(
     with pytest.raises(InputError) as caught:
         read_grades(path)
     assert str(caught.value).startswith(str(tmp_path / where) + ": expected")
+
+
+def test_a_filled_jsonl_queue_reads_back_as_grades(tmp_path: Path) -> None:
+    """The JSONL queue with one grade set gives that grade; null grades are skipped."""
+    lines = write_todo(todo_items(evalset(), [run("p", q2=["a", "b"])]), "jsonl").splitlines()
+    lines[1] = lines[1].replace('"grade": null', '"grade": 1')
+    path = tmp_path / "filled.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert {"q2": {"b": 1}} == read_grades(path)
