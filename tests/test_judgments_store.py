@@ -1,23 +1,22 @@
-"""The store keeps judgment layers with their provenance, and the labels each run used."""
+"""The store keeps judgment layers with their provenance, and the labels each run used.
+
+Every test runs on SQLite, and on PostgreSQL when it is reachable (as in test_store.py).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
+from test_store import postgres_schema_url, postgres_url, store, store_url
 
 from monitor.errors import StoreLookupError, UsageError
-from monitor.store import JudgmentLayer, RunLabels, RunRecord, SqlStore, open_store
+from monitor.store import JudgmentLayer, RunLabels, RunRecord, SqlStore
 
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> SqlStore:
-    opened = open_store(tmp_path / "monitor.db")
-    assert isinstance(opened, SqlStore)
-    return opened
+#: The fixtures taken from the store tests: the backends every test here runs on.
+__all__ = ["postgres_schema_url", "postgres_url", "store", "store_url"]
 
 
 def layer(suite: str = "s", **grades: dict[str, int]) -> JudgmentLayer:
