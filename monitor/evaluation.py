@@ -249,9 +249,7 @@ def _unit_values(
     out: dict[Metric, FloatArray] = {}
     for (unit, cut), metrics in groups.items():
         unit_qrels, unit_run = to_units(judged, ranked, corpus, unit, cut)
-        resolution = resolve(
-            unit_qrels, unit_run, with_judged=needs_judgments(metrics), **options
-        )
+        resolution = resolve(unit_qrels, unit_run, with_judged=needs_judgments(metrics), **options)
         if resolution.ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
             raise InputError(corpus.source, "the same queries per unit as per passage")
         out.update(compute(metrics, resolution))

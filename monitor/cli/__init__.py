@@ -19,6 +19,7 @@ from monitor.cli import (
     evalset,
     evaluate,
     gate,
+    judgments,
     ksweep,
     pipelines,
     report,
@@ -28,7 +29,19 @@ from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
 from monitor.logs import LOG_FORMATS, configure_logging
 
-_COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report, gate, evalset)
+_COMMANDS = (
+    run,
+    daemon,
+    baseline,
+    config,
+    evaluate,
+    ksweep,
+    pipelines,
+    report,
+    gate,
+    evalset,
+    judgments,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,7 +18,7 @@ from typing import Final
 
 import yaml
 
-from monitor.config import sections, vocab
+from monitor.config import judge, sections, vocab
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -363,6 +363,8 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         unit=unit,
         unit_cut=unit_cut,
         coverage=sections.coverage(f, e.get("coverage")),
+        judge=judge.judge(f, e.get("judge")),
+        alert_labels=judge.alert_labels(f, e.get("alert_labels")),
     )
 
 

@@ -35,6 +35,8 @@ SUITE_KEYS = (
     "unit",
     "unit_cut",
     "coverage",
+    "judge",
+    "alert_labels",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage")

@@ -60,14 +60,25 @@ def compose_report(
     else:
         metadata = {query.id: query.metadata for query in evalset}
         texts = {query.id: query.text for query in evalset}
+        from monitor.judgments.rescore import queries_changed
+
+        changed = queries_changed(store, run, evalset)
         # Coverage and judged-only figures need the very judgments the run was scored with.
-        qrels = evalset.qrels() if evalset.fingerprint == run.evalset_fingerprint else None
-        if evalset.fingerprint != run.evalset_fingerprint:
+        qrels = None if changed else evalset.qrels()
+        if changed:
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
                 "from its current version"
             )
 
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_pair, suite_evalset
+
+        # Judgments changed since a run was measured: both are re-scored, not discarded.
+        run, baseline, notes = rescored_pair(store, suite, evalset, run, baseline)
+        warnings.extend(notes)
+        if not changed:
+            qrels = suite_evalset(store, suite, evalset).qrels()
     significance = suite.significance
     history = _rule_history(store, suite, run)
     comparison = compare_runs(
@@ -97,8 +108,21 @@ def compose_report(
     # Coverage is charted beside the quality figures: a fall explains a drop of theirs.
     coverage = [name for name in run.means if name.startswith("judged@")]
     charted = tuple(dict.fromkeys((*charted, *coverage)))
+    history_frame = store.history(suite.name, charted)
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_history
+
+        history_frame, count = rescored_history(store, suite, evalset, history_frame)
+        if count:
+            comparison = replace(
+                comparison,
+                warnings=(
+                    *comparison.warnings,
+                    f"trends: {count} earlier run(s) re-scored under the judgments in force",
+                ),
+            )
     trends = build_trends(
-        store.history(suite.name, charted),
+        history_frame,
         charted,
         baseline=baseline,
         rules=suite.rules,
