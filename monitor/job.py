@@ -261,7 +261,10 @@ def _run_locked(
     record = store.get_run(run_id)
 
     # A baseline measured with other judgments of the same queries is re-scored, not lost.
-    aligned = align_baseline(store, store.get_baseline(suite.name), evalset, frozen)
+    corpus = corpus_for(suite.evalset, suite.metrics)
+    aligned = align_baseline(
+        store, store.get_baseline(suite.name), evalset, frozen, corpus=corpus
+    )
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
     try:

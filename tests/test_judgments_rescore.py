@@ -20,6 +20,7 @@ from monitor.cli import main
 from monitor.config import default_config
 from monitor.evalset import EvalSet
 from monitor.evaluation import evaluate
+from monitor.job import recorded_metrics
 from monitor.judgments import add_layer, align_baseline, effective_evalset, rescore
 from monitor.report.compose import compose_report
 from monitor.store import QueryRecord, RunRecord, SqlStore, open_store
@@ -63,7 +64,7 @@ def expected_means(db: Path, method: str) -> dict[str, float]:
     with open_store(db) as store:
         merged = effective_evalset(store, "larkfield", bundled.larkfield_evalset())
     ranking = {qid: ids[: suite.k] for qid, ids in bundled.larkfield_run(method).items()}
-    return evaluate(merged, ranking, suite.metrics).means
+    return evaluate(merged, ranking, recorded_metrics(suite)).means
 
 
 def test_the_round_trip_changes_the_figures_exactly_as_the_new_grades_say(
@@ -303,3 +304,28 @@ def test_todo_without_any_run_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     """A suite with no ok run has no queue to list."""
     code = main(["judgments", "todo", "--suite", "larkfield", "--store", str(tmp_path / "e.db")])
     assert (2, True) == (code, "no ok run" in capsys.readouterr().err)
+
+
+def test_rescoring_a_unit_metric_counts_units_through_the_corpus() -> None:
+    """A section metric is re-scored per section: two passages of one section count once."""
+    from monitor.evalset.corpus import Corpus
+
+    evalset = EvalSet("s")
+    evalset.add("q1", "warranty", relevant={"p1": 1, "p2": 1, "p3": 1})
+    corpus = Corpus.parse(
+        "\n".join(
+            json.dumps({"id": pid, "text": pid, "doc_id": "d", "section": section})
+            for pid, section in (("p1", "a"), ("p2", "a"), ("p3", "b"), ("p4", "c"))
+        ).encode(),
+        "jsonl",
+        "corpus.jsonl",
+    )
+    run = RunRecord(
+        suite="s",
+        pipeline="p",
+        started_at=T0,
+        finished_at=T0,
+        means={"recall@2[section]": 0.0},
+        queries=(QueryRecord("q1", {}, retrieved_ids=("p1", "p4")),),
+    )
+    assert 0.5 == rescore(run, evalset, corpus=corpus).means["recall@2[section]"]

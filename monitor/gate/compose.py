@@ -109,7 +109,8 @@ def gate_suite(
         from monitor.judgments.suite import suite_evalset
 
         frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
-        aligned = align_baseline(judgments_from, baseline.run, evalset, frozen)
+        corpus = corpus_for(suite.evalset, suite.metrics)
+        aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
         if aligned.baseline is not None and aligned.note is not None:
             baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
     if baseline.run.evalset_fingerprint != evalset.fingerprint:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from monitor.evalset import EvalSet
+from monitor.evalset.corpus import Corpus
 from monitor.judgments.merge import labels_of, queries_fingerprint
 from monitor.store import QueryRecord, RunLabels, RunRecord, Store
 
@@ -25,10 +26,17 @@ class Aligned:
     note: str | None = None
 
 
-def rescore(run: RunRecord, evalset: EvalSet, metrics: Iterable[str] | None = None) -> RunRecord:
+def rescore(
+    run: RunRecord,
+    evalset: EvalSet,
+    metrics: Iterable[str] | None = None,
+    *,
+    corpus: Corpus | None = None,
+) -> RunRecord:
     """Return ``run`` measured again from its stored rankings under ``evalset``'s grades.
 
-    ``metrics`` default to those the run measured. Failed queries stay without values, as
+    ``metrics`` default to those the run measured; ``corpus`` maps passages to their units
+    for metrics with one (``recall@5[section]``). Failed queries stay without values, as
     do queries with no relevant grade; the means, the evaluated count, the relevant ids and
     the stored eval-set fingerprint follow the new grades. Rankings, latency and errors are
     kept as they were.
@@ -38,7 +46,7 @@ def rescore(run: RunRecord, evalset: EvalSet, metrics: Iterable[str] | None = No
     names = list(run.means) if metrics is None else list(metrics)
     answered = {q.query_id: list(q.retrieved_ids) for q in run.queries if q.error_type is None}
     qrels = {qid: grades for qid, grades in evalset.qrels().items() if qid in answered}
-    evaluation = evaluate(qrels, answered, names)
+    evaluation = evaluate(qrels, answered, names, corpus=corpus)
     frame = evaluation.per_query
     values = {
         str(qid): {str(name): float(value) for name, value in row.items()}
@@ -88,6 +96,7 @@ def align_baseline(
     frozen: EvalSet,
     *,
     role: str = "baseline run",
+    corpus: Corpus | None = None,
 ) -> Aligned:
     """Return ``baseline`` as it compares with a run scored under ``evalset``.
 
@@ -108,7 +117,7 @@ def align_baseline(
         f"{current.judgments_version[:19]} (it was measured with "
         f"{labels.judgments_version[:19]})"
     )
-    return Aligned(rescore(baseline, evalset), rescored=True, note=note)
+    return Aligned(rescore(baseline, evalset, corpus=corpus), rescored=True, note=note)
 
 
 def queries_changed(store: Store, run: RunRecord, frozen: EvalSet) -> bool:

@@ -18,9 +18,17 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from monitor.config.model import SuiteConfig
+    from monitor.evalset.corpus import Corpus
     from monitor.runner import RunResult
 
 log = get_logger(__name__)
+
+
+def _corpus(suite: SuiteConfig) -> Corpus | None:
+    """Return the suite's corpus when one of its metrics counts units, else None."""
+    from monitor.evalset.corpus import corpus_for
+
+    return corpus_for(suite.evalset, suite.metrics)
 
 
 def suite_evalset(
@@ -98,8 +106,8 @@ def label_views(
     if suite.judge is None:
         return ()
     lines = []
-    human = rescore(record, suite_evalset(store, suite, frozen, "human"))
-    judged = rescore(record, suite_evalset(store, suite, frozen, "all"))
+    human = rescore(record, suite_evalset(store, suite, frozen, "human"), corpus=_corpus(suite))
+    judged = rescore(record, suite_evalset(store, suite, frozen, "all"), corpus=_corpus(suite))
     metrics = list(dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None))
     for metric in metrics or list(record.means)[:3]:
         a, b = human.means.get(metric, math.nan), judged.means.get(metric, math.nan)
@@ -124,8 +132,8 @@ def rescored_pair(
     says that the eval set changed.
     """
     evalset = suite_evalset(store, suite, frozen)
-    mine = align_baseline(store, run, evalset, frozen, role="run")
-    theirs = align_baseline(store, baseline, evalset, frozen)
+    mine = align_baseline(store, run, evalset, frozen, role="run", corpus=_corpus(suite))
+    theirs = align_baseline(store, baseline, evalset, frozen, corpus=_corpus(suite))
     version = labels_of(evalset).judgments_version[:19]
     notes = [note for note in (mine.note, theirs.note) if note is not None]
     notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
@@ -143,6 +151,7 @@ def rescored_history(
     Runs measured on other queries, or whose labels cannot be known, keep their figures.
     """
     evalset = suite_evalset(store, suite, frozen)
+    corpus = _corpus(suite)
     current = labels_of(evalset)
     out = frame.copy()
     count = 0
@@ -152,7 +161,7 @@ def rescored_history(
         labels = store.run_labels(int(run_id))
         if labels is not None and labels == current:
             continue
-        aligned = align_baseline(store, store.get_run(int(run_id)), evalset, frozen)
+        aligned = align_baseline(store, store.get_run(int(run_id)), evalset, frozen, corpus=corpus)
         if not aligned.rescored or aligned.baseline is None:
             continue
         count += 1
