@@ -1,0 +1,363 @@
+"""What each page shows, read from the store and the config: small frozen records.
+
+Pages read only what they show: the suites page the newest runs of each suite (SQL
+``LIMIT``), a suite page one page of its runs and its figures' history, a run page the run,
+its baseline and their comparison, a query page one query of two runs. Comparisons and eval
+sets are kept in a :class:`Cache` owned by the app, so reading a page twice recomputes
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from monitor.errors import MonitorError, UsageError
+
+if TYPE_CHECKING:
+    from monitor.alerts.model import Alert
+    from monitor.compare.records import Comparison
+    from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.evalset import EvalSet
+    from monitor.report.records import Report, Trend
+    from monitor.store import OutboxMessage, QueryRecord, RunRecord, RunSummary, Store
+
+#: Runs listed per page of a suite's history.
+RUNS_PER_PAGE = 25
+#: Runs a sparkline of the suites page draws.
+SPARK_RUNS = 30
+#: Comparisons and eval sets kept in memory.
+CACHE_SIZE = 32
+
+_T = TypeVar("_T")
+
+
+class Cache:
+    """A small thread-safe LRU of computed values, keyed by what they were computed from."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object, compute: Callable[[], _T]) -> _T:
+        """Return the value kept under ``key``, computing and keeping it when absent."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteCard:
+    """One suite on the suites page."""
+
+    name: str
+    latest: RunSummary | None
+    verdict: str | None
+    firing: tuple[Alert, ...]
+    next_run_at: datetime | None
+    sparklines: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SuitePage:
+    """A suite: one page of its runs, its trends, baseline, alerts and outbox."""
+
+    suite: SuiteConfig
+    runs: tuple[RunSummary, ...]
+    page: int
+    has_next: bool
+    trends: tuple[Trend, ...]
+    baseline: RunSummary | None
+    baseline_id: int | None
+    firing: tuple[Alert, ...]
+    outbox: tuple[OutboxMessage, ...]
+    coverage: Mapping[str, float] | None
+
+
+@dataclass(frozen=True, slots=True)
+class DocRow:
+    """One document of a query page: where it sits in each run, its grade, what changed."""
+
+    doc_id: str
+    grade: int | None
+    baseline_rank: int | None
+    current_rank: int | None
+    change: str  # "moved", "lost", "new", "same"
+    text: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Return whether the document has a grade."""
+        return self.grade is not None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPage:
+    """One query of a run beside the same query of the baseline."""
+
+    suite: str
+    run: RunRecord
+    baseline: RunRecord | None
+    query_id: str
+    text: str
+    metadata: Mapping[str, Any]
+    judgments: Mapping[str, int]
+    current: QueryRecord
+    before: QueryRecord | None
+    current_rows: tuple[DocRow, ...]
+    baseline_rows: tuple[DocRow, ...]
+    lost: tuple[DocRow, ...]
+    metric_names: tuple[str, ...]
+
+
+class Views:
+    """Build the pages' records from a config and a store opened per call."""
+
+    def __init__(
+        self,
+        config: MonitorConfig,
+        open_store: Callable[[], Store],
+        *,
+        next_runs: Callable[[], Mapping[str, datetime | None]] | None = None,
+        cache: Cache | None = None,
+    ) -> None:
+        self.config = config
+        self._open = open_store
+        self._next_runs = next_runs
+        self._cache = cache or Cache()
+
+    def suite(self, name: str) -> SuiteConfig:
+        """Return the suite's config; raise UsageError naming the known suites."""
+        return self.config.suite(name)
+
+    # Pages -------------------------------------------------------------------------------
+
+    def suites(self) -> list[SuiteCard]:
+        """Return a card per suite of the config, in config order."""
+        from monitor.report.history import chart_metrics
+
+        upcoming = self._next_runs() if self._next_runs is not None else {}
+        cards = []
+        with self._open() as store:
+            for suite in self.config.suites.values():
+                recent = store.list_runs(suite.name, limit=SPARK_RUNS)
+                latest = recent[0] if recent else None
+                watched = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+                ok = [run for run in reversed(recent) if run.status == "ok"]
+                sparks = {
+                    metric: tuple(run.means.get(metric, math.nan) for run in ok)
+                    for metric in watched
+                }
+                verdict: str | None = None
+                if latest is not None and latest.status == "ok":
+                    verdict = self._comparison(store, suite, latest.run_id).verdict
+                elif latest is not None:
+                    verdict = "failed"
+                cards.append(
+                    SuiteCard(
+                        name=suite.name,
+                        latest=latest,
+                        verdict=verdict,
+                        firing=tuple(_firing(store, suite.name)),
+                        next_run_at=upcoming.get(suite.name),
+                        sparklines=sparks,
+                    )
+                )
+        return cards
+
+    def suite_page(self, name: str, page: int = 1) -> SuitePage:
+        """Return page ``page`` (1 = newest) of the suite's runs with its trends."""
+        from monitor.alerts.outbox import OUTBOX_KIND
+        from monitor.report.history import build_trends, chart_metrics
+
+        suite = self.suite(name)
+        if page < 1:
+            raise UsageError(f"page: expected 1 or more, got {page}")
+        start = (page - 1) * RUNS_PER_PAGE
+        with self._open() as store:
+            listed = store.list_runs(suite.name, limit=start + RUNS_PER_PAGE + 1)
+            runs = tuple(listed[start : start + RUNS_PER_PAGE])
+            baseline = store.get_baseline(suite.name)
+            charted = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+            trends = build_trends(
+                store.history(suite.name, charted), charted, baseline=baseline, rules=suite.rules
+            )
+            firing = tuple(_firing(store, suite.name))
+            outbox = tuple(
+                message
+                for message in store.pending(OUTBOX_KIND)
+                if str(message.payload.get("suite", "")) == suite.name
+                or message.key.startswith(f"{suite.name}/")
+            )
+        return SuitePage(
+            suite=suite,
+            runs=runs,
+            page=page,
+            has_next=len(listed) > start + RUNS_PER_PAGE,
+            trends=trends,
+            baseline=None if baseline is None else _summary(baseline),
+            baseline_id=None if baseline is None else baseline.run_id,
+            firing=firing,
+            outbox=outbox,
+            coverage=_coverage(baseline),
+        )
+
+    def run_page(self, name: str, run_id: int) -> Report:
+        """Return the report of run ``run_id`` of the suite against its baseline."""
+        from monitor.report.compose import compose_report
+
+        suite = self.suite(name)
+        with self._open() as store:
+            baseline = store.get_baseline(suite.name)
+            key = ("report", suite, run_id, None if baseline is None else baseline.run_id)
+            return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
+
+    def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
+        """Return query ``query_id`` of run ``run_id`` beside the baseline's."""
+        suite = self.suite(name)
+        with self._open() as store:
+            run = self._run(store, suite.name, run_id)
+            baseline = store.get_baseline(suite.name)
+        current = _query_of(run, query_id)
+        if current is None:
+            raise UsageError(f"run {run_id} has no query {query_id!r}")
+        before = None if baseline is None else _query_of(baseline, query_id)
+        evalset = self.evalset(suite)
+        found = None if evalset is None else _find(evalset, query_id)
+        judgments: dict[str, int] = (
+            dict(found.judgments) if found is not None else dict.fromkeys(current.relevant_ids, 1)
+        )
+        current_rows, baseline_rows, lost = diff_rankings(
+            current.retrieved_ids, () if before is None else before.retrieved_ids, judgments
+        )
+        names = tuple(dict.fromkeys([*current.values, *(before.values if before else {})]))
+        return QueryPage(
+            suite=suite.name,
+            run=run,
+            baseline=baseline,
+            query_id=query_id,
+            text=found.text if found is not None else "",
+            metadata=dict(found.metadata) if found is not None else {},
+            judgments=judgments,
+            current=current,
+            before=before,
+            current_rows=current_rows,
+            baseline_rows=baseline_rows,
+            lost=lost,
+            metric_names=names,
+        )
+
+    # Shared reads ------------------------------------------------------------------------
+
+    def evalset(self, suite: SuiteConfig) -> EvalSet | None:
+        """Return the suite's eval set, or None when it cannot be loaded."""
+        from monitor.evalset.suite import load_evalset
+
+        def load() -> EvalSet | None:
+            try:
+                return load_evalset(suite.evalset)
+            except (MonitorError, OSError):
+                return None
+
+        return self._cache.get(("evalset", suite.evalset), load)
+
+    def _comparison(self, store: Store, suite: SuiteConfig, run_id: int) -> Comparison:
+        from monitor.report.compose import compose_report
+
+        baseline = store.get_baseline(suite.name)
+        key = ("report", suite, run_id, None if baseline is None else baseline.run_id)
+        return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id)).comparison
+
+    def _run(self, store: Store, suite: str, run_id: int) -> RunRecord:
+        from monitor.errors import StoreLookupError
+
+        def load() -> RunRecord:
+            try:
+                run = store.get_run(run_id)
+            except StoreLookupError:
+                raise UsageError(f"no run {run_id} in the store") from None
+            if run.suite != suite:
+                raise UsageError(f"run {run_id} belongs to suite {run.suite!r}, not {suite!r}")
+            return run
+
+        return self._cache.get(("run", run_id), load)
+
+    def forget_runs(self) -> None:
+        """Drop every kept value (after the judgments changed)."""
+        self._cache = Cache(self._cache._size)
+
+
+def diff_rankings(
+    current: tuple[str, ...], baseline: tuple[str, ...], judgments: Mapping[str, int]
+) -> tuple[tuple[DocRow, ...], tuple[DocRow, ...], tuple[DocRow, ...]]:
+    """Return the current and baseline rankings as rows, and the documents the current one
+    lost: ``moved`` (in both at other ranks), ``new`` (only now), ``lost`` (only before)."""
+    now = {doc: rank for rank, doc in enumerate(current, 1)}
+    then = {doc: rank for rank, doc in enumerate(baseline, 1)}
+
+    def row(doc: str) -> DocRow:
+        a, b = then.get(doc), now.get(doc)
+        change = "new" if a is None else "lost" if b is None else "moved" if a != b else "same"
+        return DocRow(doc, judgments.get(doc), a, b, change)
+
+    current_rows = tuple(row(doc) for doc in current)
+    baseline_rows = tuple(row(doc) for doc in baseline)
+    lost = tuple(r for r in baseline_rows if r.change == "lost")
+    return current_rows, baseline_rows, lost
+
+
+def _firing(store: Store, suite: str) -> list[Alert]:
+    from monitor.alerts.lifecycle import AlertLifecycle
+    from monitor.alerts.model import KINDS
+
+    lifecycle = AlertLifecycle(store, {})
+    return [alert for kind in KINDS for alert in lifecycle.active(suite, kind)]
+
+
+def _summary(run: RunRecord) -> RunSummary:
+    from monitor.store import RunSummary
+
+    return RunSummary(
+        run_id=run.run_id or 0,
+        suite=run.suite,
+        pipeline=run.pipeline,
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        query_count=len(run.queries),
+        means=run.means,
+        error=run.error,
+    )
+
+
+def _coverage(run: RunRecord | None) -> Mapping[str, float] | None:
+    """Return the share of each run's top ids that are judged relevant, when it is known."""
+    if run is None or not run.queries:
+        return None
+    answered = [q for q in run.queries if q.error_type is None]
+    with_relevant = sum(1 for q in answered if q.relevant_ids)
+    return {"queries_with_judgments": with_relevant / len(answered) if answered else 0.0}
+
+
+def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
+    return next((q for q in run.queries if q.query_id == query_id), None)
+
+
+def _find(evalset: EvalSet, query_id: str) -> Any:
+    try:
+        return evalset[query_id]
+    except (KeyError, IndexError, MonitorError):
+        return None
