@@ -96,6 +96,7 @@
       if (!response.ok) { errorBox.textContent = result.error; return; }
       errorBox.textContent = "";
       showMetrics(result);
+      root.dataset.computed = String(Number(root.dataset.computed || "0") + 1);
     } catch (error) {
       errorBox.textContent = "the server did not answer: " + error;
     } finally {
