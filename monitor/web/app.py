@@ -8,11 +8,13 @@ use the app's own small scripts. Everything served ships in the package.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import secrets
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -43,7 +45,8 @@ class WebSettings:
     ``store`` opens a store per request; ``auth_token`` (when set) is required of every
     request; ``allow_labeling`` turns the grade buttons and their endpoint on; ``label_sink``
     records a grade (default: the store's judgment layers, when there are any);
-    ``next_runs`` gives each suite's next scheduled run (daemon mode).
+    ``next_runs`` gives each suite's next scheduled run (daemon mode); ``warm`` computes each
+    suite's latest comparison in the background at start-up, so the first pages are fast.
     """
 
     config: MonitorConfig
@@ -52,6 +55,7 @@ class WebSettings:
     allow_labeling: bool = False
     label_sink: LabelSink | None = None
     next_runs: Callable[[], Mapping[str, datetime | None]] | None = None
+    warm: bool = True
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
 
@@ -74,8 +78,16 @@ def create_app(settings: WebSettings) -> Starlette:
         Route("/suites/{suite}/runs/{run_id:int}/queries/{query_id:path}", pages.query),
         Mount("/static", app=StaticFiles(packages=[("monitor.web", "static")]), name="static"),
     ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.warm:
+            threading.Thread(target=pages.views.warm, name="web-warm", daemon=True).start()
+        yield
+
     return Starlette(
         routes=routes,
+        lifespan=lifespan,
         middleware=[Middleware(_Guard, settings=settings, render=pages.error)],
     )
 

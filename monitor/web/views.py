@@ -12,14 +12,16 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from monitor.errors import MonitorError, UsageError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from monitor.alerts.model import Alert
     from monitor.compare.records import Comparison
     from monitor.config.model import MonitorConfig, SuiteConfig
@@ -31,8 +33,10 @@ if TYPE_CHECKING:
 RUNS_PER_PAGE = 25
 #: Runs a sparkline of the suites page draws.
 SPARK_RUNS = 30
-#: Comparisons and eval sets kept in memory.
+#: Comparisons, histories and eval sets kept in memory.
 CACHE_SIZE = 32
+#: Whole runs kept in memory for query pages (a 10,000-query run holds some 15 MB).
+RUN_CACHE_SIZE = 4
 
 _T = TypeVar("_T")
 
@@ -41,7 +45,7 @@ class Cache:
     """A small thread-safe LRU of computed values, keyed by what they were computed from."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
-        self._size = size
+        self.size = size
         self._items: OrderedDict[object, object] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -54,7 +58,7 @@ class Cache:
         value = compute()
         with self._lock:
             self._items[key] = value
-            while len(self._items) > self._size:
+            while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return value
 
@@ -76,15 +80,32 @@ class SuitePage:
     """A suite: one page of its runs, its trends, baseline, alerts and outbox."""
 
     suite: SuiteConfig
-    runs: tuple[RunSummary, ...]
+    runs: tuple[RunRow, ...]
     page: int
     has_next: bool
     trends: tuple[Trend, ...]
-    baseline: RunSummary | None
-    baseline_id: int | None
+    baseline: RunRow | None
     firing: tuple[Alert, ...]
     outbox: tuple[OutboxMessage, ...]
-    coverage: Mapping[str, float] | None
+    total_runs: int
+
+    @property
+    def baseline_id(self) -> int | None:
+        """Return the baseline's run id, or None."""
+        return None if self.baseline is None else self.baseline.run_id
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run in a suite's history: read from the history, without its per-query records."""
+
+    run_id: int
+    status: str
+    started_at: datetime
+    queries: int
+    means: Mapping[str, float]
+    latency_p95: float | None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +159,7 @@ class Views:
         self._open = open_store
         self._next_runs = next_runs
         self._cache = cache or Cache()
+        self._runs = Cache(RUN_CACHE_SIZE)
 
     def suite(self, name: str) -> SuiteConfig:
         """Return the suite's config; raise UsageError naming the known suites."""
@@ -179,21 +201,36 @@ class Views:
         return cards
 
     def suite_page(self, name: str, page: int = 1) -> SuitePage:
-        """Return page ``page`` (1 = newest) of the suite's runs with its trends."""
+        """Return page ``page`` (1 = newest) of the suite's runs with its trends.
+
+        One read of the suite's history gives the rows, the trends and the baseline's
+        figures: no run's per-query records are loaded (a failed run on the page is read
+        for its error, and it has none).
+        """
         from monitor.alerts.outbox import OUTBOX_KIND
         from monitor.report.history import build_trends, chart_metrics
 
         suite = self.suite(name)
         if page < 1:
             raise UsageError(f"page: expected 1 or more, got {page}")
-        start = (page - 1) * RUNS_PER_PAGE
+        charted = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
         with self._open() as store:
-            listed = store.list_runs(suite.name, limit=start + RUNS_PER_PAGE + 1)
-            runs = tuple(listed[start : start + RUNS_PER_PAGE])
-            baseline = store.get_baseline(suite.name)
-            charted = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+            baseline_id = _baseline_id(store, suite.name)
+            newest = store.list_runs(suite.name, limit=1)
+            history, rows = self._cache.get(
+                ("history", suite.name, newest[0].run_id if newest else None, charted),
+                lambda: _history(store, suite.name, charted),
+            )
+            start = (page - 1) * RUNS_PER_PAGE
+            shown = tuple(
+                _with_error(store, row)
+                for row in reversed(
+                    rows[max(len(rows) - start - RUNS_PER_PAGE, 0) : max(len(rows) - start, 0)]
+                )
+            )
+            baseline = next((row for row in rows if row.run_id == baseline_id), None)
             trends = build_trends(
-                store.history(suite.name, charted), charted, baseline=baseline, rules=suite.rules
+                history, charted, baseline=_as_record(suite.name, baseline), rules=suite.rules
             )
             firing = tuple(_firing(store, suite.name))
             outbox = tuple(
@@ -204,15 +241,14 @@ class Views:
             )
         return SuitePage(
             suite=suite,
-            runs=runs,
+            runs=shown,
             page=page,
-            has_next=len(listed) > start + RUNS_PER_PAGE,
+            has_next=len(rows) > start + RUNS_PER_PAGE,
             trends=trends,
-            baseline=None if baseline is None else _summary(baseline),
-            baseline_id=None if baseline is None else baseline.run_id,
+            baseline=baseline,
             firing=firing,
             outbox=outbox,
-            coverage=_coverage(baseline),
+            total_runs=len(rows),
         )
 
     def run_page(self, name: str, run_id: int) -> Report:
@@ -221,8 +257,7 @@ class Views:
 
         suite = self.suite(name)
         with self._open() as store:
-            baseline = store.get_baseline(suite.name)
-            key = ("report", suite, run_id, None if baseline is None else baseline.run_id)
+            key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
             return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
 
     def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
@@ -230,7 +265,8 @@ class Views:
         suite = self.suite(name)
         with self._open() as store:
             run = self._run(store, suite.name, run_id)
-            baseline = store.get_baseline(suite.name)
+            baseline_id = _baseline_id(store, suite.name)
+            baseline = None if baseline_id is None else self._run(store, suite.name, baseline_id)
         current = _query_of(run, query_id)
         if current is None:
             raise UsageError(f"run {run_id} has no query {query_id!r}")
@@ -260,6 +296,26 @@ class Views:
             metric_names=names,
         )
 
+    def warm(self) -> None:
+        """Compute what the first pages will ask for: each suite's eval set, its latest
+        run's comparison, that run and the baseline (run at start-up, off the request path).
+        A suite that cannot be read is left for its page to report."""
+        for suite in self.config.suites.values():
+            try:
+                self.evalset(suite)
+                with self._open() as store:
+                    latest = store.latest_run(suite.name)
+                    if latest is None or latest.run_id is None:
+                        continue
+                    self._comparison(store, suite, latest.run_id)
+                    self._run(store, suite.name, latest.run_id)
+                    baseline_id = _baseline_id(store, suite.name)
+                    if baseline_id is not None:
+                        self._run(store, suite.name, baseline_id)
+                self.suite_page(suite.name)
+            except MonitorError:
+                continue
+
     # Shared reads ------------------------------------------------------------------------
 
     def evalset(self, suite: SuiteConfig) -> EvalSet | None:
@@ -277,8 +333,7 @@ class Views:
     def _comparison(self, store: Store, suite: SuiteConfig, run_id: int) -> Comparison:
         from monitor.report.compose import compose_report
 
-        baseline = store.get_baseline(suite.name)
-        key = ("report", suite, run_id, None if baseline is None else baseline.run_id)
+        key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
         return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id)).comparison
 
     def _run(self, store: Store, suite: str, run_id: int) -> RunRecord:
@@ -293,11 +348,12 @@ class Views:
                 raise UsageError(f"run {run_id} belongs to suite {run.suite!r}, not {suite!r}")
             return run
 
-        return self._cache.get(("run", run_id), load)
+        return self._runs.get(("run", run_id), load)
 
     def forget_runs(self) -> None:
         """Drop every kept value (after the judgments changed)."""
-        self._cache = Cache(self._cache._size)
+        self._cache = Cache(self._cache.size)
+        self._runs = Cache(self._runs.size)
 
 
 def diff_rankings(
@@ -327,29 +383,59 @@ def _firing(store: Store, suite: str) -> list[Alert]:
     return [alert for kind in KINDS for alert in lifecycle.active(suite, kind)]
 
 
-def _summary(run: RunRecord) -> RunSummary:
-    from monitor.store import RunSummary
-
-    return RunSummary(
-        run_id=run.run_id or 0,
-        suite=run.suite,
-        pipeline=run.pipeline,
-        status=run.status,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        query_count=len(run.queries),
-        means=run.means,
-        error=run.error,
-    )
+def _baseline_id(store: Store, suite: str) -> int | None:
+    """Return the id of the suite's baseline without loading the run."""
+    return next((b.run_id for b in store.list_baselines() if b.suite == suite), None)
 
 
-def _coverage(run: RunRecord | None) -> Mapping[str, float] | None:
-    """Return the share of each run's top ids that are judged relevant, when it is known."""
-    if run is None or not run.queries:
+def _history(store: Store, suite: str, metrics: Sequence[str]) -> tuple[pd.DataFrame, list[RunRow]]:
+    """Return the suite's history of ``metrics`` and its runs as rows, oldest first."""
+    history = store.history(suite, metrics)
+    return history, _rows(history, metrics)
+
+
+def _rows(history: pd.DataFrame, metrics: Sequence[str]) -> list[RunRow]:
+    """Return the history's runs as rows, oldest first."""
+    rows = []
+    for record in history.to_dict("records"):
+        p95 = record.get("latency_p95")
+        sent = record.get("queries")
+        rows.append(
+            RunRow(
+                run_id=int(record["run_id"]),
+                status=str(record["status"]),
+                started_at=record["started_at"].to_pydatetime(),
+                queries=0 if sent is None or math.isnan(sent) else int(sent),
+                means={m: float(record.get(m, math.nan)) for m in metrics},
+                latency_p95=None if p95 is None or math.isnan(p95) else float(p95),
+            )
+        )
+    return rows
+
+
+def _with_error(store: Store, row: RunRow) -> RunRow:
+    """Return ``row`` with its error when the run failed (a failed run has no query records)."""
+    if row.status == "ok":
+        return row
+    return replace(row, error=store.get_run(row.run_id).error)
+
+
+def _as_record(suite: str, row: RunRow | None) -> RunRecord | None:
+    """Return the baseline's figures as the record the trends read (without its queries)."""
+    from monitor.records import LatencySummary
+    from monitor.store import RunFigures, RunRecord
+
+    if row is None:
         return None
-    answered = [q for q in run.queries if q.error_type is None]
-    with_relevant = sum(1 for q in answered if q.relevant_ids)
-    return {"queries_with_judgments": with_relevant / len(answered) if answered else 0.0}
+    return RunRecord(
+        suite=suite,
+        pipeline="",
+        started_at=row.started_at,
+        finished_at=row.started_at,
+        means=row.means,
+        figures=RunFigures(latency=LatencySummary(p95=row.latency_p95)),
+        run_id=row.run_id,
+    )
 
 
 def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
