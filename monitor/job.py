@@ -212,11 +212,13 @@ def _run_locked(
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
+    from monitor.judgments import align_baseline, labels_of
+    from monitor.judgments.suite import judge_after_run, suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
     started = clock()
-    evalset = load_evalset(suite.evalset)
+    frozen = evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
         try:
             evalset = judge_by_reference(
@@ -225,6 +227,7 @@ def _run_locked(
         except SearchBackendError as error:
             store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
             raise
+    evalset = suite_evalset(store, suite, evalset)
     if (
         suite.baseline is not None
         and suite.baseline.bundled_run
@@ -246,9 +249,12 @@ def _run_locked(
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
     run_id = store.save_run(record)
+    store.set_run_labels(run_id, labels_of(evalset))
     record = store.get_run(run_id)
 
-    baseline = store.get_baseline(suite.name)
+    # A baseline measured with other judgments of the same queries is re-scored, not lost.
+    aligned = align_baseline(store, store.get_baseline(suite.name), evalset, frozen)
+    baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
     try:
         comparison = compare_runs(
@@ -264,6 +270,10 @@ def _run_locked(
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
+    notes: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
+    notes += judge_after_run(suite, store, frozen, record, result)
+    if notes:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     _record_rule_flags(store, suite.name, run_id, comparison)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 
@@ -426,6 +436,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     """Store the bundled run the suite names as its first baseline; return the run id."""
     from monitor import bundled
     from monitor.evaluation import evaluate
+    from monitor.judgments import labels_of
     from monitor.runner import run_queries
     from monitor.search import build_search
 
@@ -439,6 +450,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
+    store.set_run_labels(run_id, labels_of(evalset))
     store.set_baseline(suite.name, run_id)
     log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
     return run_id

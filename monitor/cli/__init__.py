@@ -18,6 +18,7 @@ from monitor.cli import (
     daemon,
     evaluate,
     gate,
+    judgments,
     ksweep,
     pipelines,
     report,
@@ -28,7 +29,19 @@ from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
 from monitor.logs import LOG_FORMATS, configure_logging
 
-_COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report, gate, serve)
+_COMMANDS = (
+    run,
+    daemon,
+    baseline,
+    config,
+    evaluate,
+    ksweep,
+    pipelines,
+    report,
+    gate,
+    judgments,
+    serve,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

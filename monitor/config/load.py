@@ -17,7 +17,7 @@ from typing import Final
 
 import yaml
 
-from monitor.config import sections, vocab
+from monitor.config import judge, sections, vocab
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -359,4 +359,6 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         links=sections.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
+        judge=judge.judge(f, e.get("judge")),
+        alert_labels=judge.alert_labels(f, e.get("alert_labels")),
     )

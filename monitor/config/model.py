@@ -379,6 +379,25 @@ class BaselineConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    """A plug-in that grades unjudged (query, document) pairs after a run.
+
+    ``kind`` is ``python``, ``http`` or ``entrypoint:<name>``; ``options`` go to the plug-in.
+    Its grades form a layer keyed by ``judge_id``, ``model`` and a hash of ``prompt``, so a
+    changed model or prompt never reuses old grades. At most ``max_per_run`` pairs are graded
+    per run, best ranks first.
+    """
+
+    kind: str
+    judge_id: str
+    model: str = ""
+    prompt: str = ""
+    max_per_run: int = 100
+    options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
+    base_dir: Path = Path()
+
+
+@dataclass(frozen=True, slots=True)
 class SuiteConfig:
     """One suite: an eval set run through one search, measured, compared and reported.
 
@@ -404,6 +423,8 @@ class SuiteConfig:
     links: LinksConfig = LinksConfig()
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
+    judge: JudgeConfig | None = None
+    alert_labels: Literal["human", "all"] = "human"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

@@ -192,6 +192,22 @@ def _suite() -> Schema:
                 description="A seed baseline pinned when the suite has none stored yet.",
             ),
             "invariants": _invariants(),
+            "judge": {
+                "type": "object",
+                "required": ["kind"],
+                "description": "A plug-in grading unjudged (query, document) pairs after a run.",
+                "properties": {
+                    "kind": {"type": "string", "pattern": r"^(python|http|entrypoint:.+)$"},
+                    "id": {"type": "string"},
+                    "model": {"type": "string"},
+                    "prompt": {"type": "string"},
+                    "max_per_run": {"type": "integer", "minimum": 0},
+                },
+            },
+            "alert_labels": {
+                "enum": ["human", "all"],
+                "description": "Which labels gate alerts: human labels only, or the judge's too.",
+            },
         }
     )
 

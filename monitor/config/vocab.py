@@ -32,6 +32,8 @@ SUITE_KEYS = (
     "pipeline",
     "baseline",
     "invariants",
+    "judge",
+    "alert_labels",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links")

@@ -81,12 +81,16 @@ def gate_suite(
     config_hash: str = "",
     progress: bool | None = None,
     record_in: Store | None = None,
+    judgments_from: Store | None = None,
 ) -> GatedSuite:
     """Measure ``candidate`` on ``suite``'s eval set and judge it against ``baseline``.
 
     The candidate's run is saved in ``record_in`` when given, and nowhere otherwise. A
     baseline measured on another eval set raises :class:`EvalSetMismatchError` before any
-    query is sent; a failed search backend raises its SearchBackendError.
+    query is sent; a failed search backend raises its SearchBackendError. With
+    ``judgments_from`` (the store the baseline was pinned in) the candidate is scored with the
+    suite's judgment layers too, and a baseline measured with other judgments of the same
+    queries is re-scored under them.
     """
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
@@ -98,6 +102,15 @@ def gate_suite(
     evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
         evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
+    notes: tuple[str, ...] = ()
+    if judgments_from is not None and suite.evalset.reference is None:
+        from monitor.judgments import align_baseline
+        from monitor.judgments.suite import suite_evalset
+
+        frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
+        aligned = align_baseline(judgments_from, baseline.run, evalset, frozen)
+        if aligned.baseline is not None and aligned.note is not None:
+            baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
     if baseline.run.evalset_fingerprint != evalset.fingerprint:
         raise EvalSetMismatchError(
             suite.name, baseline.source, baseline.run.evalset_fingerprint, evalset.fingerprint
@@ -123,6 +136,8 @@ def gate_suite(
         history={},
         invariants=suite.invariants,
     )
+    if notes:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     verdict = gate_verdict(comparison)
     gated = GateResult(
         suite=suite.name,

@@ -59,12 +59,20 @@ def compose_report(
     else:
         metadata = {query.id: query.metadata for query in evalset}
         texts = {query.id: query.text for query in evalset}
-        if evalset.fingerprint != run.evalset_fingerprint:
+        from monitor.judgments.rescore import queries_changed
+
+        if queries_changed(store, run, evalset):
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
                 "from its current version"
             )
 
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_pair
+
+        # Judgments changed since a run was measured: both are re-scored, not discarded.
+        run, baseline, notes = rescored_pair(store, suite, evalset, run, baseline)
+        warnings.extend(notes)
     significance = suite.significance
     history = _rule_history(store, suite, run)
     comparison = compare_runs(
