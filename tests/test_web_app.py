@@ -240,7 +240,7 @@ def test_labeling_without_judgment_layers_says_so(
     store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Allowed but with no judgment layers installed, labeling answers 501 and says why."""
-    monkeypatch.setattr("monitor.web.app.default_sink", lambda: None)
+    monkeypatch.setattr("monitor.web.app.default_sink", lambda frozen_of: None)
     with _client(store_path, allow_labeling=True) as c:
         response = _label(c)
     assert (501, True) == (response.status_code, "judgment layers" in response.json()["error"])
@@ -300,3 +300,35 @@ def test_serve_reads_the_token_from_the_named_variable(monkeypatch: pytest.Monke
     assert "t0k" == settings.auth_token
     with pytest.raises(UsageError, match="MONITOR_UNSET_TOKEN"):
         web_settings(_serve_args(auth_token_env="MONITOR_UNSET_TOKEN"), default_config())
+
+
+def _fresh_store(tmp_path: Path) -> Path:
+    path = tmp_path / "labels.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    return path
+
+
+def test_a_label_becomes_a_human_layer_with_its_provenance(tmp_path: Path) -> None:
+    """The default sink stores the grade as a layer of the suite, by the labeler, from the web."""
+    path = _fresh_store(tmp_path)
+    with _client(path, allow_labeling=True) as c:
+        response = _label(c, who="ana")
+        page = c.get("/suites/larkfield/runs/2/queries/Q34").text
+    with open_store(path) as store:
+        layers = store.layers(SUITE)
+    assert 200 == response.status_code
+    assert [("web", "ana", "human", {"Q34": {"ce196c57771f": 2}})] == [
+        (x.source, x.who, x.kind, {q: dict(g) for q, g in x.grades.items()}) for x in layers
+    ]
+    assert 'data-doc="ce196c57771f"' not in page
+
+
+def test_a_grade_against_one_in_force_is_a_conflict(tmp_path: Path) -> None:
+    """Grading a document already graded otherwise is refused with 409, naming the conflict."""
+    path = _fresh_store(tmp_path)
+    with _client(path, allow_labeling=True) as c:
+        first = _label(c, grade=2)
+        second = _label(c, grade=0)
+    assert (200, 409) == (first.status_code, second.status_code)
+    assert "conflicting grade" in second.json()["error"]

@@ -23,9 +23,8 @@ from conftest import unavailable
 from monitor.config import default_config
 from monitor.evaluation import evaluate
 from monitor.job import run_suite
-from monitor.store import Store, open_store
+from monitor.store import open_store
 from monitor.web import WebSettings, create_app
-from monitor.web.labels import Label
 from monitor.web.simulate import Simulation, metrics_at
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -49,23 +48,15 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-LABELS: list[Label] = []
-
-
-def _sink(store: Store, label: Label) -> None:
-    LABELS.append(label)
-
-
 @pytest.fixture(scope="module")
 def server(store_path: Path) -> Iterator[str]:
-    """The app served by uvicorn on a free loopback port, with labeling into a recording sink."""
+    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
     import uvicorn
 
     settings = WebSettings(
         config=default_config(),
         store=lambda: open_store(store_path),
         allow_labeling=True,
-        label_sink=_sink,
     )
     port = _free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error")
@@ -199,11 +190,27 @@ def test_toggling_relevance_in_binary_mode_recomputes(server: str, browser: Any)
     assert 1.0 == _simulator_figures(browser)["mrr@10"]
 
 
-def test_a_grade_button_records_a_label(server: str, browser: Any) -> None:
-    """Clicking grade 2 beside an unjudged document records it with the labeler's name."""
+def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 
-    LABELS.clear()
+    for row in driver.find_elements(By.CSS_SELECTOR, "#metrics tbody tr"):
+        cells = row.find_elements(By.TAG_NAME, "td")
+        if cells[0].text == metric:
+            return float(cells[2].text)
+    raise AssertionError(f"no {metric} row on the run page")
+
+
+def test_a_grade_button_round_trip_rescores_the_run(
+    server: str, browser: Any, store_path: Path
+) -> None:
+    """Grading an unjudged document adds a layer with its labeler, and the run page's
+    figures become those of the run re-scored under the new judgments."""
+    from selenium.webdriver.common.by import By
+
+    from monitor.report import compose_report
+
+    browser.get(server + "/suites/larkfield/runs/2")
+    before = _run_mean(browser, "recall@10")
     browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
     group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
     doc = group.get_attribute("data-doc")
@@ -212,5 +219,18 @@ def test_a_grade_button_records_a_label(server: str, browser: Any) -> None:
     labeler.send_keys("ana")
     group.find_element(By.CSS_SELECTOR, 'button[data-grade="2"]').click()
     _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
-    assert [("Q34", doc, 2, "ana")] == [(x.query_id, x.doc_id, x.grade, x.who) for x in LABELS]
     assert [] == _console_errors(browser)
+
+    with open_store(store_path) as store:
+        layers = store.layers(SUITE)
+        expected = compose_report(store, default_config().suite(SUITE), run_id=2).run
+    assert [("ana", {"Q34": {doc: 2}})] == [
+        (layer.who, {q: dict(g) for q, g in layer.grades.items()}) for layer in layers
+    ]
+    browser.get(server + "/suites/larkfield/runs/2")
+    after = _run_mean(browser, "recall@10")
+    assert round(expected.means["recall@10"], 4) == after
+    assert after > before
+    browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
+    assert "graded" not in browser.page_source
+    assert f'data-doc="{doc}"' not in browser.page_source

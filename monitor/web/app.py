@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from monitor.config.model import MonitorConfig
+    from monitor.evalset import EvalSet
     from monitor.store import Store
 
 #: Default address and port of ``serve``.
@@ -163,7 +164,10 @@ class _Pages:
             settings.config, settings.store, next_runs=settings.next_runs, cache=Cache()
         )
         self.env = _environment()
-        self.sink = settings.label_sink if settings.label_sink is not None else default_sink()
+        self.sink = settings.label_sink or default_sink(self._frozen)
+
+    def _frozen(self, name: str) -> EvalSet | None:
+        return self.views.evalset(self.views.suite(name))
 
     # Rendering ---------------------------------------------------------------------------
 
@@ -308,6 +312,8 @@ class _Pages:
 
         try:
             await run_in_threadpool(record)
+        except UsageError as error:  # a conflicting grade, a query the set lacks
+            return JSONResponse({"error": str(error)}, status_code=409)
         except MonitorError as error:
             return JSONResponse({"error": str(error)}, status_code=500)
         return JSONResponse(

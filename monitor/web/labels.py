@@ -11,11 +11,12 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
+    from monitor.evalset import EvalSet
     from monitor.store import Store
 
 #: The grades a labeler may give.
@@ -44,9 +45,20 @@ class Label:
 #: Record a label in the store (the suite's judgment layer).
 LabelSink: TypeAlias = Callable[["Store", Label], None]
 
+#: The frozen eval set of a suite (the layers' base), or None when it cannot be loaded.
+FrozenOf: TypeAlias = Callable[[str], "EvalSet | None"]
 
-def default_sink() -> LabelSink | None:
-    """Return the sink writing to the store's judgment layers, or None without them."""
+#: Where the web app's layers say they come from.
+SOURCE = "web"
+
+
+def default_sink(frozen_of: FrozenOf) -> LabelSink | None:
+    """Return the sink adding each label as a human layer of the suite, with who gave it
+    and when (:func:`monitor.judgments.add_layer`), or None without judgment layers.
+
+    A grade that differs from one in force is refused (JudgmentConflictError), never
+    silently replaced: a query page only offers grades for unjudged documents.
+    """
     try:
         judgments = importlib.import_module("monitor.judgments")
     except ImportError:
@@ -56,9 +68,21 @@ def default_sink() -> LabelSink | None:
         return None
 
     def sink(store: Store, label: Label) -> None:
+        frozen = frozen_of(label.suite)
+        if frozen is None:
+            raise UsageError(f"suite {label.suite!r}: its eval set cannot be loaded to label it")
         grades: Mapping[str, Mapping[str, int]] = {label.query_id: {label.doc_id: label.grade}}
-        options: dict[str, Any] = {"source": "web", "who": label.who, "override": False}
-        add_layer(store, label.suite, grades, **options)
+        add_layer(
+            store,
+            label.suite,
+            grades,
+            frozen=frozen,
+            source=SOURCE,
+            who=label.who,
+            override=False,
+            kind="human",
+            clock=lambda: label.at,
+        )
 
     return sink
 

@@ -261,25 +261,38 @@ class Views:
             return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
 
     def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
-        """Return query ``query_id`` of run ``run_id`` beside the baseline's."""
+        """Return query ``query_id`` of run ``run_id`` beside the baseline's.
+
+        The grades are those in force (the frozen set with the suite's judgment layers), and
+        both runs' values of this query are scored under them with the engine, as the run
+        page re-scores whole runs when the judgments changed. A suite judged by a reference
+        search shows the judgments stored with the run.
+        """
         suite = self.suite(name)
         with self._open() as store:
             run = self._run(store, suite.name, run_id)
             baseline_id = _baseline_id(store, suite.name)
             baseline = None if baseline_id is None else self._run(store, suite.name, baseline_id)
+            evalset = self._effective(store, suite)
         current = _query_of(run, query_id)
         if current is None:
             raise UsageError(f"run {run_id} has no query {query_id!r}")
         before = None if baseline is None else _query_of(baseline, query_id)
-        evalset = self.evalset(suite)
         found = None if evalset is None else _find(evalset, query_id)
-        judgments: dict[str, int] = (
-            dict(found.judgments) if found is not None else dict.fromkeys(current.relevant_ids, 1)
-        )
-        current_rows, baseline_rows, lost = diff_rankings(
-            current.retrieved_ids, () if before is None else before.retrieved_ids, judgments
-        )
+        judgments: dict[str, int] = dict.fromkeys(current.relevant_ids, 1)
         names = tuple(dict.fromkeys([*current.values, *(before.values if before else {})]))
+        if found is not None and suite.evalset.reference is None:
+            judgments = dict(found.judgments)
+            names = names or tuple(str(m) for m in suite.metrics)
+            current = _scored(current, judgments, names)
+            before = None if before is None else _scored(before, judgments, names)
+        text_of = self._cache.get(("texts", suite.name), lambda: _doc_texts(suite))
+        current_rows, baseline_rows, lost = diff_rankings(
+            current.retrieved_ids,
+            () if before is None else before.retrieved_ids,
+            judgments,
+            text_of,
+        )
         return QueryPage(
             suite=suite.name,
             run=run,
@@ -294,6 +307,20 @@ class Views:
             baseline_rows=baseline_rows,
             lost=lost,
             metric_names=names,
+        )
+
+    def _effective(self, store: Store, suite: SuiteConfig) -> EvalSet | None:
+        """Return the suite's eval set with its judgment layers applied (None: unreadable)."""
+        from monitor.judgments.suite import suite_evalset
+
+        frozen = self.evalset(suite)
+        if frozen is None:
+            return None
+        layers = len(store.layers(suite.name))
+        if not layers:
+            return frozen
+        return self._cache.get(
+            ("effective", suite.name, layers), lambda: suite_evalset(store, suite, frozen)
         )
 
     def warm(self) -> None:
@@ -357,7 +384,10 @@ class Views:
 
 
 def diff_rankings(
-    current: tuple[str, ...], baseline: tuple[str, ...], judgments: Mapping[str, int]
+    current: tuple[str, ...],
+    baseline: tuple[str, ...],
+    judgments: Mapping[str, int],
+    text_of: Callable[[str], str | None] = lambda doc: None,
 ) -> tuple[tuple[DocRow, ...], tuple[DocRow, ...], tuple[DocRow, ...]]:
     """Return the current and baseline rankings as rows, and the documents the current one
     lost: ``moved`` (in both at other ranks), ``new`` (only now), ``lost`` (only before)."""
@@ -367,7 +397,7 @@ def diff_rankings(
     def row(doc: str) -> DocRow:
         a, b = then.get(doc), now.get(doc)
         change = "new" if a is None else "lost" if b is None else "moved" if a != b else "same"
-        return DocRow(doc, judgments.get(doc), a, b, change)
+        return DocRow(doc, judgments.get(doc), a, b, change, text_of(doc))
 
     current_rows = tuple(row(doc) for doc in current)
     baseline_rows = tuple(row(doc) for doc in baseline)
@@ -436,6 +466,27 @@ def _as_record(suite: str, row: RunRow | None) -> RunRecord | None:
         figures=RunFigures(latency=LatencySummary(p95=row.latency_p95)),
         run_id=row.run_id,
     )
+
+
+def _scored(query: QueryRecord, judgments: Mapping[str, int], names: Sequence[str]) -> QueryRecord:
+    """Return ``query`` with its values scored under ``judgments`` by the engine: none when
+    it failed or has no relevant grade, as a run re-scored under new judgments has."""
+    from monitor.evaluation import evaluate
+
+    if query.error_type is not None or not any(g >= 1 for g in judgments.values()) or not names:
+        return replace(query, values={})
+    result = evaluate(
+        {query.query_id: dict(judgments)}, {query.query_id: list(query.retrieved_ids)}, names
+    )
+    relevant = tuple(doc for doc, grade in judgments.items() if grade >= 1)
+    return replace(query, values=result.means, relevant_ids=relevant)
+
+
+def _doc_texts(suite: SuiteConfig) -> Callable[[str], str | None]:
+    """Return the documents' texts where the suite has them (the bundled passages, a corpus)."""
+    from monitor.judgments.suite import doc_texts
+
+    return doc_texts(suite)
 
 
 def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
