@@ -147,6 +147,8 @@ def time_pages(
         f"/suites/big/runs/{runs}",
         f"/suites/big/runs/{runs}/queries/q7",
         f"/suites/big/runs/{runs - 1}/queries/q7",
+        f"/suites/big/runs/{runs - 2}",
+        f"/suites/big/runs/{runs - 2}/queries/q7",
         f"/simulator?suite=big&run={runs}&query=q7",
         "/simulator",
     ]

@@ -258,7 +258,10 @@ class Views:
         suite = self.suite(name)
         with self._open() as store:
             key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
-            return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
+            report = self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
+        # Its query pages need the same rankings: keep the run the report read.
+        self._runs.get(("run", run_id), lambda: report.run)
+        return report
 
     def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
         """Return query ``query_id`` of run ``run_id`` beside the baseline's.
