@@ -24,6 +24,7 @@ from monitor.cli import (
     pipelines,
     report,
     run,
+    serve,
 )
 from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
@@ -41,6 +42,7 @@ _COMMANDS = (
     gate,
     evalset,
     judgments,
+    serve,
 )
 
 

@@ -27,6 +27,7 @@ from monitor.config.model import (
     Secret,
     StoreConfig,
     SuiteConfig,
+    UiConfig,
 )
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError, InputError, UsageError
@@ -211,10 +212,11 @@ def _parse(
     f = Fields(source, base_dir, check_files=check_files)
     if root.value is None:
         raise f.error(root, "a mapping with the key 'suites' (the file is empty)")
-    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, defaults, suites")
+    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites")
     if "version" in entries:
         f.integer(entries["version"], minimum=1, maximum=1)
     store = _store(f, entries.get("store"), environ)
+    ui = _ui(f, entries["ui"]) if "ui" in entries else None
     defaults = _defaults(f, entries.get("defaults"))
     suites_node = f.require(root, entries, "suites")
     if not isinstance(suites_node.value, Mapping):
@@ -231,7 +233,22 @@ def _parse(
             )
         suites[name] = _suite(f, name, node, defaults)
         _check_one_metrics_endpoint(f, node, suites)
-    return MonitorConfig(source=source, store=store, suites=suites)
+    return MonitorConfig(source=source, store=store, suites=suites, ui=ui)
+
+
+def _ui(f: Fields, node: Node) -> UiConfig:
+    """Read ``ui: {address, port}``: where the daemon serves the web app."""
+    if node.value is None:
+        return UiConfig()
+    entries = f.mapping(node, vocab.UI_KEYS, "address or port")
+    default = UiConfig()
+    address = (
+        f.string(entries["address"], "an address") if "address" in entries else default.address
+    )
+    port = (
+        f.integer(entries["port"], minimum=0, maximum=65535) if "port" in entries else default.port
+    )
+    return UiConfig(address=address, port=port)
 
 
 def _check_one_metrics_endpoint(f: Fields, node: Node, suites: Mapping[str, SuiteConfig]) -> None:

@@ -455,12 +455,21 @@ class SuiteConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class UiConfig:
+    """Where the daemon serves the web app (``ui: {address, port}``; off when absent)."""
+
+    address: str = "127.0.0.1"
+    port: int = 8321
+
+
+@dataclass(frozen=True, slots=True)
 class MonitorConfig:
     """A whole configuration file: where to store results and the suites, in file order."""
 
     source: str
     store: StoreConfig
     suites: Mapping[str, SuiteConfig] = field(hash=False)
+    ui: UiConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "suites", _freeze_map(self.suites))

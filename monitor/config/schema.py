@@ -38,6 +38,15 @@ def config_schema() -> Schema:
         "properties": {
             "version": {"const": 1, "description": "The config format version."},
             "store": _store(),
+            "ui": {
+                "anyOf": [
+                    _object(
+                        {"address": _text(), "port": _integer(0, 65535)},
+                    ),
+                    {"type": "null"},
+                ],
+                "description": "Serve the web app from the daemon at this address and port.",
+            },
             "defaults": {
                 "$ref": "#/$defs/suite",
                 "description": "Suite keys merged under every suite.",

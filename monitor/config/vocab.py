@@ -13,7 +13,7 @@ from monitor.config.model import Check, RuleConfig
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
-TOP_KEYS = ("version", "store", "defaults", "suites")
+TOP_KEYS = ("version", "store", "ui", "defaults", "suites")
 #: Keys of a suite (and of ``defaults``).
 SUITE_KEYS = (
     "evalset",
@@ -42,6 +42,8 @@ SUITE_KEYS = (
 MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage")
 
 STORE_KEYS = ("url", "path")
+#: Keys of ``ui``: where the daemon serves the web app.
+UI_KEYS = ("address", "port")
 EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k", "corpus")
 RUNNER_KEYS = (
     "concurrency",
