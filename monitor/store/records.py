@@ -91,6 +91,8 @@ class RunRecord:
     latency, rates and counts. ``stats`` is what the search plug-in reported (index size,
     versions); it must be JSON-serialisable and reads back as JSON types (a tuple as a list).
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
+    ``pruned_at`` says when retention dropped the run's per-query detail: then ``queries`` is
+    empty and only the means and figures remain.
     """
 
     suite: str
@@ -106,6 +108,7 @@ class RunRecord:
     error: str | None = None
     queries: tuple[QueryRecord, ...] = ()
     run_id: int | None = None
+    pruned_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -117,6 +120,8 @@ class RunRecord:
         object.__setattr__(self, "means", _frozen_floats(self.means))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "queries", tuple(self.queries))
+        if self.pruned_at is not None:
+            object.__setattr__(self, "pruned_at", utc(self.pruned_at, "pruned_at"))
 
     @property
     def ok(self) -> bool:
@@ -142,6 +147,8 @@ class RunSummary:
     query_count: int
     means: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
+    #: When retention dropped the run's per-query detail (``query_count`` still counts them).
+    pruned_at: datetime | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "means", _frozen_floats(self.means))
