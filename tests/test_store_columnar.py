@@ -217,3 +217,22 @@ def test_a_step_numbered_below_the_applied_ones_is_still_applied(
         versions = [row[0] for row in tx.all("SELECT version FROM schema_version ORDER BY version")]
         tx.scalar("SELECT COUNT(*) FROM four")
     assert [1, 2, 3, 4, 5] == versions
+
+
+@pytest.mark.parametrize(
+    "doc_ids",
+    [("d9a5bd8ea531", "00ff"), ("D9A5", "ab"), ("abc", "d1"), ("ab", "")],
+    ids=["hex", "upper-case", "odd-length", "empty"],
+)
+def test_document_ids_read_back_as_written(doc_ids: tuple[str, ...]) -> None:
+    """Hex ids packed to bytes and every other id read back exactly as written."""
+    queries = [QueryRecord("q", retrieved_ids=doc_ids)]
+    assert doc_ids == columnar.decode_queries(columnar.encode_queries(queries))[0].retrieved_ids
+
+
+def test_hex_document_ids_take_half_their_text() -> None:
+    """A dictionary of 12-hex-digit ids is stored in about 6 bytes an id, not 12."""
+    rng = np.random.default_rng(3)
+    docs = tuple(f"{x:012x}" for x in rng.integers(0, 16**12, 5000, dtype=np.int64))
+    blob = columnar.encode_queries([QueryRecord("q", retrieved_ids=docs)])[columnar.DOC_IDS]
+    assert 5000 * 6.5 > len(blob)

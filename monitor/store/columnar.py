@@ -14,15 +14,17 @@ a float is never rounded.
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from monitor.store.records import QueryRecord
+from monitor.store.records import QueryRecord, stored_query
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -45,6 +47,7 @@ METRIC_NAMES = "metric_names"
 METRIC_PREFIX = "metric:"
 
 _HEADER = struct.Struct("<4sQ")
+_HEX = re.compile("[0-9a-f]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,19 +71,46 @@ def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
         ERROR_TYPE: _pack(_strings([q.error_type for q in queries])),
         ERROR_MESSAGE: _pack(_strings([q.error_message for q in queries])),
     }
-    codes: dict[str, int] = {}
-    for name, ids_of in ((RETRIEVED, _retrieved), (RELEVANT, _relevant)):
-        counts = np.fromiter((len(ids_of(q)) for q in queries), np.int32, len(queries))
-        flat = [codes.setdefault(doc, len(codes)) for q in queries for doc in ids_of(q)]
-        blobs[name] = _pack([counts, np.array(flat, dtype=np.int32)])
-    blobs[DOC_IDS] = _pack(_strings(list(codes)))
-    metrics = dict.fromkeys(name for q in queries for name in q.values)
-    blobs[METRIC_NAMES] = _pack(_strings(list(metrics)))
-    for metric in metrics:
-        present = np.fromiter((metric in q.values for q in queries), np.bool_, len(queries))
-        values = np.fromiter((q.values[metric] for q in queries if metric in q.values), np.float64)
-        blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present), *_floats(values)])
+    rankings = {
+        RETRIEVED: [q.retrieved_ids for q in queries],
+        RELEVANT: [q.relevant_ids for q in queries],
+    }
+    flat = {name: list(chain.from_iterable(lists)) for name, lists in rankings.items()}
+    # Codes in order of first appearance: neighbouring queries share documents, so the
+    # codes of a ranking are close together and compress better than sorted ones.
+    docs = list(dict.fromkeys(chain(*flat.values())))
+    codes = dict(zip(docs, range(len(docs)), strict=True))
+    for name, lists in rankings.items():
+        counts = np.fromiter(map(len, lists), np.int32, len(lists))
+        coded = np.fromiter(map(codes.__getitem__, flat[name]), np.int32, len(flat[name]))
+        blobs[name] = _pack([counts, coded])
+    blobs[DOC_IDS] = _pack(_strings(docs))
+    present, matrix, metrics = _value_matrix(queries)
+    blobs[METRIC_NAMES] = _pack(_strings(metrics))
+    for j, metric in enumerate(metrics):
+        values = matrix[present[:, j], j]
+        blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present[:, j]), *_floats(values)])
     return blobs
+
+
+def _value_matrix(
+    queries: Sequence[QueryRecord],
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], list[str]]:
+    """Return which query has which metric, the values (queries x metrics) and the metric
+    names in order of first appearance."""
+    metrics = list(dict.fromkeys(chain.from_iterable(q.values for q in queries)))
+    usual = tuple(metrics)
+    present = np.ones((len(queries), len(metrics)), dtype=np.bool_)
+    rows: list[list[float]] = []
+    for i, query in enumerate(queries):
+        values = query.values
+        if tuple(values) == usual:  # the common case: every metric, in the usual order
+            rows.append(list(values.values()))
+            continue
+        rows.append([values.get(name, np.nan) for name in metrics])
+        present[i] = [name in values for name in metrics]
+    matrix = np.array(rows, dtype=np.float64).reshape(len(queries), len(metrics))
+    return present, matrix, metrics
 
 
 def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
@@ -96,23 +126,43 @@ def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
         metric: _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
         for metric in _metric_names(blobs)
     }
-    per_query: list[dict[str, float]] = [{} for _ in range(n)]
-    for metric, (present, values) in columns.items():
-        for i, value in zip(np.flatnonzero(present).tolist(), values.tolist(), strict=True):
-            per_query[i][metric] = value
+    per_query = _value_dicts(columns, n)
     latencies = [None if v != v else v for v in latency.tolist()]
     return tuple(
-        QueryRecord(
-            query_id=query_ids[i],
-            values=per_query[i],
-            retrieved_ids=rankings[0][i],
-            relevant_ids=rankings[1][i],
-            latency_seconds=latencies[i],
-            error_type=error_types[i],
-            error_message=error_messages[i],
+        map(
+            stored_query,
+            query_ids,
+            per_query,
+            rankings[0],
+            rankings[1],
+            latencies,
+            error_types,
+            error_messages,
         )
-        for i in range(n)
     )
+
+
+def _value_dicts(
+    columns: Mapping[str, tuple[NDArray[np.bool_], NDArray[np.float64]]], n: int
+) -> list[dict[str, float]]:
+    """Return each query's ``{metric: value}`` from the metric columns, metrics in order."""
+    names = list(columns)
+    if not names:
+        return [{} for _ in range(n)]
+    matrix = np.full((n, len(names)), np.nan)
+    present = np.zeros((n, len(names)), dtype=np.bool_)
+    for j, (has, values) in enumerate(columns.values()):
+        matrix[has, j] = values
+        present[:, j] = has
+    full: list[bool] = np.asarray(present.all(axis=1)).tolist()
+    rows: list[list[float]] = matrix.tolist()
+    marks: list[list[bool]] = present.tolist()
+    return [
+        dict(zip(names, row, strict=True))
+        if whole
+        else {name: v for name, v, ok in zip(names, row, mark, strict=True) if ok}
+        for row, mark, whole in zip(rows, marks, full, strict=True)
+    ]
 
 
 def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
@@ -133,14 +183,6 @@ def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
 def _metric_names(blobs: Mapping[str, bytes]) -> list[str]:
     """Return the run's metric names in the order they first appeared."""
     return _texts(_unpack(blobs[METRIC_NAMES]))
-
-
-def _retrieved(query: QueryRecord) -> tuple[str, ...]:
-    return query.retrieved_ids
-
-
-def _relevant(query: QueryRecord) -> tuple[str, ...]:
-    return query.relevant_ids
 
 
 def _nan(value: float | None) -> float:
@@ -176,28 +218,40 @@ def _rankings(arrays: list[NDArray[Any]], docs: list[str]) -> list[tuple[str, ..
 
 
 def _strings(texts: Sequence[str | None]) -> list[NDArray[Any]]:
-    """Return ``[lengths, utf-8 bytes]``; a None has length -1."""
-    encoded = [None if t is None else t.encode("utf-8") for t in texts]
-    lengths = np.fromiter((-1 if b is None else len(b) for b in encoded), np.int32, len(texts))
-    joined = b"".join(b for b in encoded if b is not None)
-    return [lengths, np.frombuffer(joined, dtype=np.uint8)]
+    """Return ``[lengths, utf-8 bytes]`` (a None has length -1), or ``[lengths in hex digits,
+    the bytes they spell, [1]]`` when every text is lower-case hex digits of even length, as
+    content-hash ids are: half the bytes of the text, which zlib does not halve itself."""
+    if None in texts:
+        lengths = np.fromiter((-1 if t is None else len(t) for t in texts), np.int32, len(texts))
+        joined = "".join(t for t in texts if t is not None)
+    else:  # ids: no None, so both run in C
+        lengths = np.fromiter(map(len, texts), np.int32, len(texts))  # type: ignore[arg-type]
+        joined = "".join(texts)  # type: ignore[arg-type]
+    if joined and not (lengths % 2).any() and _HEX.fullmatch(joined):
+        return [lengths, np.frombuffer(bytes.fromhex(joined), np.uint8), np.ones(1, np.uint8)]
+    if not joined.isascii():
+        encoded = [None if t is None else t.encode("utf-8") for t in texts]
+        lengths = np.fromiter((-1 if b is None else len(b) for b in encoded), np.int32, len(texts))
+        joined_bytes = b"".join(b for b in encoded if b is not None)
+        return [lengths, np.frombuffer(joined_bytes, np.uint8)]
+    return [lengths, np.frombuffer(joined.encode("ascii"), np.uint8)]
 
 
 def _texts(arrays: list[NDArray[Any]]) -> list[str]:
     """Return the strings of a column that holds no None."""
     texts = _unstrings(arrays)
-    if any(text is None for text in texts):
+    if None in texts:
         raise ValueError("a column of ids holds a missing id")
     return texts  # type: ignore[return-value]  # checked just above
 
 
 def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
-    lengths, data = arrays
+    lengths, data, *hexed = arrays
     raw = data.tobytes()
     ends = np.cumsum(np.maximum(lengths, 0)).tolist()
     starts = [0, *ends][:-1]
-    if raw.isascii():  # byte offsets are character offsets: slice one decoded text
-        text = raw.decode("ascii")
+    if hexed or raw.isascii():  # offsets count characters: slice one decoded text
+        text = raw.hex() if hexed else raw.decode("ascii")
         out: list[str | None] = [text[a:b] for a, b in zip(starts, ends, strict=True)]
     else:
         out = [raw[a:b].decode("utf-8") for a, b in zip(starts, ends, strict=True)]

@@ -44,6 +44,33 @@ class QueryRecord:
         object.__setattr__(self, "relevant_ids", tuple(self.relevant_ids))
 
 
+def stored_query(
+    query_id: str,
+    values: dict[str, float],
+    retrieved_ids: tuple[str, ...],
+    relevant_ids: tuple[str, ...],
+    latency_seconds: float | None,
+    error_type: str | None,
+    error_message: str | None,
+) -> QueryRecord:
+    """Return a QueryRecord of fields the store read back, already of the right types.
+
+    It skips the conversions of ``__post_init__`` (a float per metric per query), which
+    cost more than reading a 100,000-query run; the store only passes values it wrote from
+    checked records: str keys, float values, tuples of str.
+    """
+    record = object.__new__(QueryRecord)
+    setattr_ = object.__setattr__
+    setattr_(record, "query_id", query_id)
+    setattr_(record, "values", MappingProxyType(values))
+    setattr_(record, "retrieved_ids", retrieved_ids)
+    setattr_(record, "relevant_ids", relevant_ids)
+    setattr_(record, "latency_seconds", latency_seconds)
+    setattr_(record, "error_type", error_type)
+    setattr_(record, "error_message", error_message)
+    return record
+
+
 @dataclass(frozen=True, slots=True)
 class RunFigures:
     """The figures of a whole run, beside its metric means.

@@ -126,9 +126,7 @@ def load_queries(tx: Transaction, run_id: int) -> tuple[QueryRecord, ...]:
 
 def load_arrays(tx: Transaction, run_id: int) -> columnar.QueryArrays:
     """Return the run's query ids and per-query metric values as arrays."""
-    blobs = read_blobs(
-        tx, run_id, (columnar.QUERY_IDS, columnar.ERROR_TYPE, columnar.METRIC_NAMES)
-    )
+    blobs = read_blobs(tx, run_id, (columnar.QUERY_IDS, columnar.ERROR_TYPE, columnar.METRIC_NAMES))
     return columnar.decode_arrays(blobs) if blobs else columnar.QueryArrays(())
 
 
