@@ -22,6 +22,11 @@ read time:
 - save: ``Store.save_run``.
 
 Targets at 100,000 queries: <= 8 MB per run and <= 0.5 s to read the baseline's values.
+
+``--year`` instead simulates a year of hourly runs (8,760) of ``--year-queries`` queries
+(default 200) into a SQLite store whose retention keeps the detail of the last 720 runs
+(30 days) and the baseline, pruning after each run as the job does, and prints the file
+size with and without that retention, and the time a prune takes.
 """
 
 from __future__ import annotations
@@ -150,12 +155,58 @@ def _report(where: str, count: int, figures: dict[str, float]) -> None:
         print(f"  targets (<= 8 MB, <= 0.5 s): {'met' if ok else 'MISSED'}")
 
 
+def simulate_year(count: int) -> None:
+    """Save 8,760 hourly runs, pruning after each; print the file sizes and prune times."""
+    from monitor.store.prune import apply_retention
+    from monitor.store.retention import Retention
+
+    policy = Retention(runs=720)
+    base = make_run(count, seed=1)
+    with tempfile.TemporaryDirectory() as folder:
+        sizes = {}
+        for label, retention in (("without retention", None), ("per_query: 720", policy)):
+            path = Path(folder) / f"{label[:4]}.db"
+            prunes: list[float] = []
+            with open_store(path) as store:
+                assert isinstance(store, SqlStore)
+                for hour in range(8760):
+                    started = T0 + timedelta(hours=hour)
+                    run = RunRecord(
+                        suite="bench",
+                        pipeline="bench",
+                        started_at=started,
+                        finished_at=started + timedelta(minutes=1),
+                        means=base.means,
+                        queries=base.queries,
+                    )
+                    run_id = store.save_run(run)
+                    if hour == 0:
+                        store.set_baseline("bench", run_id)
+                    start = time.perf_counter()
+                    apply_retention(store, "bench", retention)
+                    prunes.append(time.perf_counter() - start)
+                detailed = sum(1 for r in store.list_runs("bench", 10_000) if r.pruned_at is None)
+                trend = len(store.history("bench"))
+            sizes[label] = _sqlite_bytes(path)
+            print(
+                f"{label}: {sizes[label] / 1e6:8.1f} MB after 8,760 runs of {count:,} queries;"
+                f" {detailed:,} runs with per-query detail, {trend:,} in the trend;"
+                f" prune after a run: median {sorted(prunes)[len(prunes) // 2] * 1e3:.1f} ms,"
+                f" max {max(prunes) * 1e3:.0f} ms"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--year", action="store_true", help="simulate a year of hourly runs")
+    parser.add_argument("--year-queries", type=int, default=200)
     args = parser.parse_args(argv)
+    if args.year:
+        simulate_year(args.year_queries)
+        return 0
     start = time.perf_counter()
     run = make_run(args.queries, seed=1)
     print(f"built a run of {args.queries:,} queries in {time.perf_counter() - start:.1f} s")

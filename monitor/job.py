@@ -214,6 +214,7 @@ def _run_locked(
     from monitor.evaluation import evaluate
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
+    from monitor.store.prune import apply_retention
 
     started = clock()
     evalset = load_evalset(suite.evalset)
@@ -265,6 +266,7 @@ def _run_locked(
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
     _record_rule_flags(store, suite.name, run_id, comparison)
+    apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 
 

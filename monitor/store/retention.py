@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from monitor.errors import UsageError
-from monitor.store.sql import Transaction
+
+if TYPE_CHECKING:
+    from monitor.store.sql import Transaction
 
 #: What ``keep`` may name: runs whose per-query detail is kept however old they are.
 KeepReason = Literal["baselines", "failed"]
@@ -44,9 +46,9 @@ class Retention:
             )
 
     def describe(self) -> str:
-        """Return the policy as the config writes it (``30d``, ``10 runs``)."""
+        """Return the policy in words: ``the last 10 runs``, ``30d``."""
         if self.runs is not None:
-            return f"{self.runs} runs"
+            return f"the last {self.runs} run{'' if self.runs == 1 else 's'}"
         seconds = int((self.age or timedelta(0)).total_seconds())
         for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
             if seconds % size == 0:
