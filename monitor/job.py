@@ -218,6 +218,7 @@ def _run_locked(
     from monitor.judgments.suite import judge_after_run, suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
+    from monitor.store.prune import apply_retention
 
     started = clock()
     frozen = evalset = load_evalset(suite.evalset)
@@ -262,9 +263,7 @@ def _run_locked(
 
     # A baseline measured with other judgments of the same queries is re-scored, not lost.
     corpus = corpus_for(suite.evalset, suite.metrics)
-    aligned = align_baseline(
-        store, store.get_baseline(suite.name), evalset, frozen, corpus=corpus
-    )
+    aligned = align_baseline(store, store.get_baseline(suite.name), evalset, frozen, corpus=corpus)
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
     try:
@@ -288,6 +287,7 @@ def _run_locked(
     if notes:
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     _record_rule_flags(store, suite.name, run_id, comparison)
+    apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 
 

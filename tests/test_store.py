@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
+from store_legacy import insert_legacy_run
 
 from monitor.errors import (
     BaselineError,
@@ -282,20 +283,15 @@ def test_constraint_violation_leaves_no_run(store: SqlStore) -> None:
 
 def test_exception_mid_save_leaves_no_run(store: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """An exception after the run row was written rolls everything back and propagates."""
-    calls: list[int] = []
 
-    def failing_row(run_id: int, position: int, query: QueryRecord) -> tuple[object, ...]:
-        calls.append(position)
-        if position == 1:
-            raise RuntimeError("disk on fire")
-        return original(run_id, position, query)
+    def failing_blobs(tx: object, run_id: int, queries: object) -> None:
+        raise RuntimeError("disk on fire")
 
-    original = runs.query_row
-    monkeypatch.setattr(runs, "query_row", failing_row)
+    monkeypatch.setattr(runs, "insert_blobs", failing_blobs)
     with pytest.raises(RuntimeError, match="disk on fire"):
         store.save_run(make_run())
     monkeypatch.undo()
-    assert ([0, 1], []) == (calls, store.list_runs())
+    assert [] == store.list_runs()
 
 
 def test_store_saves_again_after_a_failed_save(store: SqlStore) -> None:
@@ -626,8 +622,8 @@ def test_an_older_database_is_migrated_and_keeps_its_runs(
     """A database at schema version 1 is brought to the current version on open."""
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
     with open_store(store_url) as old:
-        run_id = old.save_run(make_run())
         assert isinstance(old, SqlStore)
+        run_id = insert_legacy_run(old, make_run())
         assert 1 == old.schema_version()
     monkeypatch.undo()
     with open_store(store_url) as new:

@@ -25,6 +25,7 @@ from monitor.cli import (
     report,
     run,
     serve,
+    store,
 )
 from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
@@ -43,6 +44,7 @@ _COMMANDS = (
     evalset,
     judgments,
     serve,
+    store,
 )
 
 

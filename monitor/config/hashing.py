@@ -36,6 +36,9 @@ def canonical(suite: SuiteConfig) -> object:
     if isinstance(plain, dict) and not suite.invariants:
         # A suite without invariants keeps the fingerprint it had before they existed.
         del plain["invariants"]
+    if isinstance(plain, dict):
+        # Retention decides what is kept, not what is measured: runs stay comparable.
+        del plain["retention"]
     return {"format": HASH_FORMAT, "suite": plain}
 
 

@@ -8,6 +8,7 @@ path, the line and what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from monitor.errors import ConfigError, InputError, UsageError
 from monitor.io import read_bytes_limited
 from monitor.metrics.spec import Metric
 from monitor.store.location import SCHEMES, parse_store_url
+from monitor.store.retention import Retention
 
 #: Where the embedded default configuration lives inside the package.
 DEFAULT_CONFIG_RESOURCE = "data/default_config.yaml"
@@ -231,7 +233,7 @@ def _parse(
                 "a suite name of lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)",
                 found=name,
             )
-        suites[name] = _suite(f, name, node, defaults)
+        suites[name] = _suite(f, name, node, defaults, store.retention)
         _check_one_metrics_endpoint(f, node, suites)
     return MonitorConfig(source=source, store=store, suites=suites, ui=ui)
 
@@ -271,7 +273,16 @@ def _check_one_metrics_endpoint(f: Fields, node: Node, suites: Mapping[str, Suit
 def _store(f: Fields, node: Node | None, env: Mapping[str, str]) -> StoreConfig:
     if node is None or node.value is None:
         return _sqlite(default_store_path(env))
-    entries = f.mapping(node, vocab.STORE_KEYS, "url or path")
+    entries = f.mapping(node, vocab.STORE_KEYS, "url or path, and retention")
+    kept = sections.retention(f, entries.get("retention"))
+    return dataclasses.replace(_where(f, node, entries, env), retention=kept)
+
+
+def _where(
+    f: Fields, node: Node, entries: Mapping[str, Node], env: Mapping[str, str]
+) -> StoreConfig:
+    if "url" not in entries and "path" not in entries and "retention" in entries:
+        return _sqlite(default_store_path(env))  # only a retention: the default file
     if ("url" in entries) == ("path" in entries):
         where = entries.get("path", node)
         raise f.error(where, "exactly one of 'url' or 'path'")
@@ -332,7 +343,13 @@ def _merge(defaults: Mapping[str, Node], own: Mapping[str, Node]) -> dict[str, N
     return merged
 
 
-def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> SuiteConfig:
+def _suite(
+    f: Fields,
+    name: str,
+    node: Node,
+    defaults: Mapping[str, Node],
+    store_retention: Retention | None = None,
+) -> SuiteConfig:
     own: Mapping[str, Node] = {}
     if node.value is not None:
         own = f.mapping(node, vocab.SUITE_KEYS, "a suite: evalset, search, metrics, rules, ...")
@@ -382,6 +399,7 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         coverage=sections.coverage(f, e.get("coverage")),
         judge=judge.judge(f, e.get("judge")),
         alert_labels=judge.alert_labels(f, e.get("alert_labels")),
+        retention=sections.suite_store(f, e.get("store")) or store_retention,
     )
 
 

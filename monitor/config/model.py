@@ -17,6 +17,7 @@ from typing import Literal
 
 from monitor.errors import UsageError
 from monitor.metrics.spec import Metric
+from monitor.store.retention import Retention
 
 #: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
 OptionValue = object
@@ -98,11 +99,13 @@ class StoreConfig:
 
     ``url`` is the full URL (``sqlite:////abs/monitor.db``, ``postgresql://u:p@host/db``);
     ``path`` is the SQLite file (``None`` for ``sqlite:///:memory:`` and for PostgreSQL).
+    ``retention`` is how long runs keep their per-query detail (None: for ever).
     """
 
     kind: Literal["sqlite", "postgresql"]
     url: Secret
     path: Path | None = None
+    retention: Retention | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +452,9 @@ class SuiteConfig:
     coverage: CoverageConfig = CoverageConfig()
     judge: JudgeConfig | None = None
     alert_labels: Literal["human", "all"] = "human"
+    #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
+    #: the file's; None keeps it for ever.
+    retention: Retention | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

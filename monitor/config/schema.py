@@ -18,6 +18,7 @@ from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.spec import MEASURES, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
 from monitor.store.location import SCHEMES
+from monitor.store.retention import KEEP_REASONS
 
 Schema = dict[str, Any]
 
@@ -133,8 +134,31 @@ def _store() -> Schema:
                 "sqlite:///path/monitor.db or postgresql://user@host/db",
             ),
             "path": _text(description="A SQLite file, relative to the config file's folder."),
+            "retention": _retention(),
         },
-        oneOf=[{"required": ["url"]}, {"required": ["path"]}],
+        # Neither url nor path: the default SQLite file (a store with only a retention).
+        **{"not": {"required": ["url", "path"]}},
+    )
+
+
+def _retention() -> Schema:
+    return _object(
+        {
+            "per_query": {
+                "oneOf": [
+                    _integer(0),
+                    _text(r"(?:\d+(?:\.\d+)?[smhd])+", "An age: 30d, 12h, 90m."),
+                ],
+                "description": "Keep per-query detail of this many latest runs, or this long.",
+            },
+            "keep": {
+                "type": "array",
+                "items": {"enum": list(KEEP_REASONS)},
+                "description": "Runs whose per-query detail is kept whatever their age.",
+            },
+        },
+        required=["per_query"],
+        description="How long runs keep per-query detail; means and figures stay for ever.",
     )
 
 
@@ -221,6 +245,10 @@ def _suite() -> Schema:
                 "enum": ["human", "all"],
                 "description": "Which labels gate alerts: human labels only, or the judge's too.",
             },
+            "store": _object(
+                {"retention": _retention()},
+                description="The suite's own retention; the file's store says where runs go.",
+            ),
         }
     )
 

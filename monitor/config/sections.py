@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import string
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 
 from monitor.config import vocab
@@ -43,6 +44,7 @@ from monitor.metrics.spec import (
     parse_metric,
 )
 from monitor.plugins import ENTRYPOINT, ENTRYPOINT_PREFIX, PluginKinds
+from monitor.store.retention import KEEP_REASONS, KeepReason, Retention
 
 
 def _metric(f: Fields, node: Node, example: str) -> Metric:
@@ -299,6 +301,49 @@ def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
             cron=_cron(f, entries["cron"]), interval_seconds=None, timezone=timezone
         )
     return ScheduleConfig(interval_seconds=interval_seconds(f, entries["interval"]))
+
+
+def retention(f: Fields, node: Node | None) -> Retention | None:
+    """Read ``retention``: ``per_query`` (a number of runs, or an age such as ``30d``) and
+    ``keep`` (runs kept whatever their age: ``baselines``, ``failed``; default baselines)."""
+    if node is None or node.value is None:
+        return None
+    entries = f.mapping(node, vocab.RETENTION_KEYS, "per_query and keep")
+    expected = "a number of runs (30) or an age such as 30d, 12h, 90m (at most a year)"
+    per_query = f.require(node, entries, "per_query")
+    value = per_query.value
+    runs: int | None = None
+    age: timedelta | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        runs = f.integer(per_query, minimum=0)
+    else:
+        seconds = vocab.interval_to_seconds(value) if isinstance(value, str) else None
+        if (
+            seconds is None
+            or not isinstance(value, str)
+            or not value.strip()[-1:].isalpha()
+            or not 0 < seconds <= vocab.MAX_INTERVAL_SECONDS
+        ):
+            raise f.error(per_query, expected, show=True)
+        age = timedelta(seconds=seconds)
+    keep: tuple[KeepReason, ...] = ("baselines",)
+    if "keep" in entries:
+        chosen: list[KeepReason] = []
+        for item in f.sequence(entries["keep"], ", ".join(KEEP_REASONS)):
+            reason = next((known for known in KEEP_REASONS if known == item.value), None)
+            if reason is None:
+                raise f.error(item, f"one of {', '.join(KEEP_REASONS)}", show=True)
+            chosen.append(reason)
+        keep = tuple(dict.fromkeys(chosen))
+    return Retention(runs=runs, age=age, keep=keep)
+
+
+def suite_store(f: Fields, node: Node | None) -> Retention | None:
+    """Read a suite's ``store``: only its ``retention`` (the file's store says where)."""
+    if node is None or node.value is None:
+        return None
+    entries = f.mapping(node, vocab.SUITE_STORE_KEYS, "retention (url and path are the file's)")
+    return retention(f, entries.get("retention"))
 
 
 def interval_seconds(f: Fields, node: Node) -> float:

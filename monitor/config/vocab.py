@@ -37,11 +37,15 @@ SUITE_KEYS = (
     "coverage",
     "judge",
     "alert_labels",
+    "store",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage")
 
-STORE_KEYS = ("url", "path")
+STORE_KEYS = ("url", "path", "retention")
+#: Keys of a suite's own ``store``: where runs go is the file's, how long detail stays its own.
+SUITE_STORE_KEYS = ("retention",)
+RETENTION_KEYS = ("per_query", "keep")
 #: Keys of ``ui``: where the daemon serves the web app.
 UI_KEYS = ("address", "port")
 EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k", "corpus")

@@ -69,6 +69,10 @@ def open_sqlite(path: Path) -> SqlStore:
     db = Database(connection, SQLITE, location, sqlite3.Error)
     try:
         with db.errors("setting up the connection"):
+            # Takes effect on a new file (before its first table): freed pages can then be
+            # handed back step by step (SqlStore.reclaim_space); older files get it when
+            # schema version 5 compacts them.
+            connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA foreign_keys = ON")
             connection.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")

@@ -12,6 +12,9 @@ from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
+    from monitor.store.columnar import QueryArrays
+    from monitor.store.retention import PruneResult, Retention
+
 #: How long a run lock's lease lasts: a holder that stops renewing it loses it this much later.
 DEFAULT_LOCK_TTL_SECONDS = 60.0
 
@@ -88,6 +91,20 @@ class Store(Protocol):
 
     def run_labels(self, run_id: int) -> RunLabels | None:
         """Return the labels run ``run_id`` was scored with; None for a run saved without."""
+        ...
+
+    def per_query_values(self, run_id: int) -> QueryArrays:
+        """Return the run's query ids and per-query metric values as arrays, in run order
+        (NaN where a query has no value), without building a record per query.
+
+        A run whose detail retention dropped has no queries. Raise StoreLookupError when
+        there is no such run.
+        """
+        ...
+
+    def prune(self, suite: str, policy: Retention, *, dry_run: bool = False) -> PruneResult:
+        """Drop the per-query detail of the suite's runs that ``policy`` does not keep, and
+        hand the space back; their means and figures stay. ``dry_run`` only lists them."""
         ...
 
     def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:

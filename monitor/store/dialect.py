@@ -34,6 +34,12 @@ class Dialect:
     native_timestamps: bool = False
     #: Whether the driver parses JSON columns itself (else they come back as text).
     native_json: bool = False
+    #: Statements run once, outside a transaction, after a migration that rewrote much data,
+    #: so the database hands the space back (SQLite: incremental auto-vacuum from then on).
+    compact: tuple[str, ...] = ()
+    #: Statements that hand free space back to the OS in one small step (none: the server
+    #: does it itself, as PostgreSQL's autovacuum does).
+    reclaim_step: tuple[str, ...] = ()
     _cache: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def sql(self, statement: str) -> str:
@@ -110,6 +116,7 @@ _TYPES = {
     # PostgreSQL's json (not jsonb) keeps the keys in the order they were written.
     "json": ("TEXT", "JSON"),
     "ts": ("TEXT", "TIMESTAMPTZ"),
+    "blob": ("BLOB", "BYTEA"),
 }
 
 SQLITE = Dialect(
@@ -119,6 +126,8 @@ SQLITE = Dialect(
     # instead of failing at their first write.
     begin_write="BEGIN IMMEDIATE",
     begin_read="BEGIN",
+    compact=("PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"),
+    reclaim_step=("PRAGMA incremental_vacuum({pages})",),
 )
 
 POSTGRES = Dialect(

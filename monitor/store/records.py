@@ -44,6 +44,33 @@ class QueryRecord:
         object.__setattr__(self, "relevant_ids", tuple(self.relevant_ids))
 
 
+def stored_query(
+    query_id: str,
+    values: dict[str, float],
+    retrieved_ids: tuple[str, ...],
+    relevant_ids: tuple[str, ...],
+    latency_seconds: float | None,
+    error_type: str | None,
+    error_message: str | None,
+) -> QueryRecord:
+    """Return a QueryRecord of fields the store read back, already of the right types.
+
+    It skips the conversions of ``__post_init__`` (a float per metric per query), which
+    cost more than reading a 100,000-query run; the store only passes values it wrote from
+    checked records: str keys, float values, tuples of str.
+    """
+    record = object.__new__(QueryRecord)
+    setattr_ = object.__setattr__
+    setattr_(record, "query_id", query_id)
+    setattr_(record, "values", MappingProxyType(values))
+    setattr_(record, "retrieved_ids", retrieved_ids)
+    setattr_(record, "relevant_ids", relevant_ids)
+    setattr_(record, "latency_seconds", latency_seconds)
+    setattr_(record, "error_type", error_type)
+    setattr_(record, "error_message", error_message)
+    return record
+
+
 @dataclass(frozen=True, slots=True)
 class RunFigures:
     """The figures of a whole run, beside its metric means.
@@ -91,6 +118,8 @@ class RunRecord:
     latency, rates and counts. ``stats`` is what the search plug-in reported (index size,
     versions); it must be JSON-serialisable and reads back as JSON types (a tuple as a list).
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
+    ``pruned_at`` says when retention dropped the run's per-query detail: then ``queries`` is
+    empty and only the means and figures remain.
     """
 
     suite: str
@@ -106,6 +135,7 @@ class RunRecord:
     error: str | None = None
     queries: tuple[QueryRecord, ...] = ()
     run_id: int | None = None
+    pruned_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -117,6 +147,8 @@ class RunRecord:
         object.__setattr__(self, "means", _frozen_floats(self.means))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "queries", tuple(self.queries))
+        if self.pruned_at is not None:
+            object.__setattr__(self, "pruned_at", utc(self.pruned_at, "pruned_at"))
 
     @property
     def ok(self) -> bool:
@@ -142,6 +174,8 @@ class RunSummary:
     query_count: int
     means: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
+    #: When retention dropped the run's per-query detail (``query_count`` still counts them).
+    pruned_at: datetime | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "means", _frozen_floats(self.means))

@@ -1,4 +1,8 @@
-"""Save and load runs: the ``runs``, ``run_figures`` and ``run_queries`` tables."""
+"""Save and load runs: the ``runs``, ``run_figures`` and ``run_blobs`` tables.
+
+A run's per-query outcomes are kept as compressed columns (:mod:`monitor.store.columnar`);
+a run whose detail retention dropped (``per_query_pruned_at`` set) keeps its row and figures.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from monitor.errors import StoreError
 from monitor.records import LatencySummary
+from monitor.store import columnar
 from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
 from monitor.store.records import QueryRecord, RunFigures, RunRecord, RunSummary
 from monitor.store.sql import Transaction
@@ -28,17 +34,25 @@ _RATES = {
 _COUNTS = frozenset({"sent", "failed", "evaluated"})
 
 # The columns both a RunRecord and a RunSummary start from, in the order _head reads them.
-_HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error"
+_HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error, per_query_pruned_at"
 
 
 def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
     """Insert ``run`` with its figures and queries; return the id the database gave it."""
     d = tx.dialect
+    ids = [query.query_id for query in run.queries]
+    if len(set(ids)) != len(ids):
+        repeated = next(qid for qid in ids if ids.count(qid) > 1)
+        raise StoreError(
+            tx.location,
+            f"saving a run of {run.suite!r}: query id {repeated!r} appears twice"
+            " (expected each query once)",
+        )
     run_id = int(
         tx.scalar(
             "INSERT INTO runs (suite, pipeline, status, started_at, finished_at,"
-            " evalset_fingerprint, config_hash, stats, error, saved_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
+            " evalset_fingerprint, config_hash, stats, error, saved_at, query_count)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id",
             (
                 run.suite,
                 run.pipeline,
@@ -50,6 +64,7 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
                 dump_json(run.stats),
                 run.error,
                 d.timestamp(saved_at),
+                len(run.queries),
             ),
         )
     )
@@ -61,13 +76,88 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
             for position, (name, value) in enumerate(values.items())
         ),
     )
-    tx.executemany(
-        "INSERT INTO run_queries (run_id, position, query_id, metric_values, retrieved_ids,"
-        " relevant_ids, latency_seconds, error_type, error_message)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (query_row(run_id, position, query) for position, query in enumerate(run.queries)),
-    )
+    insert_blobs(tx, run_id, run.queries)
     return run_id
+
+
+def insert_blobs(tx: Transaction, run_id: int, queries: tuple[QueryRecord, ...]) -> None:
+    """Insert the per-query columns of a run (none for a run without queries)."""
+    if not queries:
+        return
+    tx.executemany(
+        "INSERT INTO run_blobs (run_id, field, codec, data) VALUES (?, ?, ?, ?)",
+        (
+            (run_id, name, columnar.CODEC, data)
+            for name, data in columnar.encode_queries(queries).items()
+        ),
+    )
+
+
+def read_blobs(
+    tx: Transaction, run_id: int, fields: tuple[str, ...] | None = None
+) -> dict[str, bytes]:
+    """Return the run's stored columns by field (only ``fields`` and metrics, when given)."""
+    where = ""
+    params: tuple[str, ...] = ()
+    if fields is not None:
+        marks = ", ".join("?" * len(fields))
+        where = f" AND (field IN ({marks}) OR field LIKE ?)"
+        params = (*fields, columnar.METRIC_PREFIX + "%")
+    blobs: dict[str, bytes] = {}
+    for name, codec, data in tx.all(
+        f"SELECT field, codec, data FROM run_blobs WHERE run_id = ?{where} ORDER BY field",
+        (run_id, *params),
+    ):
+        if codec != columnar.CODEC:
+            raise StoreError(
+                tx.location,
+                f"run {run_id}, field {name!r}: unknown codec {codec!r}"
+                f" (expected {columnar.CODEC!r}); upgrade retrieval-monitor",
+            )
+        blobs[name] = bytes(data)
+    return blobs
+
+
+def load_queries(tx: Transaction, run_id: int) -> tuple[QueryRecord, ...]:
+    """Return the run's queries in run order (none when it has no stored detail)."""
+    blobs = read_blobs(tx, run_id)
+    return columnar.decode_queries(blobs) if blobs else ()
+
+
+def load_arrays(tx: Transaction, run_id: int) -> columnar.QueryArrays:
+    """Return the run's query ids and per-query metric values as arrays."""
+    blobs = read_blobs(tx, run_id, (columnar.QUERY_IDS, columnar.ERROR_TYPE, columnar.METRIC_NAMES))
+    return columnar.decode_arrays(blobs) if blobs else columnar.QueryArrays(())
+
+
+def convert_run_queries(tx: Transaction) -> None:
+    """Rewrite the ``run_queries`` rows of every run as ``run_blobs`` columns, then drop
+    that table (the conversion of schema version 5, in its transaction)."""
+    d = tx.dialect
+    run_ids = [int(row[0]) for row in tx.all("SELECT DISTINCT run_id FROM run_queries")]
+    for run_id in sorted(run_ids):
+        queries = tuple(
+            QueryRecord(
+                query_id=query_id,
+                values={k: float_or_nan(v) for k, v in d.read_json(values).items()},
+                retrieved_ids=tuple(d.read_json(retrieved)),
+                relevant_ids=tuple(d.read_json(relevant)),
+                latency_seconds=latency,
+                error_type=error_type,
+                error_message=error_message,
+            )
+            for query_id, values, retrieved, relevant, latency, error_type, error_message in (
+                tx.all(
+                    "SELECT query_id, metric_values, retrieved_ids, relevant_ids,"
+                    " latency_seconds, error_type, error_message FROM run_queries"
+                    " WHERE run_id = ? ORDER BY position",
+                    (run_id,),
+                )
+            )
+        )
+        insert_blobs(tx, run_id, queries)
+        tx.execute("UPDATE runs SET query_count = ? WHERE run_id = ?", (len(queries), run_id))
+    tx.execute("DROP TABLE run_queries")
 
 
 def figure_rows(run: RunRecord) -> dict[str, dict[str, float | None]]:
@@ -108,21 +198,6 @@ def _number(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def query_row(run_id: int, position: int, query: QueryRecord) -> tuple[object, ...]:
-    """Return the ``run_queries`` row of one query."""
-    return (
-        run_id,
-        position,
-        query.query_id,
-        dump_json(query.values),
-        dump_json(query.retrieved_ids),
-        dump_json(query.relevant_ids),
-        nan_to_null(query.latency_seconds),
-        query.error_type,
-        query.error_message,
-    )
-
-
 def load_run(tx: Transaction, run_id: int) -> RunRecord | None:
     """Return the run with this id, its figures and its queries; None when there is none."""
     row = tx.one(
@@ -131,32 +206,15 @@ def load_run(tx: Transaction, run_id: int) -> RunRecord | None:
     )
     if row is None:
         return None
-    d = tx.dialect
     figures = load_figures(tx, [run_id]).get(run_id, {})
-    queries = tuple(
-        QueryRecord(
-            query_id=query_id,
-            values={k: float_or_nan(v) for k, v in d.read_json(values).items()},
-            retrieved_ids=tuple(d.read_json(retrieved)),
-            relevant_ids=tuple(d.read_json(relevant)),
-            latency_seconds=latency,
-            error_type=error_type,
-            error_message=error_message,
-        )
-        for query_id, values, retrieved, relevant, latency, error_type, error_message in tx.all(
-            "SELECT query_id, metric_values, retrieved_ids, relevant_ids, latency_seconds,"
-            " error_type, error_message FROM run_queries WHERE run_id = ? ORDER BY position",
-            (run_id,),
-        )
-    )
     fingerprint, config_hash, raw_stats = row[-3:]
-    stats = d.read_json(raw_stats)
+    stats = tx.dialect.read_json(raw_stats)
     return RunRecord(
         **_head(tx, row),
         evalset_fingerprint=fingerprint,
         config_hash=config_hash,
         stats=stats,
-        queries=queries,
+        queries=load_queries(tx, run_id),
         means=figures.get("mean", {}),
         figures=figures_of(figures, stats),
     )
@@ -193,8 +251,8 @@ def list_runs(tx: Transaction, suite: str | None, limit: int) -> list[RunSummary
     """Return up to ``limit`` runs, newest first, with their means and query counts."""
     where, params = _where(suite, None)
     rows = tx.all(
-        f"SELECT {_HEAD}, (SELECT COUNT(*) FROM run_queries q WHERE q.run_id = runs.run_id)"
-        f" FROM runs {where} ORDER BY started_at DESC, run_id DESC LIMIT ?",
+        f"SELECT {_HEAD}, query_count FROM runs {where}"
+        " ORDER BY started_at DESC, run_id DESC LIMIT ?",
         (*params, limit),
     )
     figures = load_figures(tx, (row[0] for row in rows))
@@ -210,7 +268,7 @@ def list_runs(tx: Transaction, suite: str | None, limit: int) -> list[RunSummary
 
 def _head(tx: Transaction, row: tuple[Any, ...]) -> dict[str, Any]:
     """Return the fields read from the ``_HEAD`` columns at the start of ``row``."""
-    run_id, suite, pipeline, status, started, finished, error = row[:7]
+    run_id, suite, pipeline, status, started, finished, error, pruned = row[:8]
     return {
         "run_id": int(run_id),
         "suite": suite,
@@ -219,6 +277,7 @@ def _head(tx: Transaction, row: tuple[Any, ...]) -> dict[str, Any]:
         "started_at": tx.dialect.read_timestamp(started),
         "finished_at": tx.dialect.read_timestamp(finished),
         "error": error,
+        "pruned_at": tx.dialect.read_optional_timestamp(pruned),
     }
 
 

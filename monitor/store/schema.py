@@ -1,28 +1,35 @@
 """The store's schema as an ordered list of migrations, applied when a store opens.
 
-``schema_version`` holds one row per applied step. Opening applies the missing steps in
-order, each in its own transaction, and refuses a database whose version is newer than the
-last step here. Steps are never edited once released: a change to the schema is a new step
-at the end of :data:`MIGRATIONS`.
+``schema_version`` holds one row per applied step. Opening applies the steps the database
+lacks in order, each in its own transaction, and refuses a database whose version is newer
+than the last step here. Steps are never edited once released: a change to the schema is a
+new step at the end of :data:`MIGRATIONS`. A step may convert data in place (``convert``,
+run in the step's transaction after its statements) and ask for the database to be compacted
+once it is applied (``compacts``: SQLite rewrites the file, so the space it freed is returned).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from monitor.errors import StoreSchemaError
-from monitor.store.sql import Database
+from monitor.store.runs import convert_run_queries
+from monitor.store.sql import Database, Transaction
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step: its version, what it does, and its statements (see ``Dialect.ddl``)."""
+    """One schema step: its version, what it does, its statements (see ``Dialect.ddl``), an
+    optional conversion of existing rows, and whether the database is compacted after it."""
 
     version: int
     description: str
     statements: tuple[str, ...]
+    convert: Callable[[Transaction], None] | None = None
+    compacts: bool = False
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -139,10 +146,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        5,
+        "per-query outcomes as compressed columns, one row per run and field; retention",
+        (
+            # One row per run and field (see monitor.store.columnar): a 100,000-query run is
+            # a few dozen rows, not 100,000, and reads back without parsing JSON per query.
+            """CREATE TABLE run_blobs (
+                run_id {bigint} NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+                field TEXT NOT NULL,
+                codec TEXT NOT NULL,
+                data {blob} NOT NULL,
+                PRIMARY KEY (run_id, field)
+            )""",
+            # Kept on the run, so a run whose detail retention dropped still counts its queries.
+            "ALTER TABLE runs ADD COLUMN query_count INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE runs ADD COLUMN per_query_pruned_at {ts}",
+        ),
+        convert=convert_run_queries,
+        compacts=True,
+    ),
 )
 
 #: The schema version this code writes.
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = MIGRATIONS[-1].version
 
 _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER PRIMARY KEY,
@@ -163,29 +190,43 @@ def migrate(
     migrations: Sequence[Migration] | None = None,
 ) -> int:
     """Bring the database up to the last of ``migrations`` (default :data:`MIGRATIONS`);
-    return the version it is at."""
+    return the version it is at.
+
+    Versions ascend but need not be contiguous: each step the database has not recorded is
+    applied, in order, so a step numbered below one already applied is applied too.
+    """
     if migrations is None:
         migrations = MIGRATIONS
-    for number, step in enumerate(migrations, start=1):
-        if step.version != number:
-            raise ValueError(f"migration {step.version} is out of order (expected {number})")
+    for before, step in itertools.pairwise(migrations):
+        if step.version <= before.version:
+            raise ValueError(f"migration {step.version} is out of order (after {before.version})")
+    last = migrations[-1].version if migrations else 0
     with db.transaction(write=True, doing="creating the schema_version table") as tx:
         tx.execute(db.dialect.ddl(_VERSION_TABLE))
-    current = schema_version(db)
-    if current > len(migrations):
-        raise StoreSchemaError(db.location, current, len(migrations))
-    for step in migrations[current:]:
+        applied = {int(row[0]) for row in tx.all("SELECT version FROM schema_version")}
+    current = max(applied, default=0)
+    if current > last:
+        raise StoreSchemaError(db.location, current, last)
+    compact = False
+    for step in migrations:
+        if step.version in applied:
+            continue
         doing = f"migrating to schema version {step.version}"
         with db.transaction(write=True, doing=doing) as tx:
             for statement in db.dialect.migration_lock:
                 tx.execute(statement)
             # Another process may have applied this step while we waited for the lock.
-            if int(tx.scalar("SELECT MAX(version) FROM schema_version") or 0) >= step.version:
+            if tx.scalar("SELECT version FROM schema_version WHERE version = ?", (step.version,)):
                 continue
             for statement in step.statements:
                 tx.execute(db.dialect.ddl(statement))
+            if step.convert is not None:
+                step.convert(tx)
             tx.execute(
                 "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
                 (step.version, step.description, db.dialect.timestamp(now())),
             )
-    return max(current, len(migrations))
+        compact = compact or step.compacts
+    if compact and db.dialect.compact:
+        db.execute_outside(db.dialect.compact, "compacting the database after migrating")
+    return max(current, last)

@@ -13,6 +13,7 @@ from monitor.store.dialect import Dialect
 
 class _Cursor(Protocol):
     rowcount: int
+    description: Any
 
     def execute(self, query: Any, params: Any = ..., /) -> Any: ...
     def executemany(self, query: Any, params_seq: Any, /) -> Any: ...
@@ -108,6 +109,19 @@ class Database:
                     raise
         finally:
             cursor.close()
+
+    def execute_outside(self, statements: Iterable[str], doing: str = "") -> None:
+        """Run statements outside any transaction (``VACUUM`` refuses to run inside one)."""
+        with self._serial, self.errors(doing):
+            cursor = self.connection.cursor()
+            try:
+                for statement in statements:
+                    cursor.execute(statement)
+                    # A pragma that works row by row (incremental_vacuum) runs as they are read.
+                    if cursor.description is not None:
+                        cursor.fetchall()
+            finally:
+                cursor.close()
 
     @contextmanager
     def errors(self, doing: str = "") -> Iterator[None]:

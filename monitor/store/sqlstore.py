@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.errors import BaselineError, StoreError, StoreLookupError, UsageError
 from monitor.logs import get_logger
-from monitor.store import frames, kv, layers, locks, runs
+from monitor.store import frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
+from monitor.store.columnar import QueryArrays
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
 from monitor.store.schema import migrate, schema_version
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 log = get_logger(__name__)
+
+#: Pages handed back per step by :meth:`SqlStore.reclaim_space` (4 MiB of 4 KiB pages).
+RECLAIM_STEP_PAGES = 1024
 
 
 def utcnow() -> datetime:
@@ -89,6 +93,56 @@ class SqlStore:
     def per_query_frame(self, run_id: int) -> pd.DataFrame:
         """Return one row per query of the run (see ``Store.per_query_frame``)."""
         return frames.per_query_frame(self.get_run(run_id))
+
+    def per_query_values(self, run_id: int) -> QueryArrays:
+        """Return the run's query ids and per-query metric values as arrays (see
+        ``Store.per_query_values``)."""
+        with self._read("reading per-query values") as tx:
+            if tx.scalar("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)) is None:
+                raise StoreLookupError(self.location, "run", run_id)
+            return runs.load_arrays(tx, run_id)
+
+    # Retention ----------------------------------------------------------------------------
+
+    def prune(
+        self, suite: str, policy: retention.Retention, *, dry_run: bool = False
+    ) -> retention.PruneResult:
+        """Drop the per-query detail of the suite's runs past ``policy`` (see ``Store.prune``)."""
+        now = self._clock()
+        if dry_run:
+            with self._read(f"listing the runs of {suite!r} to prune") as tx:
+                found = retention.prunable(tx, suite, policy, now)
+            return retention.PruneResult(suite, policy, tuple(found), dry_run=True)
+        with self._write(f"pruning the per-query detail of {suite!r}") as tx:
+            found = retention.prunable(tx, suite, policy, now)
+            retention.drop_detail(tx, found, now)
+        returned = self.reclaim_space() if found else 0
+        return retention.PruneResult(suite, policy, tuple(found), bytes_returned=returned)
+
+    def reclaim_space(self, step_pages: int = RECLAIM_STEP_PAGES) -> int:
+        """Hand free pages back to the operating system in steps of ``step_pages``, each its
+        own short write transaction so a running suite waits at most one step; return the
+        bytes returned (0 where the database does this itself)."""
+        steps = self._db.dialect.reclaim_step
+        if not steps:
+            return 0
+        # Only SQLite has reclaim steps, so the pragmas below are SQLite's.
+        with self._read("reading the free space") as tx:
+            page_size = int(tx.scalar("PRAGMA page_size"))
+            before = int(tx.scalar("PRAGMA freelist_count"))
+        left = before
+        while left > 0:
+            with self._write("returning free space") as tx:
+                for statement in steps:
+                    tx.all(statement.format(pages=step_pages))
+                now_free = int(tx.scalar("PRAGMA freelist_count"))
+            if now_free >= left:  # auto_vacuum is off: nothing to hand back step by step
+                break
+            left = now_free
+        self._db.execute_outside(
+            ("PRAGMA wal_checkpoint(PASSIVE)",), "checkpointing after returning free space"
+        )
+        return (before - left) * page_size
 
     # Baselines ----------------------------------------------------------------------------
 

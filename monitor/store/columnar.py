@@ -1,0 +1,300 @@
+"""A run's per-query outcomes as a few compressed columns: the ``run_blobs`` table.
+
+Each run keeps one row per field: ``query_ids``, ``latency``, ``error_type``,
+``error_message``, ``doc_ids`` (the run's dictionary of document ids), ``retrieved`` and
+``relevant`` (rankings as counts per query and int32 codes into ``doc_ids``), and
+``metric:<name>`` per metric (which queries have a value, and the float64 values, kept as a
+table of distinct values and small codes when that is smaller: most measures take few values).
+
+A blob is zlib over a sequence of numpy arrays, each written as its dtype, its length and
+its bytes; multi-byte arrays are byte-shuffled first (all first bytes, then all second
+bytes, ...) so that zlib sees the runs of equal high bytes. Values read back bit for bit:
+a float is never rounded.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from monitor.store.records import QueryRecord, stored_query
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+#: The codec name written beside every blob; a reader refuses one it does not know.
+CODEC = "np-shuffle-zlib"
+#: zlib's level: 6 is its default; higher levels gain ~1% here for twice the time.
+_LEVEL = 6
+#: A metric column is dictionary-coded when it has at most this many distinct values.
+_DICTIONARY_LIMIT = 1 << 16
+
+QUERY_IDS = "query_ids"
+LATENCY = "latency"
+ERROR_TYPE = "error_type"
+ERROR_MESSAGE = "error_message"
+DOC_IDS = "doc_ids"
+RETRIEVED = "retrieved"
+RELEVANT = "relevant"
+METRIC_NAMES = "metric_names"
+METRIC_PREFIX = "metric:"
+
+_HEADER = struct.Struct("<4sQ")
+_HEX = re.compile("[0-9a-f]*")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryArrays:
+    """A run's per-query metric values as arrays, in run order.
+
+    ``values[metric][i]`` is query ``query_ids[i]``'s value, NaN when the query has none (it
+    failed, or was not judged); ``failed[i]`` says whether its search failed.
+    """
+
+    query_ids: tuple[str, ...]
+    values: Mapping[str, NDArray[np.float64]] = field(default_factory=dict)
+    failed: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+
+
+def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
+    """Return the blobs of ``queries`` by field name."""
+    blobs = {
+        QUERY_IDS: _pack(_strings([q.query_id for q in queries])),
+        LATENCY: _pack([np.array([_nan(q.latency_seconds) for q in queries], dtype=np.float64)]),
+        ERROR_TYPE: _pack(_strings([q.error_type for q in queries])),
+        ERROR_MESSAGE: _pack(_strings([q.error_message for q in queries])),
+    }
+    rankings = {
+        RETRIEVED: [q.retrieved_ids for q in queries],
+        RELEVANT: [q.relevant_ids for q in queries],
+    }
+    flat = {name: list(chain.from_iterable(lists)) for name, lists in rankings.items()}
+    # Codes in order of first appearance: neighbouring queries share documents, so the
+    # codes of a ranking are close together and compress better than sorted ones.
+    docs = list(dict.fromkeys(chain(*flat.values())))
+    codes = dict(zip(docs, range(len(docs)), strict=True))
+    for name, lists in rankings.items():
+        counts = np.fromiter(map(len, lists), np.int32, len(lists))
+        coded = np.fromiter(map(codes.__getitem__, flat[name]), np.int32, len(flat[name]))
+        blobs[name] = _pack([counts, coded])
+    blobs[DOC_IDS] = _pack(_strings(docs))
+    present, matrix, metrics = _value_matrix(queries)
+    blobs[METRIC_NAMES] = _pack(_strings(metrics))
+    for j, metric in enumerate(metrics):
+        values = matrix[present[:, j], j]
+        blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present[:, j]), *_floats(values)])
+    return blobs
+
+
+def _value_matrix(
+    queries: Sequence[QueryRecord],
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], list[str]]:
+    """Return which query has which metric, the values (queries x metrics) and the metric
+    names in order of first appearance."""
+    metrics = list(dict.fromkeys(chain.from_iterable(q.values for q in queries)))
+    usual = tuple(metrics)
+    present = np.ones((len(queries), len(metrics)), dtype=np.bool_)
+    rows: list[list[float]] = []
+    for i, query in enumerate(queries):
+        values = query.values
+        if tuple(values) == usual:  # the common case: every metric, in the usual order
+            rows.append(list(values.values()))
+            continue
+        rows.append([values.get(name, np.nan) for name in metrics])
+        present[i] = [name in values for name in metrics]
+    matrix = np.array(rows, dtype=np.float64).reshape(len(queries), len(metrics))
+    return present, matrix, metrics
+
+
+def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
+    """Return the queries the blobs of :func:`encode_queries` hold, in their order."""
+    query_ids = _texts(_unpack(blobs[QUERY_IDS]))
+    n = len(query_ids)
+    (latency,) = _unpack(blobs[LATENCY])
+    error_types = _unstrings(_unpack(blobs[ERROR_TYPE]))
+    error_messages = _unstrings(_unpack(blobs[ERROR_MESSAGE]))
+    docs = _texts(_unpack(blobs[DOC_IDS]))
+    rankings = [_rankings(_unpack(blobs[name]), docs) for name in (RETRIEVED, RELEVANT)]
+    columns = {
+        metric: _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
+        for metric in _metric_names(blobs)
+    }
+    per_query = _value_dicts(columns, n)
+    latencies = [None if v != v else v for v in latency.tolist()]
+    return tuple(
+        map(
+            stored_query,
+            query_ids,
+            per_query,
+            rankings[0],
+            rankings[1],
+            latencies,
+            error_types,
+            error_messages,
+        )
+    )
+
+
+def _value_dicts(
+    columns: Mapping[str, tuple[NDArray[np.bool_], NDArray[np.float64]]], n: int
+) -> list[dict[str, float]]:
+    """Return each query's ``{metric: value}`` from the metric columns, metrics in order."""
+    names = list(columns)
+    if not names:
+        return [{} for _ in range(n)]
+    matrix = np.full((n, len(names)), np.nan)
+    present = np.zeros((n, len(names)), dtype=np.bool_)
+    for j, (has, values) in enumerate(columns.values()):
+        matrix[has, j] = values
+        present[:, j] = has
+    full: list[bool] = np.asarray(present.all(axis=1)).tolist()
+    rows: list[list[float]] = matrix.tolist()
+    marks: list[list[bool]] = present.tolist()
+    return [
+        dict(zip(names, row, strict=True))
+        if whole
+        else {name: v for name, v, ok in zip(names, row, mark, strict=True) if ok}
+        for row, mark, whole in zip(rows, marks, full, strict=True)
+    ]
+
+
+def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
+    """Return the query ids and metric columns of :func:`encode_queries`'s blobs as arrays
+    (rankings and messages are not read)."""
+    query_ids = tuple(_texts(_unpack(blobs[QUERY_IDS])))
+    n = len(query_ids)
+    values: dict[str, NDArray[np.float64]] = {}
+    for metric in _metric_names(blobs):
+        present, column = _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
+        full = np.full(n, np.nan)
+        full[present] = column
+        values[metric] = full
+    lengths = _unpack(blobs[ERROR_TYPE])[0] if ERROR_TYPE in blobs else np.full(n, -1)
+    return QueryArrays(query_ids, values, np.asarray(lengths >= 0))
+
+
+def _metric_names(blobs: Mapping[str, bytes]) -> list[str]:
+    """Return the run's metric names in the order they first appeared."""
+    return _texts(_unpack(blobs[METRIC_NAMES]))
+
+
+def _nan(value: float | None) -> float:
+    return np.nan if value is None else value
+
+
+def _floats(values: NDArray[np.float64]) -> list[NDArray[Any]]:
+    """Return ``[values]``, or ``[distinct, codes]`` when that is smaller."""
+    if values.size < 64:
+        return [values]
+    # View as integers so NaN and -0.0 keep their exact bits through the dictionary.
+    bits = values.view(np.uint64)
+    distinct, codes = np.unique(bits, return_inverse=True)
+    if distinct.size > _DICTIONARY_LIMIT:
+        return [values]
+    code_type = np.uint8 if distinct.size <= 256 else np.uint16
+    return [distinct.view(np.float64), codes.astype(code_type)]
+
+
+def _metric(arrays: list[NDArray[Any]], n: int) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    packed, *rest = arrays
+    present = np.unpackbits(packed, count=n).astype(np.bool_)
+    values = rest[0] if len(rest) == 1 else rest[0][rest[1]]
+    return present, values
+
+
+def _rankings(arrays: list[NDArray[Any]], docs: list[str]) -> list[tuple[str, ...]]:
+    counts, codes = arrays
+    ids = [docs[c] for c in codes.tolist()]
+    ends = np.cumsum(counts).tolist()
+    starts = [0, *ends][:-1]
+    return [tuple(ids[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+
+def _strings(texts: Sequence[str | None]) -> list[NDArray[Any]]:
+    """Return ``[lengths, utf-8 bytes]`` (a None has length -1), or ``[lengths in hex digits,
+    the bytes they spell, [1]]`` when every text is lower-case hex digits of even length, as
+    content-hash ids are: half the bytes of the text, which zlib does not halve itself."""
+    if None in texts:
+        lengths = np.fromiter((-1 if t is None else len(t) for t in texts), np.int32, len(texts))
+        joined = "".join(t for t in texts if t is not None)
+    else:  # ids: no None, so both run in C
+        lengths = np.fromiter(map(len, texts), np.int32, len(texts))  # type: ignore[arg-type]
+        joined = "".join(texts)  # type: ignore[arg-type]
+    if joined and not (lengths % 2).any() and _HEX.fullmatch(joined):
+        return [lengths, np.frombuffer(bytes.fromhex(joined), np.uint8), np.ones(1, np.uint8)]
+    if not joined.isascii():
+        encoded = [None if t is None else t.encode("utf-8") for t in texts]
+        lengths = np.fromiter((-1 if b is None else len(b) for b in encoded), np.int32, len(texts))
+        joined_bytes = b"".join(b for b in encoded if b is not None)
+        return [lengths, np.frombuffer(joined_bytes, np.uint8)]
+    return [lengths, np.frombuffer(joined.encode("ascii"), np.uint8)]
+
+
+def _texts(arrays: list[NDArray[Any]]) -> list[str]:
+    """Return the strings of a column that holds no None."""
+    texts = _unstrings(arrays)
+    if None in texts:
+        raise ValueError("a column of ids holds a missing id")
+    return texts  # type: ignore[return-value]  # checked just above
+
+
+def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
+    lengths, data, *hexed = arrays
+    raw = data.tobytes()
+    ends = np.cumsum(np.maximum(lengths, 0)).tolist()
+    starts = [0, *ends][:-1]
+    if hexed or raw.isascii():  # offsets count characters: slice one decoded text
+        text = raw.hex() if hexed else raw.decode("ascii")
+        out: list[str | None] = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+    else:
+        out = [raw[a:b].decode("utf-8") for a, b in zip(starts, ends, strict=True)]
+    for i in np.flatnonzero(lengths < 0).tolist():
+        out[i] = None
+    return out
+
+
+def _pack(arrays: Sequence[NDArray[Any]]) -> bytes:
+    parts: list[bytes] = []
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        dtype = array.dtype.newbyteorder("<") if array.dtype.itemsize > 1 else array.dtype
+        array = array.astype(dtype, copy=False)
+        parts.append(_HEADER.pack(dtype.str.encode("ascii").ljust(4), array.size))
+        parts.append(_shuffle(array))
+    return zlib.compress(b"".join(parts), _LEVEL)
+
+
+def _unpack(blob: bytes) -> list[NDArray[Any]]:
+    raw = memoryview(zlib.decompress(blob))
+    arrays: list[NDArray[Any]] = []
+    at = 0
+    while at < len(raw):
+        code, size = _HEADER.unpack_from(raw, at)
+        at += _HEADER.size
+        dtype = np.dtype(code.rstrip(b" ").decode("ascii"))
+        end = at + size * dtype.itemsize
+        arrays.append(_unshuffle(raw[at:end], dtype, size))
+        at = end
+    return arrays
+
+
+def _shuffle(array: NDArray[Any]) -> bytes:
+    width = array.dtype.itemsize
+    if width == 1:
+        return array.tobytes()
+    return array.view(np.uint8).reshape(-1, width).T.tobytes()
+
+
+def _unshuffle(raw: memoryview, dtype: np.dtype[Any], size: int) -> NDArray[Any]:
+    width = dtype.itemsize
+    planes = np.frombuffer(raw, dtype=np.uint8)
+    if width == 1:
+        return planes.view(dtype).copy()
+    return np.ascontiguousarray(planes.reshape(width, size).T).view(dtype).reshape(size)
