@@ -41,8 +41,21 @@ FUNCTIONS: dict[str, Measure] = {
 }
 
 #: Measures whose gains are the grades: they read the ranks of every grade >= 1 whatever the
-#: relevance level (trec_eval's ndcg ignores -l).
-GRADED: frozenset[str] = frozenset({"ndcg", "ndcg_burges", "dcg", "dcg_burges", "err"})
+#: relevance level (trec_eval's ndcg and rbp ignore -l).
+GRADED: frozenset[str] = frozenset(
+    {
+        "ndcg",
+        "ndcg_burges",
+        "dcg",
+        "dcg_burges",
+        "err",
+        "rbp",
+        "rbp_50",
+        "rbp_80",
+        "rbp_95",
+        "rbp_99",
+    }
+)
 #: Measures that read the non-relevant judgments too.
 JUDGED: frozenset[str] = frozenset({"bpref", "judged"})
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from monitor.errors import MetricError, UnknownMetricError
+from monitor.metrics import names
 
 
 class Cutoff(Enum):
@@ -86,7 +87,24 @@ class Metric:
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``"ndcg@10"`` (or ``"map"``) into a :class:`Metric`; raise MetricError if invalid."""
+    """Parse ``"ndcg@10"`` (or ``"map"``) into a :class:`Metric`; raise MetricError if invalid.
+
+    Another tool's name (``P_5``, ``nDCG@10``, ``hits@5``: see :mod:`monitor.metrics.names`)
+    resolves to its canonical metric; an unknown one suggests the closest known name.
+    """
+    try:
+        return _parse_canonical(name)
+    except MetricError as error:
+        alias = names.canonical_name(name)
+        if alias is not None:
+            return _parse_canonical(alias)
+        if isinstance(error, UnknownMetricError) or _NAME.fullmatch(name.strip()) is None:
+            suggestion = names.suggest(name, MEASURES)
+            raise UnknownMetricError(name.strip(), MEASURES, suggestion=suggestion) from None
+        raise
+
+
+def _parse_canonical(name: str) -> Metric:
     text = name.strip()
     match = _NAME.fullmatch(text)
     if match is None:
