@@ -142,21 +142,22 @@ def display_name(name: str, style: NameStyle) -> str:
 
 def suggest(name: str, canonical: Iterable[str]) -> str | None:
     """Return the known name closest to ``name``: a canonical one first, else another tool's."""
-    measure, _, k = name.strip().partition("@")
+    text = name.strip()
+    measure, _, k = text.partition("@")
     at_k = f"@{k}" if k else ""
     close = difflib.get_close_matches(measure.lower(), list(canonical), n=1, cutoff=0.6)
     if close:
         return close[0] + at_k
-    foreign = {
-        pattern.split("@")[0].split("_{k}")[0].split(".{k}")[0]: pattern
-        for table in _TABLES.values()
-        for pattern in table
-    }
-    lowered = {key.lower(): key for key in foreign}
-    close = difflib.get_close_matches(measure.lower(), list(lowered), n=1, cutoff=0.6)
+    cut = re.fullmatch(r"(?P<stem>.+?)(?P<sep>[_.@])(?P<k>[1-9]\d*)", text)
+    stem, k = (cut.group("stem"), cut.group("k")) if cut else (text, k)
+    foreign: dict[str, str] = {}
+    for table in _TABLES.values():
+        for pattern in table:
+            foreign.setdefault(re.split(r"[_.@]\{k\}", pattern)[0].lower(), pattern)
+    close = difflib.get_close_matches(stem.lower(), list(foreign), n=1, cutoff=0.6)
     if not close:
         return None
-    pattern = foreign[lowered[close[0]]]
+    pattern = foreign[close[0]]
     return pattern.replace("{k}", k or "10") if "{k}" in pattern else pattern
 
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal, TypeAlias, get_args
 
 from monitor.errors import MetricError, UnknownMetricError
 from monitor.metrics import names
@@ -56,6 +57,11 @@ MEASURES: dict[str, Cutoff] = {
 #: sums the counts over queries in its summary line where it averages the others.
 UNBOUNDED: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret", "dcg", "dcg_burges"})
 COUNTS: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+
+#: Which queries a mean is over: those with a relevant judgment, those in both the judgments
+#: and the run (trec_eval's default), or every judged query (trec_eval -c).
+Average: TypeAlias = Literal["answerable", "trec_eval", "all"]
+AVERAGES: tuple[str, ...] = get_args(Average)
 
 #: The measures and cutoffs evaluated when none are asked for.
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
