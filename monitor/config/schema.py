@@ -16,7 +16,7 @@ from monitor.config import vocab
 from monitor.config.model import METRIC_CHECKS, Check
 from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.names import alias_pattern
-from monitor.metrics.spec import MEASURES, Cutoff
+from monitor.metrics.spec import AVERAGES, MEASURES, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
 from monitor.store.location import SCHEMES
 
@@ -163,6 +163,14 @@ def _suite() -> Schema:
                         {"breaches": _integer(1), "runs": _integer(1, 1000)},
                         required=["breaches", "runs"],
                     ),
+                }
+            ),
+            "scoring": _object(
+                {
+                    "relevance_level": _integer(1),
+                    "max_docs": {"anyOf": [_integer(1), {"type": "null"}]},
+                    "judged_only": {"type": "boolean"},
+                    "average": {"enum": list(AVERAGES)},
                 }
             ),
             "segments": {
