@@ -144,3 +144,19 @@ def test_a_printed_name_parses_back_to_the_same_metric(style: str) -> None:
     for measure, rule in MEASURES.items():
         name = measure if rule is Cutoff.NONE else f"{measure}@7"
         assert name == str(parse_metric(display_name(name, style)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("P(rel=2)@5", "ask for precision@5 with --relevance-level 2"),
+        ("AP(rel=2)", "ask for map with --relevance-level 2"),
+        ("P(judged_only=True)@4", "ask for precision@4 with --judged-only"),
+        ("nDCG@4(judged_only)", "ask for ndcg@4 with --judged-only"),
+    ],
+)
+def test_a_parameter_that_is_an_option_here_says_which_option(name: str, hint: str) -> None:
+    """ir_measures' rel= and judged_only parameters point to the option that does it."""
+    with pytest.raises(MetricError) as caught:
+        parse_metric(name)
+    assert hint in str(caught.value)

@@ -124,6 +124,26 @@ def canonical_name(name: str) -> str | None:
     return None
 
 
+def option_hint(name: str) -> str | None:
+    """Return how to ask for a measure parameter that is an option here (``P(rel=2)@5``)."""
+    text = name.replace(" ", "")
+    rel = re.search(r"\(rel=(\d+)\)", text)
+    if rel is not None:
+        bare = canonical_name(text.replace(rel.group(0), "")) or "the measure"
+        return (
+            f"a relevance level is an option, not part of a name: ask for {bare} with "
+            f"--relevance-level {rel.group(1)} (scoring: {{relevance_level: {rel.group(1)}}})"
+        )
+    judged = re.search(r"\(judged_only(=True)?\)", text)
+    if judged is not None:
+        bare = canonical_name(text.replace(judged.group(0), "")) or "the measure"
+        return (
+            f"judged-only is an option, not part of a name: ask for {bare} with "
+            "--judged-only (scoring: {judged_only: true})"
+        )
+    return None
+
+
 def display_name(name: str, style: NameStyle) -> str:
     """Return a canonical metric name as ``style`` spells it (the canonical one if it has none)."""
     if style == "canonical":

@@ -104,6 +104,9 @@ def parse_metric(name: str) -> Metric:
         alias = names.canonical_name(name)
         if alias is not None:
             return _parse_canonical(alias)
+        hint = names.option_hint(name)
+        if hint is not None:
+            raise MetricError(name.strip(), hint) from None
         if isinstance(error, UnknownMetricError) or _NAME.fullmatch(name.strip()) is None:
             suggestion = names.suggest(name, MEASURES)
             raise UnknownMetricError(name.strip(), MEASURES, suggestion=suggestion) from None
