@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not PEERS.is_dir(), reason="trec_eval's test fil
 MEASURES = (
     "P_5", "P_10", "P_100", "recall_10", "recall_1000", "map", "map_cut_10", "ndcg",
     "ndcg_cut_10", "recip_rank", "Rprec", "success_1", "success_10", "bpref", "num_ret",
-    "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F", "rbp",
+    "num_rel", "num_rel_ret", "set_P", "set_recall", "set_F", "rbp", "infAP",
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ CANONICAL_NAMES = [
     "map@100",
     "r_precision",
     "bpref",
+    "infap",
     "judged@10",
     "num_ret",
     "num_rel",

@@ -23,6 +23,7 @@ FUNCTIONS: dict[str, Measure] = {
     "ndcg_burges": ndcg.ndcg_burges,
     "map": average_precision.average_precision,
     "bpref": judgments.bpref,
+    "infap": judgments.infap,
     "judged": judgments.judged,
     "num_ret": sets.num_ret,
     "num_rel": sets.num_rel,
@@ -57,7 +58,7 @@ GRADED: frozenset[str] = frozenset(
     }
 )
 #: Measures that read the non-relevant judgments too.
-JUDGED: frozenset[str] = frozenset({"bpref", "judged"})
+JUDGED: frozenset[str] = frozenset({"bpref", "infap", "judged"})
 
 if FUNCTIONS.keys() != MEASURES.keys():  # pragma: no cover - guards the two tables
     raise RuntimeError("metric functions and metric names disagree")

@@ -36,6 +36,7 @@ MEASURES: dict[str, Cutoff] = {
     "map": Cutoff.OPTIONAL,
     "r_precision": Cutoff.NONE,
     "bpref": Cutoff.NONE,
+    "infap": Cutoff.NONE,
     "judged": Cutoff.REQUIRED,
     "num_ret": Cutoff.NONE,
     "num_rel": Cutoff.NONE,
