@@ -26,6 +26,8 @@ from monitor.metrics.spec import (
 if TYPE_CHECKING:
     import pandas as pd
 
+    from monitor.evalset.corpus import Corpus
+
 _EVALSET_SUFFIXES = {".jsonl", ".json", ".csv", ".yaml", ".yml"}
 
 
@@ -202,6 +204,7 @@ def evaluate(
     *,
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
+    corpus: Corpus | None = None,
     judged_only: bool = False,
     relevance_level: int = 1,
     max_docs: int | None = None,
@@ -229,6 +232,9 @@ def evaluate(
     both the judgments and the run, no-relevant ones counted as 0 (trec_eval without ``-c``),
     ``"all"`` every judged query, missing ones 0 (``trec_eval -c``, the same as
     ``include_no_relevant``).
+
+    A metric with a unit (``recall@5[section]``) is scored on judgments and run rewritten
+    into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
     judged, ranked = _as_qrels(qrels), _as_run(run)
@@ -253,10 +259,19 @@ def evaluate(
         with_judged=needs_judgments(specs),
     )
     ranks = resolution.ranks
+    values = compute([m for m in specs if m.unit is None], resolution)
+    options = {
+        "include_no_relevant": average != "answerable",
+        "only_in_run": average == "trec_eval",
+        "relevance_level": relevance_level,
+        "judged_only": judged_only,
+        "max_docs": max_docs,
+    }
+    values.update(_unit_values(specs, judged, ranked, corpus, options, ranks.query_ids))
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
-        values=compute(specs, resolution),
+        values={m: values[m] for m in specs},
         counts=QueryCounts(
             evaluated=ranks.n,
             skipped_no_relevant=resolution.skipped_no_relevant,
@@ -266,6 +281,36 @@ def evaluate(
         duplicates=int(ranks.duplicates.sum()),
         queries_with_duplicates=int((ranks.duplicates > 0).sum()),
     )
+
+
+def _unit_values(
+    specs: Iterable[Metric],
+    judged: Qrels,
+    ranked: Run,
+    corpus: Corpus | None,
+    options: Mapping[str, Any],
+    query_ids: tuple[str, ...],
+) -> dict[Metric, FloatArray]:
+    """Return the values of the metrics with a unit, one engine pass per unit and cut."""
+    groups: dict[tuple[str, str], list[Metric]] = {}
+    for metric in specs:
+        if metric.unit is not None:
+            groups.setdefault((metric.unit, metric.unit_cut), []).append(metric)
+    if not groups:
+        return {}
+    if corpus is None:
+        names = ", ".join(str(m) for group in groups.values() for m in group)
+        raise InputError("<corpus>", f"a corpus of passages to score {names}")
+    from monitor.units import to_units
+
+    out: dict[Metric, FloatArray] = {}
+    for (unit, cut), metrics in groups.items():
+        unit_qrels, unit_run = to_units(judged, ranked, corpus, unit, cut)
+        resolution = resolve(unit_qrels, unit_run, with_judged=needs_judgments(metrics), **options)
+        if resolution.ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
+            raise InputError(corpus.source, "the same queries per unit as per passage")
+        out.update(compute(metrics, resolution))
+    return out
 
 
 def _as_qrels(qrels: QrelsLike) -> Qrels:

@@ -59,7 +59,7 @@ _MEANINGS: Final = MappingProxyType(
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "
             "pipelines), or `gate` found a regression (or, with `--on-insufficient-evidence "
-            "fail`, could not tell)"
+            "fail`, could not tell), or `evalset check` found a finding of severity error"
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from monitor.evalset import EvalSet
     from monitor.evaluation import EvaluationResult
     from monitor.exporters import SuiteSnapshot
+    from monitor.metrics.spec import Metric
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.search.base import Search
@@ -210,13 +211,16 @@ def _run_locked(
     cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
     from monitor.compare import compare_runs
+    from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
+    from monitor.judgments import align_baseline, labels_of
+    from monitor.judgments.suite import judge_after_run, suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
     started = clock()
-    evalset = load_evalset(suite.evalset)
+    frozen = evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
         try:
             evalset = judge_by_reference(
@@ -225,6 +229,7 @@ def _run_locked(
         except SearchBackendError as error:
             store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
             raise
+    evalset = suite_evalset(store, suite, evalset)
     if (
         suite.baseline is not None
         and suite.baseline.bundled_run
@@ -242,15 +247,24 @@ def _run_locked(
 
     try:
         evaluation = evaluate(
-            evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+            evalset,
+            result,
+            recorded_metrics(suite),
+            exclude_failed=True,
+            corpus=corpus_for(suite.evalset, suite.metrics),
+            **suite.scoring.options(),
         )
         record = _record(suite, evalset, config_hash, result, evaluation)
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
     run_id = store.save_run(record)
+    store.set_run_labels(run_id, labels_of(evalset))
     record = store.get_run(run_id)
 
-    baseline = store.get_baseline(suite.name)
+    # A baseline measured with other judgments of the same queries is re-scored, not lost.
+    corpus = corpus_for(suite.evalset, suite.metrics)
+    aligned = align_baseline(store, store.get_baseline(suite.name), evalset, frozen, corpus=corpus)
+    baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
     try:
         comparison = compare_runs(
@@ -263,9 +277,15 @@ def _run_locked(
             texts={q.id: q.text for q in evalset},
             history=history,
             invariants=suite.invariants,
+            qrels=evalset.qrels(),
+            coverage=suite.coverage,
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
+    notes: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
+    notes += judge_after_run(suite, store, frozen, record, result)
+    if notes:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     _record_rule_flags(store, suite.name, run_id, comparison)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 
@@ -299,6 +319,16 @@ def search_suite(
         scrub=suite_scrubber(suite),
         cancel=cancel,
     )
+
+
+def recorded_metrics(suite: SuiteConfig) -> tuple[Metric, ...]:
+    """Return the metrics a run of ``suite`` records: its own, then ``judged@k`` at its
+    largest cutoff (judgment coverage, which tells whether the others can be trusted)."""
+    from monitor.metrics.spec import Metric
+
+    cutoffs = [metric.k for metric in suite.metrics if metric.k is not None]
+    coverage = Metric("judged", max(cutoffs, default=suite.k))
+    return tuple(dict.fromkeys((*suite.metrics, coverage)))
 
 
 def rule_history(store: Store, suite: str, *, before: int | None = None) -> dict[str, list[bool]]:
@@ -427,7 +457,9 @@ def _failure_figures(error: BaseException) -> RunFigures:
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
     """Store the bundled run the suite names as its first baseline; return the run id."""
     from monitor import bundled
+    from monitor.evalset.corpus import corpus_for
     from monitor.evaluation import evaluate
+    from monitor.judgments import labels_of
     from monitor.runner import run_queries
     from monitor.search import build_search
 
@@ -439,10 +471,16 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
     evaluation = evaluate(
-        evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+        evalset,
+        result,
+        recorded_metrics(suite),
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
     )
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
+    store.set_run_labels(run_id, labels_of(evalset))
     store.set_baseline(suite.name, run_id)
     log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
     return run_id

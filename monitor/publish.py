@@ -80,6 +80,7 @@ def suite_snapshot(
         )
     run, comparison = outcome.run, outcome.comparison
     changes = comparison.metrics
+    overlap = comparison.overlap
     segments: dict[str, dict[str, dict[str, float]]] = {}
     for segment in comparison.segments:
         values = segments.setdefault(segment.key, {}).setdefault(segment.value, {})
@@ -116,6 +117,10 @@ def suite_snapshot(
         baseline_run_id=comparison.baseline_run_id,
         index_size=figures.index_size,
         segments=segments,
+        overlap_k=overlap.k if overlap is not None else None,
+        rbo=overlap.rbo if overlap is not None else None,
+        jaccard=overlap.jaccard if overlap is not None else None,
+        labels_needed=bool(comparison.held) if comparison.coverage else None,
         last_success_at=run.finished_at,
     )
 
@@ -195,7 +200,13 @@ def alert(
     """
     from monitor.alerts import FailureReason, build_notifiers, failures_checked
     from monitor.alerts.base import close_notifiers
-    from monitor.alerts.build import checked_rules, invariant_alerts, regression_alerts
+    from monitor.alerts.build import (
+        checked_rules,
+        invariant_alerts,
+        labels_needed_alerts,
+        regression_alerts,
+    )
+    from monitor.alerts.model import LABELS_NEEDED_RULE
     from monitor.alerts.outbox import send_now
     from monitor.alerts.spool import spool, spool_dir, spooled
 
@@ -248,10 +259,27 @@ def alert(
         report = lifecycle.update(
             suite.name, "regression", firing, evaluated=checked_rules(comparison)
         )
+        needed = labels_needed_alerts(
+            suite.name,
+            comparison,
+            at=at,
+            coverage=suite.coverage,
+            labels=suite.labels,
+            links=suite.links,
+            pipeline=suite.pipeline,
+        )
+        # Coverage is only measured against a baseline of the same eval set: without one
+        # the labels-needed alert keeps its state, as skipped rules keep theirs.
+        measured = frozenset({LABELS_NEEDED_RULE}) if comparison.coverage else frozenset()
+        labelled = lifecycle.update(suite.name, "labels_needed", needed, evaluated=measured)
         return Published(
-            firing=tuple(a.rule for a in report.firing),
-            resolved=tuple(a.rule for a in (*cleared.resolved, *report.resolved)),
-            undelivered=len(report.undelivered) + len(cleared.undelivered),
+            firing=tuple(a.rule for a in (*report.firing, *labelled.firing)),
+            resolved=tuple(
+                a.rule for a in (*cleared.resolved, *report.resolved, *labelled.resolved)
+            ),
+            undelivered=len(report.undelivered)
+            + len(cleared.undelivered)
+            + len(labelled.undelivered),
         )
     finally:
         if notifiers is None:

@@ -109,12 +109,12 @@ def test_a_missing_eval_set_exits_2(workdir: Path, capsys: pytest.CaptureFixture
 
 
 def test_a_changed_eval_set_exits_2(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A run on an eval set that changed since the baseline exits 2 and says so."""
+    """A run on an eval set whose queries changed since the baseline exits 2 and says so."""
     config = write_config(workdir, "{kind: replay, path: good.json}")
     run(config)
     main(["baseline", "set", "--suite", "nightly", "--config", str(config)])
     evalset = workdir / "evalset.jsonl"
-    evalset.write_text(evalset.read_text().replace('"d0"', '"d0b"'))
+    evalset.write_text(evalset.read_text().replace('"question 0"', '"question zero"'))
     capsys.readouterr()
     assert 2 == run(config)
     assert "eval set changed" in capsys.readouterr().out

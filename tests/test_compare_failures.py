@@ -244,7 +244,7 @@ def test_http_500s_within_the_budget_breach_the_error_rate_and_no_quality_rule(
     assert ["error_rate_max"] == [rule.rule for rule in comparison.breaches]
     assert {len(FAILING)} == {r.left_out for r in comparison.rules if r.quality}
     assert () == comparison.worse_queries
-    assert {"mrr@10": 1.0, "recall@5": 1.0} == dict(second.run.means)
+    assert {"mrr@10": 1.0, "recall@5": 1.0, "judged@10": 1.0} == dict(second.run.means)
     texts = [request.body.decode() for request in receiver.accepted]
     assert texts
     assert [] == [text for text in texts if "retrieved none" in text]

@@ -64,6 +64,7 @@ UNITLESS = {
     "retrieval_queries_evaluated",  # a count
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
+    "retrieval_labels_needed",  # 0/1
 }
 
 
@@ -113,6 +114,10 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "baseline_run_id": 7,
         "index_size": 12345,
         "segments": {"language": {"de": {"recall@5": 0.7}, "en": {"recall@5": 0.85}}},
+        "overlap_k": 10,
+        "rbo": 0.72,
+        "jaccard": 0.6,
+        "labels_needed": False,
         "last_success_at": None,
     }
     fields.update(changes)

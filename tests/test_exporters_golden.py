@@ -56,11 +56,7 @@ def successful_run() -> SuiteSnapshot:
             "set_recall": 0.7,
             "set_f1": 0.3,
             "err@10": 0.35,
-            "rbp": 0.4,
-            "rbp_50": 0.5,
-            "rbp_80": 0.45,
-            "rbp_95": 0.3,
-            "rbp_99": 0.2,
+            **dict.fromkeys(("rbp", "rbp_50", "rbp_80", "rbp_95", "rbp_99"), 0.4),
         },
         baseline={"recall@5": 0.82, "ndcg@10": 0.71, "mrr": 0.6},
         baseline_ci={"recall@5": (-0.05, 0.01), "ndcg@10": (-0.03, 0.02)},
@@ -85,6 +81,10 @@ def successful_run() -> SuiteSnapshot:
                 "en": {"recall@5": 0.85, "ndcg@10": 0.73},
             }
         },
+        overlap_k=10,
+        rbo=0.7125,
+        jaccard=0.5833333333333334,
+        labels_needed=False,
     )
 
 

@@ -126,7 +126,7 @@ def test_csv_has_a_row_per_metric_with_rule_status(
     rows = list(csv.DictReader(io.StringIO(out)))
     by_metric = {row["metric"]: row for row in rows}
     assert list(CSV_COLUMNS) == list(rows[0])
-    assert 24 + 3 == len(rows)  # the default metrics, then latency p95 and two rates
+    assert 24 + 1 + 3 == len(rows)  # the default metrics, judged@10, latency p95, two rates
     assert "breach" == by_metric["mrr@10"]["status"]
     assert "insufficient_evidence" == by_metric["recall@5"]["status"]
     assert "" == by_metric["map@10"]["status"]
@@ -145,10 +145,10 @@ def test_csv_deltas_are_current_minus_baseline(
 
 
 def test_html_has_the_trend_charts(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The page charts the three rule metrics and latency p95 as inline SVG."""
+    """The page charts the three rule metrics, coverage and latency p95 as inline SVG."""
     _, out, _ = _report(store_path, capsys, "--format", "html")
-    assert 4 == out.count('<svg class="chart"')
-    for label in ("recall@5", "mrr@10", "ndcg@10", "latency p95"):
+    assert 5 == out.count('<svg class="chart"')
+    for label in ("recall@5", "mrr@10", "ndcg@10", "judged@10", "latency p95"):
         assert f"<title>{label} across runs</title>" in out
 
 

@@ -21,6 +21,7 @@ from monitor.alerts.base import Notification, Notifier, NotifierContext, Transit
 from monitor.alerts.build import (
     failure_alert,
     invariant_alerts,
+    labels_needed_alerts,
     regression_alert,
     regression_alerts,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "flush_outbox",
     "invariant_alerts",
     "known_kinds",
+    "labels_needed_alerts",
     "regression_alert",
     "regression_alerts",
     "send_now",

@@ -14,14 +14,16 @@ from datetime import datetime
 
 from monitor.alerts import text
 from monitor.alerts.model import (
+    LABELS_NEEDED_RULE,
     Alert,
     AlertIdentity,
     FailureReason,
     InvariantDetails,
     RegressionDetails,
 )
+from monitor.compare.coverage import labels_todo
 from monitor.compare.records import Comparison, RuleOutcome
-from monitor.config.model import LinksConfig, Severity
+from monitor.config.model import CoverageConfig, LinksConfig, Severity
 from monitor.errors import UsageError
 
 #: Most worse queries an alert shows.
@@ -150,10 +152,49 @@ def invariant_alerts(
     ]
 
 
+def labels_needed_alerts(
+    suite: str,
+    comparison: Comparison,
+    *,
+    at: datetime,
+    coverage: CoverageConfig | None = None,
+    labels: Mapping[str, str] | None = None,
+    links: LinksConfig | None = None,
+    pipeline: str | None = None,
+) -> list[Alert]:
+    """Return the one labels-needed alert of ``suite`` when ``comparison`` held a quality
+    breach for lack of judgments (verdict ``unjudged`` or a regression beside it), else none.
+
+    Its severity is ``coverage.severity``; its description names the labeling command and,
+    with ``coverage.queue_url``, the queue's address for this run.
+    """
+    if not comparison.held:
+        return []
+    coverage = coverage or CoverageConfig()
+    queue = None
+    if coverage.queue_url is not None:
+        run_id = "" if comparison.run_id is None else str(comparison.run_id)
+        queue = coverage.queue_url.format(suite=suite, run_id=run_id)
+    return [
+        Alert(
+            identity=AlertIdentity("labels_needed", suite, LABELS_NEEDED_RULE),
+            severity=coverage.severity,
+            summary=text.labels_needed_summary(suite, comparison),
+            description=text.labels_needed_description(
+                comparison, labels_todo(suite, comparison.run_id), queue
+            ),
+            starts_at=at,
+            labels=_with_pipeline(labels, pipeline),
+            links=links or LinksConfig(),
+        )
+    ]
+
+
 def checked_rules(comparison: Comparison) -> frozenset[str]:
     """Return the alert rules ``comparison`` evaluated, rules' and invariants' alike: the
-    regression alerts a run may resolve (skipped ones keep their state)."""
-    rules = (rule.rule for rule in comparison.rules if rule.status != "skipped")
+    regression alerts a run may resolve. Skipped ones keep their state, and so do held ones
+    (``unjudged``): until the new documents are labelled, nobody knows whether it holds."""
+    rules = (rule.rule for rule in comparison.rules if rule.status not in ("skipped", "unjudged"))
     invariants = (i.rule for i in comparison.invariants if i.status != "skipped")
     return frozenset((*rules, *invariants))
 

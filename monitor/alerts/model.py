@@ -12,6 +12,9 @@ condition they have seen before. There are two kinds, kept apart everywhere:
   :class:`InvariantDetails`: the invariant's outcome, query by query.
 - ``monitor_failure``: the monitor could not measure (:class:`FailureReason`: eval set
   missing, search backend down, error budget exceeded, store unwritable).
+- ``labels_needed``: a quality breach was held because the run's top k holds documents the
+  eval set has not judged (verdict ``unjudged``); rule :data:`LABELS_NEEDED_RULE`, its
+  description saying how many came in, in how many queries, and where to label them.
 
 The records carry no wording: :mod:`monitor.alerts.build` makes alerts, with the sentences
 of :mod:`monitor.alerts.text`. Alerts start ``firing``; :meth:`Alert.resolved` gives the same
@@ -33,18 +36,25 @@ from monitor.compare.records import InvariantOutcome, QueryDiff, RuleOutcome, Se
 from monitor.config.model import Check, LinksConfig, Severity
 from monitor.errors import UsageError
 
-AlertKind = Literal["regression", "monitor_failure"]
+AlertKind = Literal["regression", "monitor_failure", "labels_needed"]
 AlertStatus = Literal["firing", "resolved"]
 
-KINDS: Final[tuple[AlertKind, ...]] = ("regression", "monitor_failure")
+KINDS: Final[tuple[AlertKind, ...]] = ("regression", "monitor_failure", "labels_needed")
 STATUSES: Final[tuple[AlertStatus, ...]] = ("firing", "resolved")
 #: Severities from the least to the most serious.
 SEVERITIES: Final[tuple[Severity, ...]] = ("info", "warning", "critical")
 
 #: The ``alertname`` label of each kind of alert.
 ALERT_NAMES: Final[Mapping[AlertKind, str]] = MappingProxyType(
-    {"regression": "RetrievalRegression", "monitor_failure": "RetrievalMonitorFailure"}
+    {
+        "regression": "RetrievalRegression",
+        "monitor_failure": "RetrievalMonitorFailure",
+        "labels_needed": "RetrievalLabelsNeeded",
+    }
 )
+
+#: The rule name of the one labels-needed alert of a suite.
+LABELS_NEEDED_RULE: Final = "labels_needed"
 
 #: The ``service`` label of every alert the monitor raises itself, as its Prometheus rules
 #: set it: receivers route the monitor's alerts on it (``alerts/alertmanager``).

@@ -14,7 +14,13 @@ from types import MappingProxyType
 from typing import Final
 
 from monitor.alerts.model import Alert, FailureReason, InvariantDetails, RegressionDetails
-from monitor.compare.records import InvariantOutcome, InvariantQuery, QueryDiff, RuleOutcome
+from monitor.compare.records import (
+    Comparison,
+    InvariantOutcome,
+    InvariantQuery,
+    QueryDiff,
+    RuleOutcome,
+)
 from monitor.config.model import Check
 
 #: Most doc ids shown for one query.
@@ -98,6 +104,7 @@ _BROKE: Final[Mapping[Check, Callable[[RuleOutcome], str]]] = MappingProxyType(
         Check.ZERO_RESULT_RATE_MAX: _above,
         Check.TOP1_SCORE_MAX_RELATIVE_DROP: _dropped,
         Check.INDEX_SIZE_MAX_RELATIVE_DROP: _dropped,
+        Check.MIN_OVERLAP: _below,
     }
 )
 
@@ -111,6 +118,8 @@ def resolved_summary(alert: Alert) -> str:
     """Return one sentence saying that the alert's condition is over."""
     if alert.kind == "monitor_failure":
         return f"{alert.suite}: the monitor measures again ({alert.rule} is over)"
+    if alert.kind == "labels_needed":
+        return f"{alert.suite}: judgment coverage is back, no quality breach is held"
     return f"{alert.suite}: {alert.rule} holds again"
 
 
@@ -291,4 +300,28 @@ def plain(alert: Alert, repeat: bool = False) -> str:
     ):
         if url:
             lines.append(f"  {name}: {url}")
+    return "\n".join(lines)
+
+
+def labels_needed_summary(suite: str, comparison: Comparison) -> str:
+    """Return one sentence saying that labels are needed, and for which held rules."""
+    held = ", ".join(o.rule for o in comparison.held)
+    return f"{suite}: labels needed before {held} can be judged (unjudged documents in the top k)"
+
+
+def labels_needed_description(comparison: Comparison, todo: str, queue: str | None) -> str:
+    """Return how coverage fell at each held rule's k, how many unjudged documents came into
+    the top k in how many queries, and how to label them (the command, the queue's URL)."""
+    lines = []
+    for held in comparison.held:
+        lines.append(f"{held.rule}: {number(held.baseline)} -> {number(held.current)}, held.")
+    for change in comparison.coverage:
+        lines.append(
+            f"{change.metric}: {number(change.baseline)} in the baseline, "
+            f"{number(change.current)} now; {change.unjudged_added} unjudged documents "
+            f"entered the top {change.k} in {change.queries} of {change.n} queries."
+        )
+    lines.append(f"Label them: {todo}")
+    if queue:
+        lines.append(f"Labeling queue: {queue}")
     return "\n".join(lines)

@@ -12,12 +12,38 @@ import traceback
 from collections.abc import Sequence
 
 from monitor import errors
-from monitor.cli import baseline, config, daemon, evaluate, gate, ksweep, pipelines, report, run
+from monitor.cli import (
+    baseline,
+    config,
+    daemon,
+    evalset,
+    evaluate,
+    gate,
+    judgments,
+    ksweep,
+    pipelines,
+    report,
+    run,
+    serve,
+)
 from monitor.cli.version import VersionAction
 from monitor.exits import ExitCode, exit_code
 from monitor.logs import LOG_FORMATS, configure_logging
 
-_COMMANDS = (run, daemon, baseline, config, evaluate, ksweep, pipelines, report, gate)
+_COMMANDS = (
+    run,
+    daemon,
+    baseline,
+    config,
+    evaluate,
+    ksweep,
+    pipelines,
+    report,
+    gate,
+    evalset,
+    judgments,
+    serve,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,8 @@ the running suites, then exit 0 (a run still going is abandoned: every store wri
 transaction and a run's record is written at its end, so nothing is half-written; a second
 signal abandons it at once).
 SIGHUP reloads the config: a config that does not load is logged and the old one kept.
+With ``--ui-port`` (or a ``ui:`` section in the config) the daemon also serves the web app
+of ``serve``, showing each suite's next scheduled run; it keeps the config it started with.
 
 Exit codes: 0 stopped by a signal; 2 a config or usage error at start-up; 1 the store
 cannot be opened at start-up, or an unexpected error. A failing suite never stops the
@@ -28,7 +30,11 @@ from typing import TYPE_CHECKING, Any
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from datetime import datetime
+
     from monitor.config.model import MonitorConfig
+    from monitor.web.server import WebServer
 
 
 def register(subparsers: Any) -> None:
@@ -52,6 +58,27 @@ def register(subparsers: Any) -> None:
         type=int,
         metavar="N",
         help="port to serve /metrics on (default: the config's http exporter, or 9108)",
+    )
+    parser.add_argument(
+        "--ui-port",
+        type=int,
+        metavar="N",
+        help="serve the web app (as `serve` does) on this port too (default: the config's ui)",
+    )
+    parser.add_argument(
+        "--ui-address",
+        metavar="ADDRESS",
+        help="address of the web app (default: the config's ui, or 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--auth-token-env",
+        metavar="VAR",
+        help="the web app requires the bearer token held in environment variable VAR",
+    )
+    parser.add_argument(
+        "--allow-labeling",
+        action="store_true",
+        help="let the web app's query pages add grades to the suites' judgment layers",
     )
     parser.add_argument(
         "--no-initial-run",
@@ -95,8 +122,11 @@ def daemon(args: argparse.Namespace) -> int:
         shutdown_grace=args.shutdown_grace,
     )
     endpoint.register(SchedulerCollector(service.snapshot))
+    ui = start_ui(args, config, service.next_run_times)
     service.install_signal_handlers()
     abandoned = service.serve()
+    if ui is not None:
+        ui.stop()
     if not abandoned:
         endpoint.close()
         return 0
@@ -106,6 +136,43 @@ def daemon(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def ui_address(args: argparse.Namespace, config: MonitorConfig) -> tuple[str, int] | None:
+    """Return where to serve the web app: the options, the config's ``ui``; None: not at all."""
+    from monitor.config.model import UiConfig
+
+    if args.ui_port is None and config.ui is None:
+        return None
+    ui = config.ui or UiConfig()
+    address = args.ui_address if args.ui_address is not None else ui.address
+    return address, args.ui_port if args.ui_port is not None else ui.port
+
+
+def start_ui(
+    args: argparse.Namespace,
+    config: MonitorConfig,
+    next_runs: Callable[[], Mapping[str, datetime | None]],
+) -> WebServer | None:
+    """Start the web app in a thread when asked for; return it (None when not asked)."""
+    from monitor.cli.serve import web_settings
+    from monitor.logs import get_logger
+    from monitor.web.server import WebServer
+
+    where = ui_address(args, config)
+    if where is None:
+        return None
+    options = argparse.Namespace(
+        address=where[0],
+        port=where[1],
+        auth_token_env=args.auth_token_env,
+        allow_labeling=args.allow_labeling,
+        store=args.store,
+    )
+    server = WebServer(web_settings(options, config, next_runs=next_runs), *where)
+    server.start()
+    get_logger("monitor.daemon").info("web_serving", url=server.url)
+    return server
 
 
 def load_built(args: argparse.Namespace) -> MonitorConfig:

@@ -45,7 +45,48 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "-q", "--per-query", action="store_true", help="also print every query's values"
     )
+    add_unit_options(parser)
     parser.set_defaults(handler=run)
+
+
+def add_unit_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--unit``, ``--unit-cut`` and ``--corpus``: count sections or documents."""
+    parser.add_argument(
+        "--unit",
+        metavar="FIELD",
+        help="count units instead of passages: section (doc_id, section), document (doc_id), "
+        "or corpus fields joined by + (default: passage)",
+    )
+    parser.add_argument(
+        "--unit-cut",
+        choices=("passages", "units"),
+        default="passages",
+        help="cut at k returned passages (default) or at k distinct units",
+    )
+    parser.add_argument(
+        "--corpus",
+        metavar="FILE",
+        help="the passages with their unit fields (.jsonl, .csv, .tsv, gzip accepted)",
+    )
+
+
+def unit_metrics(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Return the metrics with ``--unit`` applied, and the ``--corpus`` (or None)."""
+    from dataclasses import replace
+
+    from monitor.evalset.corpus import Corpus
+    from monitor.metrics.spec import default_metrics, parse_metrics
+
+    metrics = default_metrics() if args.metrics is None else parse_metrics(args.metrics)
+    if args.unit is not None:
+        metrics = tuple(
+            m if m.unit is not None else replace(m, unit=args.unit, unit_cut=args.unit_cut)
+            for m in metrics
+        )
+    corpus = Corpus.load(args.corpus) if args.corpus is not None else None
+    if corpus is None and any(m.unit is not None for m in metrics):
+        raise UsageError("--corpus FILE is needed to count units (--unit or a [unit] metric)")
+    return metrics, corpus
 
 
 def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
@@ -129,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate and print; return the exit code."""
     from monitor.evaluation import evaluate
 
-    result = evaluate(args.qrels, args.run, args.metrics, **scoring_options(args))
+    metrics, corpus = unit_metrics(args)
+    result = evaluate(args.qrels, args.run, metrics, corpus=corpus, **scoring_options(args))
     names: NameStyle = args.names or ("trec_eval" if args.format == "trec_eval" else "canonical")
     if not result.query_ids:
         raise InputError(args.qrels, "at least one judged query with a relevant document")

@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
                     config_hash=config_hash(suite),
                     progress=False if args.no_progress else None,
                     record_in=store if args.record else None,
+                    judgments_from=store if suite.name not in files else None,
                 )
             except MonitorError as error:
                 said = suite_scrubber(suite)(str(error))

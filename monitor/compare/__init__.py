@@ -3,6 +3,11 @@
 :func:`compare_runs` is the one entry point; it reads two stored runs and returns a
 :class:`Comparison`. A run whose eval-set fingerprint differs from the baseline's is not
 compared on quality at all: the verdict is ``evalset_changed`` and a new baseline is needed.
+
+Given the eval set's judgments (``qrels``), a comparison also measures judgment coverage
+(:mod:`monitor.compare.coverage`): a quality breach whose k lost more coverage than
+``coverage.max_drop`` is held as ``unjudged`` (labels needed), not a regression. The overlap
+of the rankings with the baseline's (:mod:`monitor.compare.overlap`) needs no judgments.
 """
 
 from __future__ import annotations
@@ -13,8 +18,17 @@ from dataclasses import replace
 
 import numpy as np
 
+from monitor.compare.coverage import (
+    CoverageChange,
+    coverage_change,
+    depth,
+    held_cutoff,
+    judged_only_means,
+    judges_non_relevant,
+)
 from monitor.compare.diff import segment_changes, worse_queries
 from monitor.compare.invariants import check_invariants
+from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
 from monitor.compare.records import (
     Comparison,
     InvariantOutcome,
@@ -27,16 +41,27 @@ from monitor.compare.records import (
 )
 from monitor.compare.rules import aligned, apply_rule, run_figure
 from monitor.compare.stats import mean_ci
-from monitor.config.model import Check, InvariantConfig, RuleConfig, SignificanceConfig
+from monitor.config.model import (
+    Check,
+    CoverageConfig,
+    InvariantConfig,
+    RuleConfig,
+    SignificanceConfig,
+)
+from monitor.metrics.ranks import Qrels
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
 
 __all__ = [
+    "PERSISTENCE",
     "Comparison",
+    "CoverageChange",
     "InvariantOutcome",
     "InvariantQuery",
     "MetricChange",
+    "Overlap",
     "QueryDiff",
+    "QueryOverlap",
     "RuleOutcome",
     "SegmentChange",
     "Verdict",
@@ -65,6 +90,8 @@ def compare_runs(
     history: Mapping[str, Sequence[bool]] | None = None,
     top: int = 10,
     invariants: Sequence[InvariantConfig] = (),
+    qrels: Qrels | None = None,
+    coverage: CoverageConfig | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` under ``rules`` and ``invariants``.
 
@@ -73,11 +100,17 @@ def compare_runs(
     segment breakdown and the per-query diff, which are given for the primary metric and for
     every metric a quality rule watches. ``invariants`` are checked exactly
     (:mod:`monitor.compare.invariants`); a breached one makes the verdict ``regression``.
+    ``qrels`` are the eval set's judgments: with them, coverage is measured at every k a
+    quality rule reads, a breach that lost more than ``coverage.max_drop`` of it is held
+    (``unjudged``), and every metric change carries its judged-only means.
     """
     significance = significance or SignificanceConfig()
+    coverage = coverage or CoverageConfig()
     history = history or {}
     changed = baseline is not None and (baseline.evalset_fingerprint != current.evalset_fingerprint)
     usable = None if changed else baseline
+    top_k = depth(current.means)
+    overlap = overlap_of(usable, current, top_k) if usable is not None else None
 
     outcomes: list[RuleOutcome] = []
     for rule in rules:
@@ -103,9 +136,22 @@ def compare_runs(
             )
         else:
             outcome = _bounded(
-                apply_rule(rule, current, usable, paired, significance, history.get(rule.name, ()))
+                apply_rule(
+                    rule,
+                    current,
+                    usable,
+                    paired,
+                    significance,
+                    history.get(rule.name, ()),
+                    overlap=overlap,
+                )
             )
         outcomes.append(outcome)
+    changes: tuple[CoverageChange, ...] = ()
+    if usable is not None and qrels is not None:
+        ks = dict.fromkeys([top_k, *(held_cutoff(o.metric, top_k) for o in outcomes if o.quality)])
+        changes = tuple(c for k in ks if (c := coverage_change(usable, current, qrels, k)))
+        outcomes = [_held(o, changes, coverage.max_drop, top_k) for o in outcomes]
 
     primary = _primary_metric(outcomes, current)
     warnings: list[str] = []
@@ -119,7 +165,7 @@ def compare_runs(
             f"{current.evalset_fingerprint[:19]}): pin a new baseline"
         )
     if usable is not None:
-        metrics = _metric_changes(usable, current)
+        metrics = _metric_changes(usable, current, qrels)
         for metric in _followed(primary, outcomes):
             ids, before, after = aligned(usable, current, metric)
             diffs += worse_queries(usable, current, metric, texts=texts, top=top)
@@ -143,6 +189,8 @@ def compare_runs(
         warnings=tuple(warnings),
         primary_metric=primary,
         invariants=checked,
+        coverage=changes,
+        overlap=overlap,
     )
 
 
@@ -154,6 +202,8 @@ def _verdict(
 ) -> Verdict:
     if any(o.breached for o in outcomes) or any(i.breached for i in invariants):
         return "regression"
+    if any(o.status == "unjudged" for o in outcomes):
+        return "unjudged"
     if changed:
         return "evalset_changed"
     if baseline is None:
@@ -166,7 +216,7 @@ def _verdict(
 def _primary_metric(outcomes: Sequence[RuleOutcome], current: RunRecord) -> str | None:
     """Return the metric the diffs follow: a breached quality rule's, else the first rule's."""
     quality = [o for o in outcomes if o.quality]
-    for status in ("breach", "pending", "insufficient_evidence", None):
+    for status in ("breach", "unjudged", "pending", "insufficient_evidence", None):
         pick = [o for o in quality if status is None or o.status == status]
         if pick:
             return pick[0].metric
@@ -180,8 +230,37 @@ def _followed(primary: str | None, outcomes: Sequence[RuleOutcome]) -> list[str]
     return list(dict.fromkeys(metrics))
 
 
-def _metric_changes(baseline: RunRecord, current: RunRecord) -> tuple[MetricChange, ...]:
-    """Return every metric both runs measured with the t-interval of its mean delta."""
+def _held(
+    outcome: RuleOutcome, changes: Sequence[CoverageChange], max_drop: float, default_k: int
+) -> RuleOutcome:
+    """Return a quality breach as ``unjudged`` when coverage at its k fell by more than
+    ``max_drop``; any other outcome as it is."""
+    if not outcome.quality or outcome.status != "breach":
+        return outcome
+    k = held_cutoff(outcome.metric, default_k)
+    change = next((c for c in changes if c.k == k), None)
+    if change is None or change.drop <= max_drop:
+        return outcome
+    note = (
+        f"; held, labels needed: {change.metric} fell {change.baseline:.4f} -> "
+        f"{change.current:.4f} (more than coverage.max_drop {max_drop:g}), "
+        f"{change.unjudged_added} unjudged documents entered the top {k} "
+        f"in {change.queries} queries"
+    )
+    return replace(outcome, status="unjudged", message=outcome.message + note)
+
+
+def _metric_changes(
+    baseline: RunRecord, current: RunRecord, qrels: Qrels | None = None
+) -> tuple[MetricChange, ...]:
+    """Return every metric both runs measured with the t-interval of its mean delta, and its
+    judged-only means when ``qrels`` are given."""
+    shared = [metric for metric in current.means if metric in baseline.means]
+    # Judged-only scores mean something only where non-relevant documents are judged too:
+    # with relevant ones alone, -J would drop every other document and score near 1.
+    judged = qrels if qrels is not None and judges_non_relevant(qrels) else None
+    only_before = judged_only_means(baseline, judged, shared) if judged is not None else {}
+    only_now = judged_only_means(current, judged, shared) if judged is not None else {}
     out = []
     for metric in current.means:
         if metric not in baseline.means:
@@ -194,7 +273,19 @@ def _metric_changes(baseline: RunRecord, current: RunRecord) -> tuple[MetricChan
         old, new = baseline.means[metric], current.means[metric]
         if math.isnan(old) or math.isnan(new):
             continue
-        out.append(MetricChange(metric, old, new, new - old, low, high, len(deltas)))
+        out.append(
+            MetricChange(
+                metric,
+                old,
+                new,
+                new - old,
+                low,
+                high,
+                len(deltas),
+                _known(only_before.get(metric)),
+                _known(only_now.get(metric)),
+            )
+        )
     return tuple(out)
 
 
@@ -213,3 +304,8 @@ def _bounded(outcome: RuleOutcome) -> RuleOutcome:
         ci_low=min(max(outcome.ci_low, low), high),
         ci_high=min(max(outcome.ci_high, low), high),
     )
+
+
+def _known(value: float | None) -> float | None:
+    """Return ``value``, or None when it is unknown or not a number."""
+    return None if value is None or math.isnan(value) else value

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from monitor.compare.coverage import CoverageChange
+from monitor.compare.overlap import Overlap
 from monitor.config.model import Check, Severity
 from monitor.errors import UsageError
 
@@ -13,11 +15,15 @@ from monitor.errors import UsageError
 #: ``breach``: over its threshold (and, for quality rules, significant and persistent);
 #: ``insufficient_evidence``: over its threshold but not significant (reported, not alerted);
 #: ``pending``: a significant breach not yet seen in enough recent runs (persistence);
-#: ``skipped``: could not be evaluated (no baseline, figure unknown, eval set changed).
-RuleStatus = Literal["ok", "breach", "insufficient_evidence", "pending", "skipped"]
+#: ``skipped``: could not be evaluated (no baseline, figure unknown, eval set changed);
+#: ``unjudged``: a quality breach held because judgment coverage at the metric's k fell by
+#: more than ``coverage.max_drop``: labels are needed before it can be called a regression.
+RuleStatus = Literal["ok", "breach", "insufficient_evidence", "pending", "skipped", "unjudged"]
 
 #: The verdict of a whole comparison.
-Verdict = Literal["ok", "regression", "insufficient_evidence", "no_baseline", "evalset_changed"]
+Verdict = Literal[
+    "ok", "regression", "unjudged", "insufficient_evidence", "no_baseline", "evalset_changed"
+]
 
 #: How a query got worse.
 Change = Literal["lost_hit", "moved_down", "recall_fell", "score_fell"]
@@ -107,6 +113,10 @@ class MetricChange:
     ci_low: float | None
     ci_high: float | None
     n: int
+    #: The means with unjudged documents removed from the rankings first (trec_eval ``-J``),
+    #: None when the judgments were not at hand.
+    judged_only_baseline: float | None = None
+    judged_only_current: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form."""
@@ -280,6 +290,19 @@ class Comparison:
     warnings: tuple[str, ...] = ()
     primary_metric: str | None = None
     invariants: tuple[InvariantOutcome, ...] = ()
+    #: Judgment coverage against the baseline at each k a quality rule reads.
+    coverage: tuple[CoverageChange, ...] = ()
+    #: The overlap of the current top k with the baseline's (None without a baseline).
+    overlap: Overlap | None = None
+
+    @property
+    def held(self) -> tuple[RuleOutcome, ...]:
+        """Return the quality breaches held for lack of judgments (status ``unjudged``)."""
+        return tuple(rule for rule in self.rules if rule.status == "unjudged")
+
+    def coverage_at(self, k: int) -> CoverageChange | None:
+        """Return the coverage change at ``k``, or None when it was not measured."""
+        return next((c for c in self.coverage if c.k == k), None)
 
     @property
     def breaches(self) -> tuple[RuleOutcome, ...]:
@@ -329,6 +352,8 @@ class Comparison:
             "segments": [segment.to_dict() for segment in self.segments],
             "warnings": list(self.warnings),
             "invariants": [invariant.to_dict() for invariant in self.invariants],
+            "coverage": [change.to_dict() for change in self.coverage],
+            "overlap": None if self.overlap is None else self.overlap.to_dict(),
         }
 
 

@@ -23,6 +23,7 @@ from functools import partial
 
 import numpy as np
 
+from monitor.compare.overlap import Overlap
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
@@ -53,10 +54,14 @@ def apply_rule(
     paired: tuple[np.ndarray, np.ndarray] | None,
     significance: SignificanceConfig,
     history: Sequence[bool] = (),
+    overlap: Overlap | None = None,
 ) -> RuleOutcome:
-    """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values."""
+    """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values,
+    ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``)."""
     if rule.metric is not None:
         outcome = _quality(rule, current, baseline, paired, significance)
+    elif rule.check is Check.MIN_OVERLAP:
+        outcome = _overlap(rule, overlap)
     else:
         outcome = _operational(rule, current, baseline)
     if outcome.status == "breach" and significance.persistence is not None:
@@ -186,6 +191,31 @@ def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | Non
         baseline=old,
         delta=value - old,
         message=f"{figure} {old:.4g} -> {value:.4g} ({change:+.1%}; limit {rule.threshold:.0%})",
+    )
+
+
+#: The figure a ``min_overlap`` rule reads.
+OVERLAP_FIGURE = "rank_biased_overlap"
+
+
+def _overlap(rule: RuleConfig, overlap: Overlap | None) -> RuleOutcome:
+    """Apply a ``min_overlap`` rule: the mean RBO of the current top k with the baseline's
+    stays at or above the threshold. It needs no judgments and no significance test: the
+    rankings themselves moved, exactly."""
+    make = _outcome(rule, OVERLAP_FIGURE, quality=False)
+    if overlap is None:
+        return make(status="skipped", message="no baseline to compare the rankings with")
+    if not overlap.n:
+        return make(status="skipped", message="no query answered in both this run and the baseline")
+    under = overlap.rbo < rule.threshold
+    return make(
+        status="breach" if under else "ok",
+        current=overlap.rbo,
+        message=(
+            f"rank-biased overlap@{overlap.k} (p = {overlap.persistence:g}) with the baseline "
+            f"{overlap.rbo:.4f} {'<' if under else '>='} {rule.threshold:g}; "
+            f"Jaccard@{overlap.k} {overlap.jaccard:.4f} over {overlap.n} queries"
+        ),
     )
 
 

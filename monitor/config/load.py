@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
 import yaml
 
-from monitor.config import sections, vocab
+from monitor.config import judge, sections, vocab
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -26,10 +27,12 @@ from monitor.config.model import (
     Secret,
     StoreConfig,
     SuiteConfig,
+    UiConfig,
 )
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError, InputError, UsageError
 from monitor.io import read_bytes_limited
+from monitor.metrics.spec import Metric
 from monitor.store.location import SCHEMES, parse_store_url
 
 #: Where the embedded default configuration lives inside the package.
@@ -209,10 +212,11 @@ def _parse(
     f = Fields(source, base_dir, check_files=check_files)
     if root.value is None:
         raise f.error(root, "a mapping with the key 'suites' (the file is empty)")
-    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, defaults, suites")
+    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites")
     if "version" in entries:
         f.integer(entries["version"], minimum=1, maximum=1)
     store = _store(f, entries.get("store"), environ)
+    ui = _ui(f, entries["ui"]) if "ui" in entries else None
     defaults = _defaults(f, entries.get("defaults"))
     suites_node = f.require(root, entries, "suites")
     if not isinstance(suites_node.value, Mapping):
@@ -229,7 +233,22 @@ def _parse(
             )
         suites[name] = _suite(f, name, node, defaults)
         _check_one_metrics_endpoint(f, node, suites)
-    return MonitorConfig(source=source, store=store, suites=suites)
+    return MonitorConfig(source=source, store=store, suites=suites, ui=ui)
+
+
+def _ui(f: Fields, node: Node) -> UiConfig:
+    """Read ``ui: {address, port}``: where the daemon serves the web app."""
+    if node.value is None:
+        return UiConfig()
+    entries = f.mapping(node, vocab.UI_KEYS, "address or port")
+    default = UiConfig()
+    address = (
+        f.string(entries["address"], "an address") if "address" in entries else default.address
+    )
+    port = (
+        f.integer(entries["port"], minimum=0, maximum=65535) if "port" in entries else default.port
+    )
+    return UiConfig(address=address, port=port)
 
 
 def _check_one_metrics_endpoint(f: Fields, node: Node, suites: Mapping[str, SuiteConfig]) -> None:
@@ -324,16 +343,32 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
             raise f.error(node, f"the key {key!r} (in the suite or in defaults)")
     chosen = sections.metrics(f, e.get("metrics"))
     depth = sections.depth(f, e.get("k"), chosen)
+    unit = sections.unit(f, e.get("unit"))
+    unit_cut = sections.unit_cut(f, e.get("unit_cut"), unit)
+    evalset = sections.evalset(f, e["evalset"])
+    rules = sections.rules(f, e.get("rules"), chosen)
+    if unit is not None:
+        # The suite's unit is part of each metric named without one: recall@5[section].
+        chosen = tuple(with_unit(m, unit, unit_cut) for m in chosen)
+        rules = tuple(
+            replace(r, metric=None if r.metric is None else with_unit(r.metric, unit, unit_cut))
+            for r in rules
+        )
+    if evalset.corpus is None and evalset.bundled is None:
+        united = [str(m) for m in chosen if m.unit is not None]
+        if united:
+            where = e.get("unit") or e.get("metrics") or node
+            raise f.error(where, f"an 'evalset.corpus' to count {united[0]} in units")
     return SuiteConfig(
         name=name,
-        evalset=sections.evalset(f, e["evalset"]),
+        evalset=evalset,
         search=sections.search(f, e["search"]),
         metrics=chosen,
         k=depth,
         pipeline=sections.pipeline(f, e.get("pipeline"), name),
         runner=sections.runner(f, e.get("runner")),
         schedule=sections.schedule(f, e.get("schedule")),
-        rules=sections.rules(f, e.get("rules"), chosen),
+        rules=rules,
         significance=sections.significance(f, e.get("significance")),
         segments=sections.segments(f, e.get("segments")),
         exporters=sections.exporters(f, e.get("exporters")),
@@ -343,4 +378,14 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
         scoring=sections.scoring(f, e.get("scoring")),
+        unit=unit,
+        unit_cut=unit_cut,
+        coverage=sections.coverage(f, e.get("coverage")),
+        judge=judge.judge(f, e.get("judge")),
+        alert_labels=judge.alert_labels(f, e.get("alert_labels")),
     )
+
+
+def with_unit(metric: Metric, unit: str, unit_cut: str) -> Metric:
+    """Return ``metric`` counted in ``unit`` unless its name already gives a unit."""
+    return metric if metric.unit is not None else replace(metric, unit=unit, unit_cut=unit_cut)

@@ -121,6 +121,9 @@ class EvalSetConfig:
     bundled: str | None = None
     reference: SearchConfig | None = None
     reference_k: int = 10
+    #: The passages beside the set (JSONL, CSV or TSV, gzip accepted); a bundled set brings
+    #: its own when this is None.
+    corpus: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +203,7 @@ class Check(str, Enum):
     ZERO_RESULT_RATE_MAX = "zero_result_rate_max"
     TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
     INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
+    MIN_OVERLAP = "min_overlap"
 
     @property
     def needs_metric(self) -> bool:
@@ -393,6 +397,21 @@ class LinksConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CoverageConfig:
+    """When a quality breach is held for lack of judgments, and how that is told.
+
+    A breached quality rule whose k lost more than ``max_drop`` of judgment coverage
+    (``judged@k``) against the baseline is held as ``unjudged``; one labels-needed
+    notification of ``severity`` is sent instead. ``queue_url`` is a template of the
+    labeling queue's address, with ``{suite}`` and ``{run_id}`` filled in.
+    """
+
+    max_drop: float = 0.05
+    severity: Severity = "warning"
+    queue_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class BaselineConfig:
     """A seed baseline the job may pin when the suite has none stored yet.
 
@@ -401,6 +420,25 @@ class BaselineConfig:
     """
 
     bundled_run: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    """A plug-in that grades unjudged (query, document) pairs after a run.
+
+    ``kind`` is ``python``, ``http`` or ``entrypoint:<name>``; ``options`` go to the plug-in.
+    Its grades form a layer keyed by ``judge_id``, ``model`` and a hash of ``prompt``, so a
+    changed model or prompt never reuses old grades. At most ``max_per_run`` pairs are graded
+    per run, best ranks first.
+    """
+
+    kind: str
+    judge_id: str
+    model: str = ""
+    prompt: str = ""
+    max_per_run: int = 100
+    options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
+    base_dir: Path = Path()
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,9 +468,24 @@ class SuiteConfig:
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
     scoring: ScoringConfig = ScoringConfig()
+    #: The evaluation unit the suite's metrics are counted in (None: the passage) and how
+    #: they cut (see monitor.units); already part of each metric in ``metrics`` and ``rules``.
+    unit: str | None = None
+    unit_cut: str = "passages"
+    coverage: CoverageConfig = CoverageConfig()
+    judge: JudgeConfig | None = None
+    alert_labels: Literal["human", "all"] = "human"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))
+
+
+@dataclass(frozen=True, slots=True)
+class UiConfig:
+    """Where the daemon serves the web app (``ui: {address, port}``; off when absent)."""
+
+    address: str = "127.0.0.1"
+    port: int = 8321
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +495,7 @@ class MonitorConfig:
     source: str
     store: StoreConfig
     suites: Mapping[str, SuiteConfig] = field(hash=False)
+    ui: UiConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "suites", _freeze_map(self.suites))

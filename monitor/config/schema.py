@@ -39,6 +39,15 @@ def config_schema() -> Schema:
         "properties": {
             "version": {"const": 1, "description": "The config format version."},
             "store": _store(),
+            "ui": {
+                "anyOf": [
+                    _object(
+                        {"address": _text(), "port": _integer(0, 65535)},
+                    ),
+                    {"type": "null"},
+                ],
+                "description": "Serve the web app from the daemon at this address and port.",
+            },
             "defaults": {
                 "$ref": "#/$defs/suite",
                 "description": "Suite keys merged under every suite.",
@@ -173,6 +182,11 @@ def _suite() -> Schema:
                     "average": {"enum": list(AVERAGES)},
                 }
             ),
+            "unit": _text(
+                r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*",
+                "What metrics count: passage, section, document or corpus fields joined by +.",
+            ),
+            "unit_cut": {"enum": ["passages", "units"]},
             "segments": {
                 "type": "array",
                 "uniqueItems": True,
@@ -193,6 +207,30 @@ def _suite() -> Schema:
                 description="A seed baseline pinned when the suite has none stored yet.",
             ),
             "invariants": _invariants(),
+            "coverage": _object(
+                {
+                    "max_drop": _number(0, 1),
+                    "severity": {"enum": list(vocab.SEVERITIES)},
+                    "queue_url": _url("The labeling queue; {suite} and {run_id} filled in."),
+                },
+                description="When a breach is held as unjudged (labels needed).",
+            ),
+            "judge": {
+                "type": "object",
+                "required": ["kind"],
+                "description": "A plug-in grading unjudged (query, document) pairs after a run.",
+                "properties": {
+                    "kind": {"type": "string", "pattern": r"^(python|http|entrypoint:.+)$"},
+                    "id": {"type": "string"},
+                    "model": {"type": "string"},
+                    "prompt": {"type": "string"},
+                    "max_per_run": {"type": "integer", "minimum": 0},
+                },
+            },
+            "alert_labels": {
+                "enum": ["human", "all"],
+                "description": "Which labels gate alerts: human labels only, or the judge's too.",
+            },
         }
     )
 
@@ -260,6 +298,9 @@ def _evalset() -> Schema:
                 "results replace the set's judgments.",
             },
             "reference_k": {"type": "integer", "minimum": 1},
+            "corpus": _text(
+                description="The passages (JSONL, CSV or TSV, gzip accepted): id, text, fields."
+            ),
         },
         oneOf=[
             {"required": ["path"], "not": {"required": ["bundled"]}},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import string
 from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
@@ -12,6 +13,7 @@ from monitor.config.fields import Fields, is_secret_key, mask_url
 from monitor.config.model import (
     BaselineConfig,
     Check,
+    CoverageConfig,
     EvalSetConfig,
     ExporterConfig,
     HttpExporterConfig,
@@ -36,6 +38,7 @@ from monitor.metrics.spec import (
     AVERAGES,
     DEFAULT_CUTOFFS,
     MEASURES,
+    UNIT_CUTS,
     Average,
     Cutoff,
     Metric,
@@ -102,6 +105,9 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
     an optional ``reference`` search (and ``reference_k``) whose results are the judgments."""
     entries = f.mapping(node, vocab.EVALSET_KEYS, "the eval set: path or bundled")
     reference = search(f, entries["reference"]) if "reference" in entries else None
+    corpus = None
+    if "corpus" in entries:
+        corpus = f.path(entries["corpus"], "a corpus file (.jsonl, .csv, .tsv)", must_exist=True)
     reference_k = 10
     if "reference_k" in entries:
         if reference is None:
@@ -118,7 +124,9 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
             "a bundled eval set name such as larkfield",
             pattern=vocab.BUNDLED_SET,
         )
-        return EvalSetConfig(bundled=name, reference=reference, reference_k=reference_k)
+        return EvalSetConfig(
+            bundled=name, reference=reference, reference_k=reference_k, corpus=corpus
+        )
     path = f.path(
         f.require(node, entries, "path", " (or 'bundled')"), "an eval set file", must_exist=True
     )
@@ -135,7 +143,12 @@ def evalset(f: Fields, node: Node) -> EvalSetConfig:
             raise f.error(entries["queries"], "'queries' only with TREC qrels (format: trec)")
         queries = f.path(entries["queries"], "a queries TSV file", must_exist=True)
     return EvalSetConfig(
-        path=path, format=fmt, queries=queries, reference=reference, reference_k=reference_k
+        path=path,
+        format=fmt,
+        queries=queries,
+        reference=reference,
+        reference_k=reference_k,
+        corpus=corpus,
     )
 
 
@@ -624,3 +637,52 @@ def baseline(f: Fields, node: Node | None) -> BaselineConfig | None:
         pattern=vocab.BUNDLED_RUN,
     )
     return BaselineConfig(bundled_run=run)
+
+
+def unit(f: Fields, node: Node | None) -> str | None:
+    """Read ``unit``: ``passage`` (the default), ``section``, ``document``, a corpus field or
+    fields joined by ``+``."""
+    if node is None:
+        return None
+    name = f.string(node, "a unit: passage, section, document or corpus fields joined by +")
+    try:
+        return Metric("recall", 1, name).unit
+    except MetricError:
+        expected = "a unit: passage, section, document or fields joined by +"
+        raise f.error(node, expected, show=True) from None
+
+
+def unit_cut(f: Fields, node: Node | None, chosen_unit: str | None) -> str:
+    """Read ``unit_cut``: ``passages`` (cut at k returned passages) or ``units``."""
+    if node is None:
+        return "passages"
+    expected = "a unit cut: " + " or ".join(UNIT_CUTS)
+    cut = f.string(node, expected)
+    if cut not in UNIT_CUTS:
+        raise f.error(node, expected, show=True)
+    if chosen_unit is None and cut != "passages":
+        raise f.error(node, "'unit_cut: units' only beside a 'unit' other than passage")
+    return cut
+
+
+def coverage(f: Fields, node: Node | None) -> CoverageConfig:
+    """Read ``coverage``: ``max_drop`` (a share, default 0.05), ``severity`` of the
+    labels-needed notification (default warning) and ``queue_url`` (a URL template)."""
+    if node is None or node.value is None:
+        return CoverageConfig()
+    entries = f.mapping(node, vocab.COVERAGE_KEYS, "max_drop, severity, queue_url")
+    base = CoverageConfig()
+    max_drop = base.max_drop
+    if "max_drop" in entries:
+        max_drop = f.number(entries["max_drop"], minimum=0.0, maximum=1.0)
+    severity = base.severity
+    if "severity" in entries:
+        severity = alert_severity(f, entries["severity"])
+    queue_url = None
+    if "queue_url" in entries:
+        what = "an http(s) URL, {suite} and {run_id} filled in"
+        queue_url = f.url(entries["queue_url"], what)
+        fields = {name for _, name, _, _ in string.Formatter().parse(queue_url) if name is not None}
+        if not fields <= {"suite", "run_id"}:
+            raise f.error(entries["queue_url"], what + " (no other {...} field)", show=True)
+    return CoverageConfig(max_drop=max_drop, severity=severity, queue_url=queue_url)

@@ -13,7 +13,7 @@ from monitor.config.model import Check, RuleConfig
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
-TOP_KEYS = ("version", "store", "defaults", "suites")
+TOP_KEYS = ("version", "store", "ui", "defaults", "suites")
 #: Keys of a suite (and of ``defaults``).
 SUITE_KEYS = (
     "evalset",
@@ -33,13 +33,20 @@ SUITE_KEYS = (
     "baseline",
     "invariants",
     "scoring",
+    "unit",
+    "unit_cut",
+    "coverage",
+    "judge",
+    "alert_labels",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
-MERGED_KEYS = ("runner", "significance", "labels", "links", "scoring")
+MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring")
 SCORING_KEYS = ("relevance_level", "max_docs", "judged_only", "average")
 
 STORE_KEYS = ("url", "path")
-EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k")
+#: Keys of ``ui``: where the daemon serves the web app.
+UI_KEYS = ("address", "port")
+EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k", "corpus")
 RUNNER_KEYS = (
     "concurrency",
     "timeout_seconds",
@@ -55,6 +62,7 @@ PERSISTENCE_KEYS = ("breaches", "runs")
 METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
+COVERAGE_KEYS = ("max_drop", "severity", "queue_url")
 #: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.
 MUST_INCLUDE_KEYS = ("query", "must_include", "within", "severity")
 NO_LOST_HITS_KEYS = ("no_lost_hits", "severity")
@@ -132,6 +140,7 @@ THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.ZERO_RESULT_RATE_MAX: (0.0, 1.0, False),
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
+    Check.MIN_OVERLAP: (0.0, 1.0, False),
 }
 
 #: The metric the default quality rule watches (kept only when the suite measures it).

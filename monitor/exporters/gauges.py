@@ -147,6 +147,15 @@ def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
                 yield (key, value, metric.measure, k_label(metric)), mean
 
 
+def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
+    def read(snapshot: SuiteSnapshot) -> Iterator[Series]:
+        value = get(snapshot)
+        if value is not None and snapshot.overlap_k is not None:
+            yield (str(snapshot.overlap_k),), value
+
+    return read
+
+
 _BAND_HELP = (
     "bound of the confidence interval of the current mean from the paired comparison with "
     "the baseline (baseline + the delta's interval), clipped to 0..1; a drop is significant "
@@ -310,6 +319,31 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         ("segment", "segment_value", "measure", "k"),
         "success",
         _segments,
+    ),
+    Gauge(
+        "retrieval_rank_biased_overlap_ratio",
+        "Mean rank-biased overlap (extrapolated, persistence p = 0.9) of the latest "
+        "successful run's top k with the baseline's, over the queries answered in both; "
+        "needs no judgments.",
+        ("k",),
+        "success",
+        _overlap(lambda s: s.rbo),
+    ),
+    Gauge(
+        "retrieval_jaccard_ratio",
+        "Mean Jaccard similarity of the latest successful run's top-k set with the "
+        "baseline's, over the queries answered in both; needs no judgments.",
+        ("k",),
+        "success",
+        _overlap(lambda s: s.jaccard),
+    ),
+    Gauge(
+        "retrieval_labels_needed",
+        "1 when the latest successful run held a quality breach because its top k holds "
+        "documents nobody judged (verdict unjudged), else 0.",
+        (),
+        "success",
+        _scalar(lambda s: s.labels_needed),
     ),
 )
 

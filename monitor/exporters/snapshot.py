@@ -85,6 +85,10 @@ class SuiteSnapshot:
       figures come from.
     - ``index_size``: documents in the searched index, when the search reports it.
     - ``segments``: segment key (declared in the config) -> value -> metric name -> mean.
+    - ``overlap_k``, ``rbo``, ``jaccard``: the mean rank-biased overlap (p = 0.9) and
+      Jaccard of the run's top ``overlap_k`` with the baseline's, None without a baseline.
+    - ``labels_needed``: whether a quality breach was held for unjudged documents (verdict
+      ``unjudged``); None when coverage was not measured (no baseline or no judgments).
     - ``last_success_at``: when the suite last succeeded, from the store; on a successful
       run it may be left ``None``, the run's own ``finished_at`` is used.
 
@@ -118,6 +122,10 @@ class SuiteSnapshot:
     segments: Mapping[str, Mapping[str, Mapping[str, float]]] = field(
         default_factory=dict, hash=False
     )
+    overlap_k: int | None = None
+    rbo: float | None = None
+    jaccard: float | None = None
+    labels_needed: bool | None = None
     last_success_at: datetime | None = None
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -159,6 +167,16 @@ class SuiteSnapshot:
         if self.index_size is not None:
             _count("index_size", self.index_size)
         _set(self, "segments", _segments(self.segments, metrics))
+        _set(self, "rbo", _ratio("rbo", self.rbo))
+        _set(self, "jaccard", _ratio("jaccard", self.jaccard))
+        if (self.rbo is not None or self.jaccard is not None) and self.overlap_k is None:
+            raise UsageError("an overlap needs its cutoff overlap_k")
+        if self.overlap_k is not None:
+            _count("overlap_k", self.overlap_k)
+        if self.labels_needed is not None and not isinstance(self.labels_needed, bool):
+            raise UsageError(
+                f"labels_needed must be True, False or None, not {self.labels_needed!r}"
+            )
         _set(self, "metrics", MappingProxyType(metrics))
 
     @property

@@ -81,23 +81,38 @@ def gate_suite(
     config_hash: str = "",
     progress: bool | None = None,
     record_in: Store | None = None,
+    judgments_from: Store | None = None,
 ) -> GatedSuite:
     """Measure ``candidate`` on ``suite``'s eval set and judge it against ``baseline``.
 
     The candidate's run is saved in ``record_in`` when given, and nowhere otherwise. A
     baseline measured on another eval set raises :class:`EvalSetMismatchError` before any
-    query is sent; a failed search backend raises its SearchBackendError.
+    query is sent; a failed search backend raises its SearchBackendError. With
+    ``judgments_from`` (the store the baseline was pinned in) the candidate is scored with the
+    suite's judgment layers too, and a baseline measured with other judgments of the same
+    queries is re-scored under them.
     """
     from monitor.compare import compare_runs
+    from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
     from monitor.evaluation import evaluate
-    from monitor.job import _record, search_suite
+    from monitor.job import _record, recorded_metrics, search_suite
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
     evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
         evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
+    notes: tuple[str, ...] = ()
+    if judgments_from is not None and suite.evalset.reference is None:
+        from monitor.judgments import align_baseline
+        from monitor.judgments.suite import suite_evalset
+
+        frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
+        corpus = corpus_for(suite.evalset, suite.metrics)
+        aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
+        if aligned.baseline is not None and aligned.note is not None:
+            baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
     if baseline.run.evalset_fingerprint != evalset.fingerprint:
         raise EvalSetMismatchError(
             suite.name, baseline.source, baseline.run.evalset_fingerprint, evalset.fingerprint
@@ -108,7 +123,12 @@ def gate_suite(
     finally:
         close_search(search)
     evaluation = evaluate(
-        evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+        evalset,
+        result,
+        recorded_metrics(suite),
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
     )
     run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
     if record_in is not None:
@@ -124,7 +144,11 @@ def gate_suite(
         texts={q.id: q.text for q in evalset},
         history={},
         invariants=suite.invariants,
+        qrels=evalset.qrels(),
+        coverage=suite.coverage,
     )
+    if notes:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     verdict = gate_verdict(comparison)
     gated = GateResult(
         suite=suite.name,

@@ -10,8 +10,9 @@ from monitor.config.model import LinksConfig
 
 #: The gate's verdict of one suite: ``pass`` (no rule breached), ``regression`` (a rule
 #: breached with significant evidence), ``insufficient_evidence`` (a rule's threshold was
-#: passed but the change is not significant), ``error`` (the candidate could not be measured:
-#: ``error`` says why).
+#: passed but the change is not significant, or a breach was held as ``unjudged``: the top k
+#: holds documents nobody judged, so the gate cannot tell until they are labelled),
+#: ``error`` (the candidate could not be measured: ``error`` says why).
 GateVerdict = Literal["pass", "regression", "insufficient_evidence", "error"]
 
 
@@ -42,6 +43,6 @@ def gate_verdict(comparison: Comparison) -> GateVerdict:
     """Return the gate's verdict of a comparison with the approved baseline."""
     if comparison.regression:
         return "regression"
-    if comparison.verdict == "insufficient_evidence":
+    if comparison.verdict in ("insufficient_evidence", "unjudged"):
         return "insufficient_evidence"
     return "pass"

@@ -77,6 +77,7 @@ _STATUS_WORDS: Final[Mapping[RuleStatus, str]] = MappingProxyType(
         "insufficient_evidence": "not significant",
         "pending": "pending",
         "skipped": "skipped",
+        "unjudged": "labels needed",
     }
 )
 

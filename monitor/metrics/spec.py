@@ -68,17 +68,37 @@ AVERAGES: tuple[str, ...] = get_args(Average)
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
 DEFAULT_CUTOFFS: tuple[int, ...] = (1, 3, 5, 10)
 
-_NAME = re.compile(r"(?P<measure>[a-z_0-9]+?)(?:@(?P<k>[^@]*))?")
+_NAME = re.compile(r"(?P<measure>[a-z_0-9]+?)(?:@(?P<k>[^@\[]*))?(?:\[(?P<unit>[^\]]*)\])?")
+#: An evaluation unit: ``passage``, ``section``, ``document`` or corpus fields joined by ``+``,
+#: optionally followed by ``:units`` (collapse the ranking to units, then cut at k).
+_UNIT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*")
+#: The two ways a unit metric cuts: k returned passages (the default) or k distinct units.
+UNIT_CUTS = ("passages", "units")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Metric:
-    """A measure with an optional cutoff: ``Metric("ndcg", 10)`` is ``ndcg@10``."""
+    """A measure with an optional cutoff and unit: ``Metric("ndcg", 10)`` is ``ndcg@10``.
+
+    ``unit`` names what is counted (see :mod:`monitor.units`): None is the passage, today's
+    behaviour, and prints no suffix; ``Metric("recall", 5, "section")`` is
+    ``recall@5[section]``, and with ``unit_cut="units"`` it is ``recall@5[section:units]``.
+    """
 
     measure: str
     k: int | None = None
+    unit: str | None = None
+    unit_cut: str = "passages"
 
     def __post_init__(self) -> None:
+        if self.unit == "passage":
+            object.__setattr__(self, "unit", None)
+        if self.unit is not None and not _UNIT.fullmatch(self.unit):
+            raise MetricError(str(self), "a unit is a field name or fields joined by +")
+        if self.unit_cut not in UNIT_CUTS:
+            raise MetricError(self.measure, f"unit_cut is one of {', '.join(UNIT_CUTS)}")
+        if self.unit is None:
+            object.__setattr__(self, "unit_cut", "passages")
         rule = MEASURES.get(self.measure)
         if rule is None:
             raise UnknownMetricError(self.measure, MEASURES)
@@ -90,7 +110,11 @@ class Metric:
             raise MetricError(str(self), "the cutoff k must be a positive integer")
 
     def __str__(self) -> str:
-        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+        name = self.measure if self.k is None else f"{self.measure}@{self.k}"
+        if self.unit is None:
+            return name
+        cut = "" if self.unit_cut == "passages" else f":{self.unit_cut}"
+        return f"{name}[{self.unit}{cut}]"
 
 
 def parse_metric(name: str) -> Metric:
@@ -122,12 +146,26 @@ def _parse_canonical(name: str) -> Metric:
     measure, k_text = match.group("measure"), match.group("k")
     if measure not in MEASURES:
         raise UnknownMetricError(measure, MEASURES)
+    unit, unit_cut = _parse_unit(text, match.group("unit"))
     if k_text is None:
-        return Metric(measure)
+        return Metric(measure, None, unit, unit_cut)
     if not re.fullmatch(r"[1-9]\d*", k_text):
         # Only the canonical spelling is accepted, so a name always prints back as written.
         raise MetricError(text, "the cutoff k must be a positive integer written plainly, e.g. @10")
-    return Metric(measure, int(k_text))
+    return Metric(measure, int(k_text), unit, unit_cut)
+
+
+def _parse_unit(text: str, written: str | None) -> tuple[str | None, str]:
+    """Return the unit and unit cut of a ``[UNIT]`` or ``[UNIT:units]`` suffix."""
+    if written is None:
+        return None, "passages"
+    unit, _, cut = written.partition(":")
+    if not _UNIT.fullmatch(unit) or (cut and cut != "units") or unit == "passage":
+        # [passage] is refused: the passage unit is written without a suffix, so names round-trip.
+        raise MetricError(
+            text, "a unit suffix [FIELD] or [FIELD:units], e.g. recall@5[section]; no [passage]"
+        )
+    return unit, cut or "passages"
 
 
 def parse_metrics(names: str | Iterable[str | Metric]) -> tuple[Metric, ...]:

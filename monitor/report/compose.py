@@ -17,6 +17,7 @@ from monitor.errors import MonitorError, StoreLookupError, UsageError
 from monitor.report.records import Report
 
 if TYPE_CHECKING:
+    from monitor.compare.records import RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.store import RunRecord, Store
@@ -47,7 +48,7 @@ def compose_report(
     if baseline is not None and run.run_id == baseline_id:
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
 
-    metadata = texts = None
+    metadata = texts = qrels = None
     try:
         evalset = load_evalset(suite.evalset)
         if suite.evalset.reference is not None:
@@ -59,12 +60,25 @@ def compose_report(
     else:
         metadata = {query.id: query.metadata for query in evalset}
         texts = {query.id: query.text for query in evalset}
-        if evalset.fingerprint != run.evalset_fingerprint:
+        from monitor.judgments.rescore import queries_changed
+
+        changed = queries_changed(store, run, evalset)
+        # Coverage and judged-only figures need the very judgments the run was scored with.
+        qrels = None if changed else evalset.qrels()
+        if changed:
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
                 "from its current version"
             )
 
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_pair, suite_evalset
+
+        # Judgments changed since a run was measured: both are re-scored, not discarded.
+        run, baseline, notes = rescored_pair(store, suite, evalset, run, baseline)
+        warnings.extend(notes)
+        if not changed:
+            qrels = suite_evalset(store, suite, evalset).qrels()
     significance = suite.significance
     history = _rule_history(store, suite, run)
     comparison = compare_runs(
@@ -76,8 +90,14 @@ def compose_report(
         metadata=metadata,
         texts=texts,
         history=history,
+        qrels=qrels,
+        coverage=suite.coverage,
     )
-    comparison = replace(comparison, warnings=(*comparison.warnings, *warnings))
+    comparison = replace(
+        comparison,
+        warnings=(*comparison.warnings, *warnings),
+        rules=_with_power(comparison.rules, suite, baseline, run),
+    )
 
     errors = {
         summary.run_id: summary.error or "failed"
@@ -85,8 +105,24 @@ def compose_report(
         if summary.status == "failed"
     }
     charted = chart_metrics(suite.rules, list(run.means))
+    # Coverage is charted beside the quality figures: a fall explains a drop of theirs.
+    coverage = [name for name in run.means if name.startswith("judged@")]
+    charted = tuple(dict.fromkeys((*charted, *coverage)))
+    history_frame = store.history(suite.name, charted)
+    if metadata is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_history
+
+        history_frame, count = rescored_history(store, suite, evalset, history_frame)
+        if count:
+            comparison = replace(
+                comparison,
+                warnings=(
+                    *comparison.warnings,
+                    f"trends: {count} earlier run(s) re-scored under the judgments in force",
+                ),
+            )
     trends = build_trends(
-        store.history(suite.name, charted),
+        history_frame,
         charted,
         baseline=baseline,
         rules=suite.rules,
@@ -175,3 +211,28 @@ def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str,
     if suite.significance.persistence is None:
         return {}
     return rule_history(store, suite.name, before=run.run_id)
+
+
+def _with_power(
+    rules: tuple[RuleOutcome, ...],
+    suite: SuiteConfig,
+    baseline: RunRecord | None,
+    run: RunRecord,
+) -> tuple[RuleOutcome, ...]:
+    """Return ``rules`` with each drop rule's minimal detectable drop added to its message."""
+    from monitor.evalset.power import rule_power
+
+    if baseline is None:
+        return rules
+    figures = {}
+    for config in suite.rules:
+        figure = rule_power(config, baseline, run, suite.significance.alpha)
+        if figure is not None:
+            figures[config.name] = figure
+    out = []
+    for outcome in rules:
+        figure = figures.get(outcome.rule)
+        if figure is not None:
+            outcome = replace(outcome, message=f"{outcome.message}; {figure.clause()}")
+        out.append(outcome)
+    return tuple(out)

@@ -15,6 +15,7 @@ from datetime import datetime
 from html import escape
 from urllib.parse import urlsplit
 
+from monitor.compare.coverage import held_cutoff, labels_todo
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
 from monitor.report.intervals import METRIC_CI
@@ -27,6 +28,11 @@ _VERDICT = {
     "insufficient_evidence": (
         "Insufficient evidence",
         "A threshold was passed, but the change is within noise: reported, not alerted.",
+    ),
+    "unjudged": (
+        "Labels needed",
+        "A rule breached, but the top k now holds documents nobody judged: the regression "
+        "alert is held until they are labelled.",
     ),
     "no_baseline": (
         "No baseline",
@@ -43,6 +49,7 @@ _STATUS = {
     "insufficient_evidence": "noise?",
     "pending": "pending",
     "skipped": "skipped",
+    "unjudged": "labels?",
 }
 _CHANGE = {
     "lost_hit": ("lost hit", "a relevant document was in the top k and none is now"),
@@ -85,7 +92,7 @@ code, .id, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 .verdict strong { font-size: 18px; margin-right: 10px; }
 .v-ok { background: var(--green-bg); border-color: var(--green); }
 .v-regression { background: var(--red-bg); border-color: var(--red); }
-.v-insufficient_evidence, .v-evalset_changed { background: var(--amber-bg);
+.v-insufficient_evidence, .v-evalset_changed, .v-unjudged { background: var(--amber-bg);
   border-color: var(--amber); }
 .v-no_baseline { background: var(--grey-bg); border-color: var(--soft); }
 .warnings { background: var(--amber-bg); border: 1px solid #fcd34d; border-radius: 8px;
@@ -104,7 +111,8 @@ tr.watched td:first-child { font-weight: 600; }
   font-weight: 600; white-space: nowrap; }
 .s-ok { background: var(--green-bg); color: var(--green); }
 .s-breach { background: var(--red); color: #fff; }
-.s-insufficient_evidence, .s-pending { background: var(--amber-bg); color: var(--amber);
+.s-insufficient_evidence, .s-pending, .s-unjudged { background: var(--amber-bg);
+  color: var(--amber);
   border: 1px solid #fcd34d; }
 .s-skipped { background: var(--grey-bg); color: var(--soft); }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr));
@@ -144,6 +152,8 @@ def render_html(report: Report) -> str:
         _rules(comparison.rules),
         _trends(report),
         _metrics(report),
+        _coverage(comparison),
+        _overlap(comparison),
         _figures(report.run, report.baseline),
         _queries(comparison),
         _segments(comparison),
@@ -325,21 +335,30 @@ def _metrics(report: Report) -> str:
         ),
         default=1.0,
     )
+    judged_only = any(c.judged_only_current is not None for c in changes.values())
     rows = []
     for metric, value in means.items():
         change = changes.get(metric)
         css = ' class="watched"' if metric in watched else ""
         if change is None:
+            blank = "<td></td><td></td>" if judged_only else ""
             rows.append(
                 f'<tr{css}><td><code>{_e(metric)}</code></td><td class="num">&ndash;</td>'
-                f'<td class="num">{_e(_num(value))}</td><td></td><td></td><td></td></tr>'
+                f'<td class="num">{_e(_num(value))}</td><td></td>{blank}<td></td><td></td></tr>'
             )
             continue
+        only = (
+            f'<td class="num">{_e(_num(change.judged_only_baseline))}</td>'
+            f'<td class="num">{_e(_num(change.judged_only_current))}</td>'
+            if judged_only
+            else ""
+        )
         rows.append(
             f"<tr{css}><td><code>{_e(metric)}</code></td>"
             f'<td class="num">{_e(_num(change.baseline))}</td>'
             f'<td class="num">{_e(_num(change.current))}</td>'
             f'<td class="num{_sign(change.delta)}">{_e(_num(change.delta, signed=True))}</td>'
+            f"{only}"
             f'<td class="num">{_e(_interval(metric, change.ci_low, change.ci_high))}</td>'
             f"<td>{svg.interval_glyph(change.ci_low, change.ci_high, change.delta, span)}</td>"
             "</tr>"
@@ -353,10 +372,80 @@ def _metrics(report: Report) -> str:
         '<h2 id="metrics">Metrics</h2>'
         '<table><thead><tr><th>metric</th><th class="num">baseline</th>'
         '<th class="num">current</th><th class="num">delta</th>'
-        f'<th class="num">{_e(METRIC_CI)}</th><th>delta and interval (0 in the middle)</th>'
+        + (
+            '<th class="num">judged-only baseline</th><th class="num">judged-only current</th>'
+            if judged_only
+            else ""
+        )
+        + f'<th class="num">{_e(METRIC_CI)}</th><th>delta and interval (0 in the middle)</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
         '<p class="meta">Bold: a rule watches the metric. The interval is the paired '
-        "t 95% CI of the mean per-query delta.</p>"
+        "t 95% CI of the mean per-query delta."
+        + (
+            " Judged-only: the same metric with unjudged documents removed from each ranking "
+            "before scoring (trec_eval -J), so a drop that vanishes there came from them."
+            if judged_only
+            else ""
+        )
+        + "</p>"
+    )
+
+
+def _coverage(comparison: Comparison) -> str:
+    if not comparison.coverage:
+        return ""
+    deepest = max(change.k for change in comparison.coverage)
+    held = {held_cutoff(o.metric, deepest) for o in comparison.held}
+    rows = "".join(
+        f'<tr><td><code>{_e(c.metric)}</code></td><td class="num">{_e(_num(c.baseline))}</td>'
+        f'<td class="num">{_e(_num(c.current))}</td>'
+        f'<td class="num{_sign(-c.drop)}">{_e(_num(-c.drop, signed=True))}</td>'
+        f'<td class="num">{_e(c.unjudged_added)}</td>'
+        f'<td class="num">{_e(c.queries)} of {_e(c.n)}</td>'
+        f"<td>{_badge('unjudged') if c.k in held else ''}</td></tr>"
+        for c in comparison.coverage
+    )
+    todo = (
+        f'<p class="meta">Label them: <code>{_e(labels_todo(comparison.suite, comparison.run_id))}'
+        "</code></p>"
+        if comparison.held
+        else ""
+    )
+    return (
+        '<h2 id="coverage">Judgment coverage</h2>'
+        '<table><thead><tr><th>coverage</th><th class="num">baseline</th>'
+        '<th class="num">current</th><th class="num">change</th>'
+        '<th class="num">unjudged documents that came in</th><th class="num">queries</th>'
+        f"<th></th></tr></thead><tbody>{rows}</tbody></table>{todo}"
+        '<p class="meta">Over the queries whose judgments include a non-relevant document. '
+        "A rule that breached where coverage fell by more than <code>coverage.max_drop</code> "
+        "is held: labels are needed before it is called a regression.</p>"
+    )
+
+
+def _overlap(comparison: Comparison, shown: int = 10) -> str:
+    overlap = comparison.overlap
+    if overlap is None or not overlap.n:
+        return ""
+    moved = sorted((q for q in overlap.queries if q.rbo < 1.0), key=lambda q: q.rbo)[:shown]
+    rows = "".join(
+        f'<tr><td class="qid">{_e(q.query_id)}</td><td class="num">{_e(_num(q.rbo))}</td>'
+        f'<td class="num">{_e(_num(q.jaccard))}</td></tr>'
+        for q in moved
+    )
+    table = (
+        '<table><thead><tr><th>query</th><th class="num">rank-biased overlap</th>'
+        f'<th class="num">Jaccard@{_e(overlap.k)}</th></tr></thead><tbody>{rows}</tbody></table>'
+        if rows
+        else ""
+    )
+    return (
+        f'<h2 id="overlap">Overlap with the baseline&#39;s top {_e(overlap.k)}</h2>'
+        f"<p>Rank-biased overlap (extrapolated, p = {_e(f'{overlap.persistence:g}')}) "
+        f"<b>{_e(_num(overlap.rbo))}</b>, Jaccard@{_e(overlap.k)} "
+        f"<b>{_e(_num(overlap.jaccard))}</b> over {_e(overlap.n)} queries answered in both "
+        "runs. It needs no judgments: it says how far the rankings moved.</p>"
+        f"{table}"
     )
 
 

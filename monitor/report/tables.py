@@ -19,6 +19,7 @@ CSV_COLUMNS = ("metric", "baseline", "current", "delta", "ci_low", "ci_high", "r
 #: Rule statuses from the most to the least serious: a metric's CSV row shows the first found.
 SERIOUSNESS: tuple[RuleStatus, ...] = (
     "breach",
+    "unjudged",
     "pending",
     "insufficient_evidence",
     "skipped",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from monitor.compare import Comparison, RuleOutcome
+from monitor.compare.coverage import held_cutoff, labels_todo
 from monitor.report.intervals import METRIC_CI
 from monitor.terminal import printable
 
@@ -14,12 +15,15 @@ _MARK = {
     "insufficient_evidence": "noise?",
     "pending": "pending",
     "skipped": "skipped",
+    "unjudged": "labels?",
 }
 _VERDICT = {
     "ok": "ok: no rule breached",
     "regression": "REGRESSION: a rule breached with significant evidence",
     "insufficient_evidence": "insufficient evidence: a threshold was passed, but the drop is "
     "not significant",
+    "unjudged": "unjudged: labels needed; a rule breached, but its top k holds documents "
+    "nobody judged (regression alert held)",
     "no_baseline": "no baseline yet: pin one with `retrieval-monitor baseline set`",
     "evalset_changed": "eval set changed: not compared; pin a new baseline",
 }
@@ -44,8 +48,11 @@ def render_comparison(
     ]
     changes = {c.metric: c for c in comparison.metrics}
     name_width = max((len(m) for m in means), default=6)
+    judged_only = any(c.judged_only_current is not None for c in comparison.metrics)
+    extra = f"  {'-J base':>8}  {'-J now':>8}" if judged_only else ""
     lines.append(
-        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}  {METRIC_CI}"
+        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}{extra}"
+        f"  {METRIC_CI}"
     )
     for metric, value in means.items():
         change = changes.get(metric)
@@ -57,10 +64,19 @@ def render_comparison(
             if change.ci_low is not None and change.ci_high is not None
             else ""
         )
+        only = (
+            f"  {_fixed(change.judged_only_baseline)}  {_fixed(change.judged_only_current)}"
+            if judged_only
+            else ""
+        )
         lines.append(
             f"{metric:<{name_width}}  {change.baseline:>8.4f}  {change.current:>8.4f}  "
-            f"{change.delta:>+8.4f}  {ci}"
+            f"{change.delta:>+8.4f}{only}  {ci}"
         )
+    if judged_only:
+        lines.append("(-J: judged-only, unjudged documents removed before scoring)")
+    lines += _coverage_lines(comparison)
+    lines += _overlap_lines(comparison, queries)
     if comparison.rules:
         lines += ["", "rules:"]
         lines += [
@@ -110,6 +126,50 @@ def render_comparison(
     # Query texts and ids come from the eval set and the backend: keep them from driving the
     # terminal.
     return printable("\n".join(lines))
+
+
+def _fixed(value: float | None) -> str:
+    """Return ``value`` in an 8-wide column, ``-`` when unknown."""
+    return f"{'-':>8}" if value is None else f"{value:>8.4f}"
+
+
+def _coverage_lines(comparison: Comparison) -> list[str]:
+    """Return the judgment coverage at each k against the baseline, held rules flagged."""
+    if not comparison.coverage:
+        return []
+    deepest = max(change.k for change in comparison.coverage)
+    held = {held_cutoff(o.metric, deepest) for o in comparison.held}
+    lines = ["", "coverage (queries with a judged non-relevant document):"]
+    for change in comparison.coverage:
+        flag = "  <- labels needed" if change.k in held else ""
+        lines.append(
+            f"  {change.metric} {change.baseline:.4f} -> {change.current:.4f} "
+            f"({-change.drop:+.4f}): {change.unjudged_added} unjudged documents entered "
+            f"the top {change.k} in {change.queries} of {change.n} queries{flag}"
+        )
+    if comparison.held:
+        lines.append(f"  label them: {labels_todo(comparison.suite, comparison.run_id)}")
+    return lines
+
+
+def _overlap_lines(comparison: Comparison, queries: int) -> list[str]:
+    """Return the overlap with the baseline's top k, and the queries that moved most."""
+    overlap = comparison.overlap
+    if overlap is None or not overlap.n:
+        return []
+    lines = [
+        "",
+        f"overlap with the baseline's top {overlap.k} (no judgments needed): "
+        f"rank-biased overlap (p = {overlap.persistence:g}) {overlap.rbo:.4f}, "
+        f"Jaccard@{overlap.k} {overlap.jaccard:.4f} over {overlap.n} queries",
+    ]
+    moved = sorted((q for q in overlap.queries if q.rbo < 1.0), key=lambda q: q.rbo)[:queries]
+    if moved:
+        lines.append(
+            "  moved most: "
+            + ", ".join(f"{q.query_id} {q.rbo:.3f} (Jaccard {q.jaccard:.3f})" for q in moved)
+        )
+    return lines
 
 
 def _rule_interval(rule: RuleOutcome) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from monitor.store.backends import open_store
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS, Store
+from monitor.store.layers import JudgmentLayer, LayerKind, RunLabels
 from monitor.store.records import (
     Baseline,
     LockHolder,
@@ -27,10 +28,13 @@ __all__ = [
     "DEFAULT_LOCK_TTL_SECONDS",
     "SCHEMA_VERSION",
     "Baseline",
+    "JudgmentLayer",
+    "LayerKind",
     "LockHolder",
     "OutboxMessage",
     "QueryRecord",
     "RunFigures",
+    "RunLabels",
     "RunRecord",
     "RunStatus",
     "RunSummary",

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
 
 if TYPE_CHECKING:
@@ -71,6 +72,22 @@ class Store(Protocol):
         """Return one row per query of the run (index ``query_id``): metric values, then
         ``latency_seconds``, ``error_type``, ``error_message``, ``retrieved_ids`` and
         ``relevant_ids``."""
+        ...
+
+    def add_layer(self, layer: JudgmentLayer) -> int:
+        """Save a judgment layer (grades with provenance); return the id it was given."""
+        ...
+
+    def layers(self, suite: str) -> list[JudgmentLayer]:
+        """Return the suite's judgment layers in the order they were added."""
+        ...
+
+    def set_run_labels(self, run_id: int, labels: RunLabels) -> None:
+        """Record which queries and judgments run ``run_id`` was scored with."""
+        ...
+
+    def run_labels(self, run_id: int) -> RunLabels | None:
+        """Return the labels run ``run_id`` was scored with; None for a run saved without."""
         ...
 
     def get_state(self, namespace: str, key: str) -> dict[str, Any] | None:

@@ -114,6 +114,31 @@ MIGRATIONS: tuple[Migration, ...] = (
         # of waiting messages) and says why it was given up.
         ("ALTER TABLE outbox ADD COLUMN abandoned_reason TEXT",),
     ),
+    Migration(
+        4,
+        "judgment layers with provenance; the labels each run was measured with",
+        (
+            # A layer is added whole and never edited: its grades live beside its provenance.
+            """CREATE TABLE judgment_layers (
+                layer_id {id},
+                suite TEXT NOT NULL,
+                source TEXT NOT NULL,
+                who TEXT NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('human', 'judge')),
+                override INTEGER NOT NULL,
+                created_at {ts} NOT NULL,
+                grades {json} NOT NULL
+            )""",
+            "CREATE INDEX judgment_layers_by_suite ON judgment_layers (suite, layer_id)",
+            # Which queries and which judgments a run was scored with; runs saved before this
+            # step have no row and keep comparing by their eval-set fingerprint alone.
+            """CREATE TABLE run_labels (
+                run_id {bigint} PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+                queries_fingerprint TEXT NOT NULL,
+                judgments_version TEXT NOT NULL
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

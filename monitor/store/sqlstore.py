@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.errors import BaselineError, StoreError, StoreLookupError, UsageError
 from monitor.logs import get_logger
-from monitor.store import frames, kv, locks, runs
+from monitor.store import frames, kv, layers, locks, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
+from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
 from monitor.store.schema import migrate, schema_version
 from monitor.store.sql import Database, Transaction
@@ -124,6 +125,30 @@ class SqlStore:
                 Baseline(suite, int(run_id), tx.dialect.read_timestamp(pinned))
                 for suite, run_id, pinned in rows
             ]
+
+    # Judgment layers ----------------------------------------------------------------------
+
+    def add_layer(self, layer: JudgmentLayer) -> int:
+        """Save a judgment layer; return the id it was given (the record's own is ignored)."""
+        with self._write(f"adding a judgment layer to {layer.suite!r}") as tx:
+            return layers.insert_layer(tx, layer)
+
+    def layers(self, suite: str) -> list[JudgmentLayer]:
+        """Return the suite's judgment layers in the order they were added."""
+        with self._read("reading judgment layers") as tx:
+            return layers.load_layers(tx, suite)
+
+    def set_run_labels(self, run_id: int, labels: RunLabels) -> None:
+        """Record which queries and judgments run ``run_id`` was scored with."""
+        with self._write("recording a run's labels") as tx:
+            if tx.scalar("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)) is None:
+                raise StoreLookupError(self.location, "run", run_id)
+            layers.put_run_labels(tx, run_id, labels)
+
+    def run_labels(self, run_id: int) -> RunLabels | None:
+        """Return the labels run ``run_id`` was scored with; None for a run saved without."""
+        with self._read("reading a run's labels") as tx:
+            return layers.get_run_labels(tx, run_id)
 
     # State and outbox ---------------------------------------------------------------------
 

@@ -1,0 +1,190 @@
+"""``retrieval-monitor judgments``: the labeling queue, judgment layers and their export."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from monitor.cli.run import add_config_options, load, store_target
+
+if TYPE_CHECKING:
+    from monitor.config.model import SuiteConfig
+    from monitor.evalset import EvalSet
+    from monitor.store import Store
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``judgments`` sub-command and its actions."""
+    parser = subparsers.add_parser(
+        "judgments", help="list label holes, add graded layers, list and export the judgments"
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    todo = actions.add_parser(
+        "todo", help="list unjudged (query, doc) pairs the run and its baseline retrieved"
+    )
+    add_config_options(todo)
+    todo.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    todo.add_argument("--run", type=int, metavar="ID", help="the run (default: the latest ok)")
+    todo.add_argument(
+        "--depth", type=int, default=10, metavar="K", help="pool the top K of each (default 10)"
+    )
+    todo.add_argument(
+        "--format", choices=("csv", "jsonl", "trec"), default="csv", help="default: csv"
+    )
+    todo.add_argument("--output", type=Path, metavar="FILE", help="write to FILE, not stdout")
+    todo.set_defaults(handler=todo_command)
+
+    add = actions.add_parser("add", help="store graded pairs as a new judgment layer")
+    add_config_options(add)
+    add.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    add.add_argument("file", type=Path, metavar="FILE", help="filled todo CSV, JSONL or qrels")
+    add.add_argument("--source", metavar="NAME", help="where the grades come from (default FILE)")
+    add.add_argument("--who", metavar="NAME", help="who graded them (default: your user name)")
+    add.add_argument(
+        "--format", choices=("csv", "jsonl", "trec"), help="the file's format (default: suffix)"
+    )
+    add.add_argument(
+        "--override", action="store_true", help="replace grades that conflict with earlier ones"
+    )
+    add.set_defaults(handler=add_command)
+
+    listing = actions.add_parser("list", help="list the suite's judgment layers")
+    add_config_options(listing)
+    listing.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    listing.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    listing.set_defaults(handler=list_command)
+
+    export = actions.add_parser(
+        "export", help="write the merged judgments (frozen set + human layers)"
+    )
+    add_config_options(export)
+    export.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    export.add_argument(
+        "--format", choices=("trec", "jsonl"), default="jsonl", help="default: jsonl"
+    )
+    export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE, not stdout")
+    export.set_defaults(handler=export_command)
+
+
+def _open(args: argparse.Namespace) -> tuple[SuiteConfig, Store, EvalSet]:
+    from monitor.evalset.suite import load_evalset
+    from monitor.store import open_store
+
+    config = load(args)
+    suite = config.suite(args.suite)
+    store = open_store(store_target(args, config))
+    return suite, store, load_evalset(suite.evalset)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    from monitor.io import write_text_atomic
+
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(output, text)
+
+
+def todo_command(args: argparse.Namespace) -> int:
+    """Print the labeling queue of a run and its baseline."""
+    from monitor.errors import StoreLookupError, UsageError
+    from monitor.judgments import effective_evalset
+    from monitor.judgments.suite import doc_texts
+    from monitor.judgments.todo import todo_items, write_todo
+
+    suite, store, frozen = _open(args)
+    with store:
+        if args.run is None:
+            run = store.latest_run(suite.name)
+            if run is None:
+                raise UsageError(f"suite {suite.name!r} has no ok run to list label holes of")
+        else:
+            run = store.get_run(args.run)
+            if run.suite != suite.name:
+                raise StoreLookupError(store.location, f"run of suite {suite.name!r}", args.run)
+        runs = [run]
+        baseline = store.get_baseline(suite.name)
+        if baseline is not None and baseline.run_id != run.run_id:
+            runs.append(baseline)
+        evalset = effective_evalset(store, suite.name, frozen)
+    items = todo_items(evalset, runs, depth=args.depth, doc_text=doc_texts(suite))
+    _emit(write_todo(items, args.format), args.output)
+    print(f"{len(items)} unjudged pairs", file=sys.stderr)
+    return 0
+
+
+def add_command(args: argparse.Namespace) -> int:
+    """Store a graded file as a judgment layer."""
+    from monitor.judgments import add_layer
+    from monitor.judgments.files import read_grades
+
+    grades = read_grades(args.file, args.format)
+    suite, store, frozen = _open(args)
+    with store:
+        layer = add_layer(
+            store,
+            suite.name,
+            grades,
+            frozen=frozen,
+            source=args.source or args.file.name,
+            who=args.who or getpass.getuser(),
+            override=args.override,
+        )
+    print(f"layer {layer.layer_id} added to {suite.name}: {layer.size} grades from {layer.source}")
+    return 0
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """List the suite's judgment layers with their provenance."""
+    from monitor.judgments import effective_evalset, judgments_version
+
+    suite, store, frozen = _open(args)
+    with store:
+        layers = store.layers(suite.name)
+        version = judgments_version(effective_evalset(store, suite.name, frozen))
+    rows = [
+        {
+            "layer_id": layer.layer_id,
+            "kind": layer.kind,
+            "source": layer.source,
+            "who": layer.who,
+            "created_at": layer.created_at.isoformat(),
+            "grades": layer.size,
+            "override": layer.override,
+        }
+        for layer in layers
+    ]
+    if args.format == "json":
+        print(json.dumps({"suite": suite.name, "judgments_version": version, "layers": rows}))
+        return 0
+    print(f"suite {suite.name}: judgments {version}")
+    print("layer  kind   grades  override  created_at                 who  source")
+    for row in rows:
+        print(
+            f"{row['layer_id']:>5}  {row['kind']:<5}  {row['grades']:>6}  "
+            f"{'yes' if row['override'] else 'no':<8}  {row['created_at']:<25}  "
+            f"{row['who']}  {row['source']}"
+        )
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Write the merged judgments (frozen + human layers), to commit as the next frozen file."""
+    from monitor.evalset.formats import Contents, format_evalset
+    from monitor.evalset.trec import format_qrels
+    from monitor.judgments import effective_evalset
+
+    suite, store, frozen = _open(args)
+    with store:
+        evalset = effective_evalset(store, suite.name, frozen)
+    if args.format == "trec":
+        text = format_qrels(evalset.queries)
+    else:
+        text = format_evalset(Contents(evalset.name, evalset.queries), "jsonl")
+    _emit(text, args.output)
+    return 0

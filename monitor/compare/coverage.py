@@ -1,0 +1,172 @@
+"""Judgment coverage: how much of a run's top k its eval set has judged, and whether it fell.
+
+``judged@k`` of a query is the engine's (:mod:`monitor.metrics.judgments`): the share of
+the top k (of a shorter ranking, all of it) that has a judgment of any grade. A drop in a
+quality metric that comes with a fall of coverage may be an artefact: the new ranking put
+documents nobody labelled into the top k, each scored as not relevant.
+:func:`coverage_change` measures that fall against the baseline over the queries both runs
+answered and evaluated whose judgments include a non-relevant one, and counts the unjudged
+documents that came in; the comparison holds a quality breach as ``unjudged`` (labels
+needed) when the fall is larger than the suite's ``coverage.max_drop``.
+
+Judged-only figures (trec_eval ``-J``) are the same metrics with every unjudged document
+removed from each ranking before scoring (those below move up), as the engine's
+``judged_only`` scores them: :func:`judged_only_means`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.metrics.ranks import Qrels
+from monitor.metrics.spec import parse_metric
+from monitor.store.records import QueryRecord, RunRecord
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageChange:
+    """Coverage at ``k`` in the baseline and the current run, over ``n`` shared queries.
+
+    ``baseline`` and ``current`` are mean ``judged@k``; ``drop`` is baseline - current.
+    ``unjudged_added`` is how many more unjudged documents the current top k holds than the
+    baseline's, summed over the ``queries`` queries that hold more.
+    """
+
+    k: int
+    baseline: float
+    current: float
+    n: int
+    unjudged_added: int
+    queries: int
+
+    @property
+    def drop(self) -> float:
+        """Return how far coverage fell (negative when it rose)."""
+        return self.baseline - self.current
+
+    @property
+    def metric(self) -> str:
+        """Return the metric name of this coverage, e.g. ``judged@10``."""
+        return f"judged@{self.k}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form."""
+        return {
+            "k": self.k,
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "current": self.current,
+            "drop": self.drop,
+            "n": self.n,
+            "unjudged_added": self.unjudged_added,
+            "queries": self.queries,
+        }
+
+
+def _answered(query: QueryRecord) -> bool:
+    """Return whether the search answered ``query`` and it was evaluated (it has values)."""
+    return query.error_type is None and bool(query.values)
+
+
+def _pooled(grades: Mapping[str, int]) -> bool:
+    """Return whether a query's judgments include a non-relevant one (grade <= 0)."""
+    return any(grade <= 0 for grade in grades.values())
+
+
+def judges_non_relevant(qrels: Qrels) -> bool:
+    """Return whether any query's judgments include a non-relevant document."""
+    return any(_pooled(grades) for grades in qrels.values())
+
+
+def _rankings(run: RunRecord, qrels: Qrels) -> tuple[Qrels, dict[str, list[str]]]:
+    """Return the judgments and rankings of ``run``'s answered, evaluated queries."""
+    ranked = {q.query_id: list(q.retrieved_ids) for q in run.queries if _answered(q)}
+    return {qid: qrels[qid] for qid in ranked if qid in qrels}, ranked
+
+
+def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
+    """Return ``judged@k`` of each answered, evaluated query of ``run``, by the engine."""
+    from monitor.evaluation import evaluate
+
+    judged, ranked = _rankings(run, qrels)
+    if not judged:
+        return {}
+    result = evaluate(judged, ranked, [f"judged@{k}"])
+    values = result.values[result.metrics[0]]
+    return dict(zip(result.query_ids, values.tolist(), strict=True))
+
+
+def _unjudged(ranking: Sequence[str], share: float, k: int) -> int:
+    """Return how many documents of the top ``k`` of ``ranking`` have no judgment, from its
+    ``judged@k`` (a share of the top min(k, retrieved))."""
+    shown = min(k, len(dict.fromkeys(ranking)))
+    return shown - round(share * shown)
+
+
+def coverage_change(
+    baseline: RunRecord, current: RunRecord, qrels: Qrels, k: int
+) -> CoverageChange | None:
+    """Return coverage at ``k`` of both runs over the queries both answered and evaluated
+    whose judgments include a non-relevant one (None when there are none).
+
+    A query judged only by its relevant documents says nothing of the others: there every
+    other document is unjudged, and coverage would only repeat precision (a lost relevant
+    document would read as a lost judgment). So only such pooled queries count.
+    """
+    pooled = {qid: grades for qid, grades in qrels.items() if _pooled(grades)}
+    old, new = judged_at(baseline, pooled, k), judged_at(current, pooled, k)
+    before = {q.query_id: q.retrieved_ids for q in baseline.queries}
+    pairs = [(q.query_id, q.retrieved_ids) for q in current.queries if q.query_id in old]
+    pairs = [(qid, ranking) for qid, ranking in pairs if qid in new]
+    if not pairs:
+        return None
+    added = queries = 0
+    for qid, ranking in pairs:
+        more = _unjudged(ranking, new[qid], k) - _unjudged(before[qid], old[qid], k)
+        if more > 0:
+            added += more
+            queries += 1
+    n = len(pairs)
+    return CoverageChange(
+        k,
+        sum(old[qid] for qid, _ in pairs) / n,
+        sum(new[qid] for qid, _ in pairs) / n,
+        n,
+        added,
+        queries,
+    )
+
+
+def judged_only_means(run: RunRecord, qrels: Qrels, metrics: Iterable[str]) -> dict[str, float]:
+    """Return each metric's mean over ``run``'s evaluated queries scored judged-only
+    (trec_eval ``-J``: unjudged documents removed from each ranking first); NaN when none was
+    evaluated. ``judged@k`` itself is left out: judged-only, it is 1 by construction."""
+    from monitor.evaluation import evaluate
+
+    names = [name for name in metrics if parse_metric(name).measure != "judged"]
+    judged, ranked = _rankings(run, qrels)
+    if not names or not judged:
+        return dict.fromkeys(names, math.nan)
+    return dict(evaluate(judged, ranked, names, judged_only=True).means)
+
+
+def depth(metrics: Iterable[str], default: int = 10) -> int:
+    """Return the largest cutoff among metric names (``default`` when none has one)."""
+    cutoffs = [parse_metric(name).k for name in metrics]
+    return max((k for k in cutoffs if k is not None), default=default)
+
+
+def labels_todo(suite: str, run_id: int | None) -> str:
+    """Return the command that lists the documents of a run waiting for judgments."""
+    run = "" if run_id is None else f" --run {run_id}"
+    return f"retrieval-monitor judgments todo --suite {suite}{run}"
+
+
+def held_cutoff(metric: str, default: int) -> int:
+    """Return the k whose coverage a quality rule on ``metric`` reads: its cutoff, else
+    ``default`` (the run's largest)."""
+    k = parse_metric(metric).k
+    return default if k is None else k

@@ -1,0 +1,66 @@
+"""Read a suite's ``judge`` (a plug-in grading label holes) and ``alert_labels``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from monitor.config.fields import Fields
+from monitor.config.model import JudgeConfig, OptionValue
+from monitor.config.nodes import Node
+
+#: Keys of ``judge`` read here; every other key is an option of the plug-in.
+JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run")
+#: Built-in judge kinds (beside ``entrypoint:<name>``).
+JUDGE_KINDS = ("python", "http")
+#: The views of the judgments ``alert_labels`` may name.
+ALERT_LABELS = ("human", "all")
+_ENTRYPOINT = re.compile(r"entrypoint:[A-Za-z0-9_.\-]+")
+_ID = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
+
+
+def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
+    """Read ``judge``: ``{kind, id?, model?, prompt?, max_per_run?, ...plug-in options}``."""
+    if node is None or node.value is None:
+        return None
+    if not isinstance(node.value, Mapping):
+        raise f.error(node, "a mapping (the judge plug-in: kind and its options)", show=True)
+    entries = node.value
+    kind_node = f.require(node, entries, "kind")
+    expected = f"a judge kind: one of {', '.join(JUDGE_KINDS)}, or entrypoint:<name>"
+    kind = f.string(kind_node, expected)
+    if kind not in JUDGE_KINDS and not _ENTRYPOINT.fullmatch(kind):
+        raise f.error(kind_node, expected, show=True)
+    judge_id = kind
+    if "id" in entries:
+        judge_id = f.string(entries["id"], "a judge id (letters, digits, _.-)", pattern=_ID)
+    model = f.string(entries["model"], "a model name") if "model" in entries else ""
+    prompt = f.string(entries["prompt"], "a prompt") if "prompt" in entries else ""
+    most = 100
+    if "max_per_run" in entries:
+        most = f.integer(entries["max_per_run"], minimum=0, maximum=1_000_000)
+    options: dict[str, OptionValue] = {
+        key: f.options(child) for key, child in entries.items() if key not in JUDGE_KEYS
+    }
+    return JudgeConfig(
+        kind=kind,
+        judge_id=judge_id,
+        model=model,
+        prompt=prompt,
+        max_per_run=most,
+        options=options,
+        base_dir=f.base_dir,
+    )
+
+
+def alert_labels(f: Fields, node: Node | None) -> Literal["human", "all"]:
+    """Read ``alert_labels``: which judgments gate alerts, ``human`` (default) or ``all``."""
+    if node is None:
+        return "human"
+    value = f.string(node, "one of human, all")
+    if value == "human":
+        return "human"
+    if value == "all":
+        return "all"
+    raise f.error(node, "one of human, all", show=True)

@@ -1,0 +1,114 @@
+"""Add judgment layers to a suite and read its effective judgments.
+
+:func:`add_layer` is the one way grades get into the store (the command line, judges and
+the web app call it); :func:`effective_evalset` is the one way a stage reads the judgments
+in force.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Literal
+
+from monitor.errors import UsageError
+from monitor.evalset import EvalSet
+from monitor.judgments.errors import JudgmentConflictError, UnknownQueriesError
+from monitor.judgments.merge import conflicts, grade_sources, merged
+from monitor.store import JudgmentLayer, LayerKind, Store
+from monitor.store.layers import Grades
+
+#: Which labels a view of the judgments holds: people's only, or people's and the judge's.
+LabelView = Literal["human", "all"]
+
+LABEL_VIEWS: tuple[LabelView, ...] = ("human", "all")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def add_layer(
+    store: Store,
+    suite: str,
+    grades: Grades,
+    *,
+    frozen: EvalSet,
+    source: str,
+    who: str = "",
+    override: bool = False,
+    kind: LayerKind = "human",
+    clock: Callable[[], datetime] = _now,
+) -> JudgmentLayer:
+    """Store ``grades`` as a new layer of ``suite`` on top of its ``frozen`` eval set.
+
+    Raise UnknownQueriesError when a grade names a query the set does not hold, and
+    JudgmentConflictError (naming both sources) when a grade differs from one in force,
+    unless ``override``. The frozen file is never written. Return the stored layer.
+    """
+    unknown = [qid for qid in grades if qid not in frozen]
+    if unknown:
+        raise UnknownQueriesError(suite, source, unknown)
+    if not any(grades.values()):
+        raise UsageError(f"{source}: expected at least one grade, found none")
+    existing = store.layers(suite)
+    if not override:
+        effective = merged(frozen, [layer for layer in existing if layer.kind == "human"])
+        found = conflicts(effective, grade_sources(existing), grades, source)
+        if found:
+            raise JudgmentConflictError(suite, found)
+    layer = JudgmentLayer(
+        suite=suite,
+        source=source,
+        who=who,
+        kind=kind,
+        created_at=clock(),
+        grades=grades,
+        override=override,
+    )
+    layer_id = store.add_layer(layer)
+    return JudgmentLayer(
+        suite=layer.suite,
+        source=layer.source,
+        who=layer.who,
+        kind=layer.kind,
+        created_at=layer.created_at,
+        grades=layer.grades,
+        override=layer.override,
+        layer_id=layer_id,
+    )
+
+
+def view_layers(
+    layers: Sequence[JudgmentLayer], view: LabelView, judge_source: str | None = None
+) -> list[JudgmentLayer]:
+    """Return the layers a view holds: human ones, plus (``all``) the current judge's.
+
+    A judge's layers count only under the source of the judge as configured now, so grades
+    of another model or prompt are never reused.
+    """
+    if view not in LABEL_VIEWS:
+        raise UsageError(f"unknown label view {view!r}; known: {', '.join(LABEL_VIEWS)}")
+    return [
+        layer
+        for layer in layers
+        if layer.kind == "human"
+        or (view == "all" and judge_source is not None and layer.source == judge_source)
+    ]
+
+
+def effective_evalset(
+    store: Store,
+    suite: str,
+    frozen: EvalSet,
+    *,
+    view: LabelView = "human",
+    judge_source: str | None = None,
+) -> EvalSet:
+    """Return ``frozen`` with the suite's layers of ``view`` applied (see :func:`merged`)."""
+    return merged(frozen, view_layers(store.layers(suite), view, judge_source))
+
+
+def merged_grades(evalset: EvalSet) -> Mapping[str, Mapping[str, int]]:
+    """Return the judged queries' grades, query -> doc -> grade, in eval-set order."""
+    return {query.id: dict(query.judgments) for query in evalset if query.judgments}

@@ -1,0 +1,128 @@
+"""The effective judgments of a suite: its frozen eval set with its layers on top.
+
+Two digests tell what a run was measured with. The **queries fingerprint** covers the query
+ids and texts: when it changes, the questions changed and comparison ends. The **judgments
+version** covers the effective grades: when it changes, stored rankings are re-scored under
+the new grades and comparison goes on. The eval set's own ``fingerprint`` (ids, texts and
+grades) of the effective set is what every run stores, so a suite without layers keeps the
+fingerprint it always had.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from monitor.evalset import EvalSet
+from monitor.records import Query
+from monitor.store.layers import Grades, JudgmentLayer, RunLabels
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """One (query, doc) graded differently by two sources."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+    source: str
+    other_grade: int
+    other_source: str
+
+    def describe(self) -> str:
+        """Return ``query Q doc D: 1 in SOURCE, 0 in OTHER``."""
+        return (
+            f"query {self.query_id!r} doc {self.doc_id!r}: {self.grade} in {self.source}, "
+            f"{self.other_grade} in {self.other_source}"
+        )
+
+
+def _digest(rows: object) -> str:
+    canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def queries_fingerprint(evalset: EvalSet) -> str:
+    """Return ``sha256:<hex>`` of the query ids and texts (sorted by id), grades left out."""
+    return _digest(sorted([query.id, query.text] for query in evalset))
+
+
+def judgments_version(evalset: EvalSet) -> str:
+    """Return ``sha256:<hex>`` of the grades only: ``[[qid, [[doc, grade], ...]], ...]``,
+    queries and docs sorted, so the same labels from any source give the same version."""
+    return _digest(
+        [
+            [query.id, sorted(query.judgments.items())]
+            for query in sorted(evalset, key=lambda query: query.id)
+        ]
+    )
+
+
+def labels_of(evalset: EvalSet) -> RunLabels:
+    """Return the queries fingerprint and judgments version of an (effective) eval set."""
+    return RunLabels(queries_fingerprint(evalset), judgments_version(evalset))
+
+
+def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:
+    """Return ``frozen`` with ``layers`` applied in order, metadata and order kept.
+
+    A human layer's grade replaces the frozen one for its (query, doc): layers are only
+    stored once checked for conflicts, or added with ``override``. A judge layer fills holes
+    only: it never replaces a grade that a person or the frozen file gave. Grades for
+    queries the set does not hold are ignored (the queries decide what is measured).
+    """
+    grades: dict[str, dict[str, int]] = {query.id: dict(query.judgments) for query in frozen}
+    human = {qid: set(docs) for qid, docs in grades.items()}
+    for layer in layers:
+        for qid, docs in layer.grades.items():
+            if qid not in grades:
+                continue
+            for doc, grade in docs.items():
+                if layer.kind == "judge":
+                    if doc in human[qid] or doc in grades[qid]:
+                        continue
+                else:
+                    human[qid].add(doc)
+                grades[qid][doc] = grade
+    out = EvalSet(frozen.name)
+    for query in frozen:
+        out.add(Query(query.id, query.text, grades[query.id], query.metadata))
+    return out
+
+
+def conflicts(
+    effective: EvalSet,
+    sources: Mapping[tuple[str, str], str],
+    grades: Grades,
+    source: str,
+) -> list[Conflict]:
+    """Return every (query, doc) of ``grades`` that ``effective`` grades differently.
+
+    ``sources`` names where each effective grade came from (a layer's source), defaulting to
+    the frozen eval set.
+    """
+    found = []
+    for qid, docs in grades.items():
+        query = effective.get(qid)
+        if query is None:
+            continue
+        for doc, grade in docs.items():
+            old = query.judgments.get(doc)
+            if old is not None and old != grade:
+                where = sources.get((qid, doc), "the frozen eval set")
+                found.append(Conflict(qid, doc, grade, source, old, where))
+    return found
+
+
+def grade_sources(layers: Iterable[JudgmentLayer]) -> dict[tuple[str, str], str]:
+    """Return (query, doc) -> the source of the human layer that last graded it."""
+    out: dict[tuple[str, str], str] = {}
+    for layer in layers:
+        if layer.kind != "human":
+            continue
+        for qid, docs in layer.grades.items():
+            for doc in docs:
+                out[(qid, doc)] = f"layer {layer.layer_id} ({layer.source})"
+    return out

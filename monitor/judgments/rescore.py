@@ -1,0 +1,127 @@
+"""Re-score stored runs under changed judgments, so comparison goes on.
+
+Runs keep each query's ranking, so when grades are added (a layer) or the frozen file is
+edited, a baseline measured with other labels is measured again from its rankings under
+today's labels: both sides of a comparison then use the same judgments. Only a change of the
+queries themselves (ids or texts) still ends comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from monitor.evalset import EvalSet
+from monitor.evalset.corpus import Corpus
+from monitor.judgments.merge import labels_of, queries_fingerprint
+from monitor.store import QueryRecord, RunLabels, RunRecord, Store
+
+
+@dataclass(frozen=True, slots=True)
+class Aligned:
+    """A baseline ready to compare with a run, and how it was made so."""
+
+    baseline: RunRecord | None
+    rescored: bool = False
+    note: str | None = None
+
+
+def rescore(
+    run: RunRecord,
+    evalset: EvalSet,
+    metrics: Iterable[str] | None = None,
+    *,
+    corpus: Corpus | None = None,
+) -> RunRecord:
+    """Return ``run`` measured again from its stored rankings under ``evalset``'s grades.
+
+    ``metrics`` default to those the run measured; ``corpus`` maps passages to their units
+    for metrics with one (``recall@5[section]``). Failed queries stay without values, as
+    do queries with no relevant grade; the means, the evaluated count, the relevant ids and
+    the stored eval-set fingerprint follow the new grades. Rankings, latency and errors are
+    kept as they were.
+    """
+    from monitor.evaluation import evaluate
+
+    names = list(run.means) if metrics is None else list(metrics)
+    answered = {q.query_id: list(q.retrieved_ids) for q in run.queries if q.error_type is None}
+    qrels = {qid: grades for qid, grades in evalset.qrels().items() if qid in answered}
+    evaluation = evaluate(qrels, answered, names, corpus=corpus)
+    frame = evaluation.per_query
+    values = {
+        str(qid): {str(name): float(value) for name, value in row.items()}
+        for qid, row in frame.to_dict(orient="index").items()
+    }
+    queries = tuple(
+        QueryRecord(
+            query_id=q.query_id,
+            values=values.get(q.query_id, {}),
+            retrieved_ids=q.retrieved_ids,
+            relevant_ids=evalset[q.query_id].relevant_ids if q.query_id in evalset else (),
+            latency_seconds=q.latency_seconds,
+            error_type=q.error_type,
+            error_message=q.error_message,
+        )
+        for q in run.queries
+    )
+    figures = replace(run.figures, evaluated=evaluation.counts.evaluated)
+    return replace(
+        run,
+        queries=queries,
+        means=evaluation.means,
+        figures=figures,
+        evalset_fingerprint=evalset.fingerprint,
+    )
+
+
+def labels_of_run(store: Store, run: RunRecord, frozen: EvalSet) -> RunLabels | None:
+    """Return the labels ``run`` was scored with, or None when they cannot be known.
+
+    A run saved before layers existed has no record of them; when its fingerprint is that
+    of ``frozen`` it was scored with the frozen set, whose labels are then its own.
+    """
+    if run.run_id is not None:
+        labels = store.run_labels(run.run_id)
+        if labels is not None:
+            return labels
+    if run.evalset_fingerprint == frozen.fingerprint:
+        return labels_of(frozen)
+    return None
+
+
+def align_baseline(
+    store: Store,
+    baseline: RunRecord | None,
+    evalset: EvalSet,
+    frozen: EvalSet,
+    *,
+    role: str = "baseline run",
+    corpus: Corpus | None = None,
+) -> Aligned:
+    """Return ``baseline`` as it compares with a run scored under ``evalset``.
+
+    Same judgments: the baseline as stored. Same queries but other judgments: the baseline
+    re-scored under ``evalset``. Other queries, or labels that cannot be known: as stored,
+    and the comparison says the eval set changed.
+    """
+    if baseline is None:
+        return Aligned(None)
+    current = labels_of(evalset)
+    labels = labels_of_run(store, baseline, frozen)
+    if labels is None or labels.queries_fingerprint != current.queries_fingerprint:
+        return Aligned(baseline)
+    if labels.judgments_version == current.judgments_version:
+        return Aligned(baseline)
+    note = (
+        f"{role} {baseline.run_id} re-scored under judgments "
+        f"{current.judgments_version[:19]} (it was measured with "
+        f"{labels.judgments_version[:19]})"
+    )
+    return Aligned(rescore(baseline, evalset, corpus=corpus), rescored=True, note=note)
+
+
+def queries_changed(store: Store, run: RunRecord, frozen: EvalSet) -> bool:
+    """Return whether ``run`` was measured on other queries (ids or texts) than ``frozen``'s;
+    a run whose labels are unknown counts as changed unless its fingerprint is ``frozen``'s."""
+    labels = labels_of_run(store, run, frozen)
+    return labels is None or labels.queries_fingerprint != queries_fingerprint(frozen)

@@ -1,0 +1,171 @@
+"""A suite's judgments: the view that gates alerts, and its judge after a run."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from monitor.evalset import EvalSet
+from monitor.judgments.judges import JudgeError, build_judge, judge_holes, judge_source
+from monitor.judgments.layers import LabelView, effective_evalset
+from monitor.judgments.merge import labels_of
+from monitor.judgments.rescore import align_baseline, rescore
+from monitor.judgments.todo import DocText
+from monitor.logs import get_logger
+from monitor.store import RunRecord, Store
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from monitor.config.model import SuiteConfig
+    from monitor.evalset.corpus import Corpus
+    from monitor.runner import RunResult
+
+log = get_logger(__name__)
+
+
+def _corpus(suite: SuiteConfig) -> Corpus | None:
+    """Return the suite's corpus when one of its metrics counts units, else None."""
+    from monitor.evalset.corpus import corpus_for
+
+    return corpus_for(suite.evalset, suite.metrics)
+
+
+def suite_evalset(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, view: LabelView | None = None
+) -> EvalSet:
+    """Return the suite's effective eval set in ``view`` (default: its ``alert_labels``)."""
+    source = judge_source(suite.judge) if suite.judge is not None else None
+    return effective_evalset(
+        store, suite.name, frozen, view=view or suite.alert_labels, judge_source=source
+    )
+
+
+def hit_texts(result: RunResult) -> dict[str, str]:
+    """Return doc id -> text for every hit of the run that carried its text."""
+    return {hit.id: hit.text for outcome in result.outcomes for hit in outcome.hits if hit.text}
+
+
+def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:
+    """Return the suite's ``doc_text`` seam: the texts the run's hits carried, then the
+    bundled passages for the bundled Larkfield set (a corpus beside the eval set fills it
+    for other sets)."""
+    texts = {} if result is None else hit_texts(result)
+    if suite.evalset.bundled == "larkfield":
+        from monitor import bundled
+
+        for passage in bundled.larkfield_passages():
+            texts.setdefault(passage["id"], passage["text"])
+    return texts.get
+
+
+def judge_after_run(
+    suite: SuiteConfig, store: Store, frozen: EvalSet, record: RunRecord, result: RunResult
+) -> tuple[str, ...]:
+    """Let the suite's judge grade the run's label holes; return lines for the report.
+
+    The lines say how many pairs the judge graded and the rule metrics under human labels
+    only and with the judge's labels. A judge that fails is logged and reported in a line:
+    the run itself stands.
+    """
+    config = suite.judge
+    if config is None:
+        return ()
+    try:
+        judge = build_judge(config)
+        try:
+            layer = judge_holes(
+                store,
+                suite.name,
+                suite_evalset(store, suite, frozen, "all"),
+                frozen,
+                [record],
+                judge,
+                config,
+                depth=suite.k,
+                doc_text=doc_texts(suite, result),
+            )
+        finally:
+            close = getattr(judge, "close", None)
+            if callable(close):
+                close()
+    except JudgeError as error:
+        log.error("judge_failed", suite=suite.name, error=str(error))
+        return (f"judge failed: {error}",)
+    lines = []
+    if layer is not None:
+        lines.append(f"judge {config.judge_id} graded {layer.size} pairs (layer {layer.layer_id})")
+    return (*lines, *label_views(store, suite, frozen, record))
+
+
+def label_views(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, record: RunRecord
+) -> tuple[str, ...]:
+    """Return lines giving the run's rule metrics with human labels only and with the
+    judge's labels, and which of the two gates alerts (nothing for a suite without judge)."""
+    if suite.judge is None:
+        return ()
+    lines = []
+    human = rescore(record, suite_evalset(store, suite, frozen, "human"), corpus=_corpus(suite))
+    judged = rescore(record, suite_evalset(store, suite, frozen, "all"), corpus=_corpus(suite))
+    metrics = list(dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None))
+    for metric in metrics or list(record.means)[:3]:
+        a, b = human.means.get(metric, math.nan), judged.means.get(metric, math.nan)
+        lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
+    gate = "human labels only" if suite.alert_labels == "human" else "judge labels"
+    lines.append(f"alerts are gated on {gate} (alert_labels: {suite.alert_labels})")
+    return tuple(lines)
+
+
+def rescored_pair(
+    store: Store,
+    suite: SuiteConfig,
+    frozen: EvalSet,
+    run: RunRecord,
+    baseline: RunRecord | None,
+) -> tuple[RunRecord, RunRecord | None, tuple[str, ...]]:
+    """Return ``run`` and ``baseline`` both measured under the suite's judgments in force,
+    with lines saying which judgments the figures use.
+
+    Each is re-scored from its stored rankings when it was measured with other judgments
+    of the same queries; one measured on other queries is left as stored, so the comparison
+    says that the eval set changed.
+    """
+    evalset = suite_evalset(store, suite, frozen)
+    mine = align_baseline(store, run, evalset, frozen, role="run", corpus=_corpus(suite))
+    theirs = align_baseline(store, baseline, evalset, frozen, corpus=_corpus(suite))
+    version = labels_of(evalset).judgments_version[:19]
+    notes = [note for note in (mine.note, theirs.note) if note is not None]
+    notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
+    notes += label_views(store, suite, frozen, run)
+    return mine.baseline or run, theirs.baseline, tuple(notes)
+
+
+def rescored_history(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, int]:
+    """Return the suite's history frame (see ``Store.history``) with the metric means of
+    every ok run measured with other judgments of the same queries re-scored under the
+    judgments in force, and how many runs were re-scored.
+
+    Runs measured on other queries, or whose labels cannot be known, keep their figures.
+    """
+    evalset = suite_evalset(store, suite, frozen)
+    corpus = _corpus(suite)
+    current = labels_of(evalset)
+    out = frame.copy()
+    count = 0
+    for position, (run_id, status) in enumerate(zip(frame["run_id"], frame["status"], strict=True)):
+        if status != "ok":
+            continue
+        labels = store.run_labels(int(run_id))
+        if labels is not None and labels == current:
+            continue
+        aligned = align_baseline(store, store.get_run(int(run_id)), evalset, frozen, corpus=corpus)
+        if not aligned.rescored or aligned.baseline is None:
+            continue
+        count += 1
+        for metric, value in aligned.baseline.means.items():
+            if metric in out.columns:
+                out.at[out.index[position], metric] = value
+    return out, count

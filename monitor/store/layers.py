@@ -1,0 +1,134 @@
+"""Judgment layers and run labels: the ``judgment_layers`` and ``run_labels`` tables.
+
+A layer is a set of grades added on top of a suite's frozen eval set, with its provenance
+(source, who or which judge, when). Layers are only ever added, never edited, so the
+effective judgments of any moment can be rebuilt. ``run_labels`` says which queries and which
+judgments a run was scored with, so a later change of the judgments re-scores it instead of
+ending comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Literal
+
+from monitor.errors import UsageError
+from monitor.store.dialect import dump_json
+from monitor.store.records import utc
+from monitor.store.sql import Transaction
+
+#: Who made a layer's grades: people (a filled labeling queue) or a judge plug-in.
+LayerKind = Literal["human", "judge"]
+
+LAYER_KINDS: tuple[LayerKind, ...] = ("human", "judge")
+
+#: Grades by query id, then doc id.
+Grades = Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgmentLayer:
+    """One layer of grades with its provenance, as the store keeps it.
+
+    ``source`` names where the grades came from (a file name, a judge's key), ``who`` the
+    person or judge, ``override`` whether its grades replace conflicting earlier ones.
+    ``layer_id`` is assigned by the store (``None`` until saved).
+    """
+
+    suite: str
+    source: str
+    who: str
+    kind: LayerKind
+    created_at: datetime
+    grades: Grades = field(default_factory=dict)
+    override: bool = False
+    layer_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAYER_KINDS:
+            raise UsageError(f"layer kind must be 'human' or 'judge', not {self.kind!r}")
+        if not self.source:
+            raise UsageError("a judgment layer needs a source")
+        object.__setattr__(self, "created_at", utc(self.created_at, "created_at"))
+        frozen = {
+            str(qid): MappingProxyType({str(doc): int(g) for doc, g in docs.items()})
+            for qid, docs in self.grades.items()
+        }
+        object.__setattr__(self, "grades", MappingProxyType(frozen))
+
+    @property
+    def size(self) -> int:
+        """Return how many (query, doc) grades the layer holds."""
+        return sum(len(docs) for docs in self.grades.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RunLabels:
+    """Which queries (ids and texts) and which judgments a run was scored with."""
+
+    queries_fingerprint: str
+    judgments_version: str
+
+
+def insert_layer(tx: Transaction, layer: JudgmentLayer) -> int:
+    """Insert ``layer``; return the id the database gave it."""
+    grades = {qid: dict(docs) for qid, docs in layer.grades.items()}
+    return int(
+        tx.scalar(
+            "INSERT INTO judgment_layers (suite, source, who, kind, override, created_at, grades)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING layer_id",
+            (
+                layer.suite,
+                layer.source,
+                layer.who,
+                layer.kind,
+                int(layer.override),
+                tx.dialect.timestamp(layer.created_at),
+                dump_json(grades),
+            ),
+        )
+    )
+
+
+def load_layers(tx: Transaction, suite: str) -> list[JudgmentLayer]:
+    """Return the suite's layers in the order they were added."""
+    rows = tx.all(
+        "SELECT layer_id, suite, source, who, kind, override, created_at, grades"
+        " FROM judgment_layers WHERE suite = ? ORDER BY layer_id",
+        (suite,),
+    )
+    return [
+        JudgmentLayer(
+            suite=name,
+            source=source,
+            who=who,
+            kind=kind,
+            override=bool(override),
+            created_at=tx.dialect.read_timestamp(created),
+            grades=tx.dialect.read_json(grades),
+            layer_id=int(layer_id),
+        )
+        for layer_id, name, source, who, kind, override, created, grades in rows
+    ]
+
+
+def put_run_labels(tx: Transaction, run_id: int, labels: RunLabels) -> None:
+    """Record the labels run ``run_id`` was scored with, replacing any earlier record."""
+    tx.execute(
+        "INSERT INTO run_labels (run_id, queries_fingerprint, judgments_version) VALUES (?, ?, ?)"
+        " ON CONFLICT (run_id) DO UPDATE SET queries_fingerprint = excluded.queries_fingerprint,"
+        " judgments_version = excluded.judgments_version",
+        (run_id, labels.queries_fingerprint, labels.judgments_version),
+    )
+
+
+def get_run_labels(tx: Transaction, run_id: int) -> RunLabels | None:
+    """Return the labels run ``run_id`` was scored with, or None (saved before layers)."""
+    row = tx.one(
+        "SELECT queries_fingerprint, judgments_version FROM run_labels WHERE run_id = ?",
+        (run_id,),
+    )
+    return None if row is None else RunLabels(str(row[0]), str(row[1]))

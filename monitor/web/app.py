@@ -1,0 +1,395 @@
+"""The web app: pages over the store, the simulator's JSON endpoint, labeling.
+
+:func:`create_app` builds a Starlette app from :class:`WebSettings`; ``retrieval-monitor
+serve`` and ``daemon --ui-port`` run it with uvicorn. Pages are rendered on the server with
+Jinja2 (autoescaped) and read without JavaScript; only the simulator and the grade buttons
+use the app's own small scripts. Everything served ships in the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import secrets
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from monitor.errors import MonitorError, UsageError
+from monitor.web import security
+from monitor.web.labels import UNAVAILABLE, Label, LabelSink, default_sink
+from monitor.web.views import Cache, Views
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from monitor.config.model import MonitorConfig
+    from monitor.evalset import EvalSet
+    from monitor.store import Store
+
+#: Default address and port of ``serve``.
+DEFAULT_ADDRESS = "127.0.0.1"
+DEFAULT_PORT = 8321
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """How the app reads and what it allows.
+
+    ``store`` opens a store per request; ``auth_token`` (when set) is required of every
+    request; ``allow_labeling`` turns the grade buttons and their endpoint on; ``label_sink``
+    records a grade (default: the store's judgment layers, when there are any);
+    ``next_runs`` gives each suite's next scheduled run (daemon mode); ``warm`` computes each
+    suite's latest comparison in the background at start-up, so the first pages are fast.
+    """
+
+    config: MonitorConfig
+    store: Callable[[], Store]
+    auth_token: str | None = None
+    allow_labeling: bool = False
+    label_sink: LabelSink | None = None
+    next_runs: Callable[[], Mapping[str, datetime | None]] | None = None
+    warm: bool = True
+    csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+
+
+def create_app(settings: WebSettings) -> Starlette:
+    """Return the app serving ``settings``' config and store."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    pages = _Pages(settings)
+    routes = [
+        Route("/", pages.suites),
+        Route("/login", pages.login, methods=["GET", "POST"]),
+        Route("/simulator", pages.simulator),
+        Route("/api/simulate", pages.simulate, methods=["POST"]),
+        Route("/api/labels", pages.label, methods=["POST"]),
+        Route("/suites/{suite}", pages.suite),
+        Route("/suites/{suite}/runs/{run_id:int}", pages.run),
+        Route("/suites/{suite}/runs/{run_id:int}/queries/{query_id:path}", pages.query),
+        Mount("/static", app=StaticFiles(packages=[("monitor.web", "static")]), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if settings.warm:
+            threading.Thread(target=pages.views.warm, name="web-warm", daemon=True).start()
+        yield
+
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(_Guard, settings=settings, render=pages.error)],
+    )
+
+
+class _Guard:
+    """ASGI middleware: auth, same-origin writes with the CSRF token, security headers, and
+    a ``Server-Timing`` header with the time the app spent on the request."""
+
+    def __init__(
+        self, app: Any, settings: WebSettings, render: Callable[[int, str], Response]
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.render = render
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.requests import Request
+
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request = Request(scope)
+        refusal = self._refusal(request)
+
+        async def send_with_headers(message: Mapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k.encode(), v.encode()) for k, v in security.HEADERS.items()]
+                elapsed = (time.perf_counter() - started) * 1000
+                headers.append((b"server-timing", f"app;dur={elapsed:.1f}".encode()))
+                message = {**message, "headers": [*message.get("headers", []), *headers]}
+            await send(message)
+
+        if refusal is not None:
+            from starlette.responses import JSONResponse
+
+            status, text = refusal
+            response = (
+                JSONResponse({"error": text}, status_code=status)
+                if request.url.path.startswith("/api/")
+                else self.render(status, text)
+            )
+            await response(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def _refusal(self, request: Request) -> tuple[int, str] | None:
+        token = self.settings.auth_token
+        path = request.url.path
+        if token is not None and not path.startswith(("/login", "/static/")):
+            given = security.bearer(request.headers.get("authorization"))
+            given = given or request.cookies.get(security.TOKEN_COOKIE)
+            if not security.token_matches(token, given):
+                return 401, "this server needs its token: sign in at /login"
+        if request.method not in security.SAFE_METHODS:
+            host = request.headers.get("host", "")
+            why = security.cross_site(request.headers, host)
+            if why is not None:
+                return 403, f"refused a cross-site request: {why}"
+            if path != "/login" and not security.token_matches(
+                self.settings.csrf_token, request.headers.get("x-csrf-token")
+            ):
+                return 403, "refused a request without this server's CSRF token (X-CSRF-Token)"
+        return None
+
+
+class _Pages:
+    """The route handlers, reading through one :class:`Views`."""
+
+    def __init__(self, settings: WebSettings) -> None:
+        self.settings = settings
+        self.views = Views(
+            settings.config, settings.store, next_runs=settings.next_runs, cache=Cache()
+        )
+        self.env = _environment()
+        self.sink = settings.label_sink or default_sink(self._frozen)
+
+    def _frozen(self, name: str) -> EvalSet | None:
+        return self.views.evalset(self.views.suite(name))
+
+    # Rendering ---------------------------------------------------------------------------
+
+    def page(self, template: str, status: int = 200, **context: Any) -> Response:
+        from starlette.responses import HTMLResponse
+
+        html = self.env.get_template(template).render(
+            csrf_token=self.settings.csrf_token,
+            allow_labeling=self.settings.allow_labeling,
+            labeling_available=self.sink is not None,
+            suites=list(self.settings.config.suites),
+            **context,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def error(self, status: int, message: str) -> Response:
+        """Return an error page (or JSON for the API) saying what went wrong."""
+        return self.page("error.html", status=status, status_code=status, message=message)
+
+    async def _guarded(self, build: Callable[[], Response]) -> Response:
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            return await run_in_threadpool(build)
+        except UsageError as error:
+            return self.error(404, str(error))
+        except MonitorError as error:
+            return self.error(500, str(error))
+        except Exception as error:  # a bug: logged with its traceback, the page says so
+            from monitor.logs import get_logger
+
+            get_logger("monitor.web").exception("page_failed", error=repr(error))
+            return self.error(500, f"unexpected error: {type(error).__name__}")
+
+    # Pages -------------------------------------------------------------------------------
+
+    async def suites(self, request: Request) -> Response:
+        return await self._guarded(lambda: self.page("suites.html", cards=self.views.suites()))
+
+    async def suite(self, request: Request) -> Response:
+        name = request.path_params["suite"]
+        return await self._guarded(
+            lambda: self.page(
+                "suite.html", view=self.views.suite_page(name, _int_param(request, "page", 1))
+            )
+        )
+
+    async def run(self, request: Request) -> Response:
+        name, run_id = request.path_params["suite"], request.path_params["run_id"]
+        return await self._guarded(
+            lambda: self.page("run.html", suite=name, report=self.views.run_page(name, run_id))
+        )
+
+    async def query(self, request: Request) -> Response:
+        name, run_id = request.path_params["suite"], request.path_params["run_id"]
+        query_id = request.path_params["query_id"]
+        return await self._guarded(
+            lambda: self.page("query.html", view=self.views.query_page(name, run_id, query_id))
+        )
+
+    async def simulator(self, request: Request) -> Response:
+        params = request.query_params
+
+        def build() -> Response:
+            seed: dict[str, Any] = {"docs": [], "k": 10, "relevant_in_collection": 0}
+            source = None
+            if "suite" in params and "run" in params and "query" in params:
+                view = self.views.query_page(
+                    params["suite"], _int_value(params["run"], "run"), params["query"]
+                )
+                grades = [max(row.grade or 0, 0) for row in view.current_rows]
+                docs = [
+                    {"id": row.doc_id, "grade": grade}
+                    for row, grade in zip(view.current_rows, grades, strict=True)
+                ]
+                relevant = sum(1 for grade in view.judgments.values() if grade >= 1)
+                seed = {
+                    "docs": docs,
+                    "k": min(max(len(docs), 1), 10),
+                    "relevant_in_collection": max(relevant, sum(1 for g in grades if g >= 1)),
+                }
+                source = view
+            from monitor.web.simulate import parse_simulation, simulate
+
+            first = simulate(parse_simulation(seed))
+            return self.page(
+                "simulator.html", seed=json.dumps(seed), source=source, result=first, sim=seed
+            )
+
+        return await self._guarded(build)
+
+    # API ---------------------------------------------------------------------------------
+
+    async def simulate(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        from monitor.web.simulate import parse_simulation, simulate
+
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
+        try:
+            return JSONResponse(simulate(parse_simulation(body)))
+        except UsageError as error:
+            return JSONResponse({"error": str(error)}, status_code=400)
+
+    async def label(self, request: Request) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse
+
+        if not self.settings.allow_labeling:
+            return JSONResponse(
+                {"error": "labeling is off: start the server with --allow-labeling"},
+                status_code=403,
+            )
+        sink = self.sink
+        if sink is None:
+            return JSONResponse({"error": UNAVAILABLE}, status_code=501)
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise UsageError("the request body: expected a JSON object")
+            self.views.suite(str(body.get("suite", "")))
+            label = Label(
+                suite=str(body.get("suite", "")),
+                query_id=str(body.get("query_id", "")),
+                doc_id=str(body.get("doc_id", "")),
+                grade=_int_value(body.get("grade"), "grade"),
+                who=str(body.get("who") or "web"),
+                at=datetime.now(timezone.utc),
+            )
+        except ValueError:
+            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
+        except UsageError as error:
+            return JSONResponse({"error": str(error)}, status_code=400)
+
+        def record() -> None:
+            with self.settings.store() as store:
+                sink(store, label)
+            self.views.forget_runs()
+
+        try:
+            await run_in_threadpool(record)
+        except UsageError as error:  # a conflicting grade, a query the set lacks
+            return JSONResponse({"error": str(error)}, status_code=409)
+        except MonitorError as error:
+            return JSONResponse({"error": str(error)}, status_code=500)
+        return JSONResponse(
+            {
+                "recorded": {
+                    "query_id": label.query_id,
+                    "doc_id": label.doc_id,
+                    "grade": label.grade,
+                    "who": label.who,
+                    "at": label.at.isoformat(),
+                }
+            }
+        )
+
+    async def login(self, request: Request) -> Response:
+        from starlette.responses import RedirectResponse
+
+        if request.method == "GET":
+            return self.page("login.html", failed=False)
+        form = await request.form()
+        given = str(form.get("token", ""))
+        token = self.settings.auth_token
+        if token is None or not security.token_matches(token, given):
+            return self.page("login.html", status=401, failed=True)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            security.TOKEN_COOKIE, given, httponly=True, samesite="strict", path="/"
+        )
+        return response
+
+
+def _environment() -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+    from markupsafe import Markup
+
+    from monitor.report.svg import trend_chart
+    from monitor.web.charts import sparkline
+
+    env = Environment(
+        loader=PackageLoader("monitor.web", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+    )
+    env.filters["num"] = _num
+    env.filters["signed"] = _signed
+    env.filters["when"] = _when
+    env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
+    env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
+    return env
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: float | None, digits: int = 4) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    return f"{value:+.{digits}f}"
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    return default if raw is None else _int_value(raw, name)
+
+
+def _int_value(raw: object, name: str) -> int:
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        return int(str(raw))
+    except ValueError:
+        raise UsageError(f"{name}: expected an integer, got {raw!r}") from None

@@ -1,0 +1,69 @@
+"""What keeps the web app safe by default: bearer token, same-origin writes, CSP.
+
+- With a token, every request needs ``Authorization: Bearer TOKEN`` or the cookie set by
+  ``/login`` (a form posting the token, for browsers); without one the app should only be
+  bound to a loopback address (the CLI refuses anything else).
+- Every request other than GET/HEAD must come from the app's own origin (``Origin`` or
+  ``Sec-Fetch-Site``) and carry the server's CSRF token (``X-CSRF-Token`` header or a
+  ``csrf`` form field): a page elsewhere cannot make a browser post to it.
+- Every response carries a Content-Security-Policy allowing only the app's own scripts,
+  styles and requests, and no framing.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+#: The policy of every page: only what the app itself serves.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+#: Headers added to every response.
+HEADERS: Mapping[str, str] = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+
+#: The cookie ``/login`` sets to the token.
+TOKEN_COOKIE = "monitor_token"
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def token_matches(expected: str, given: str | None) -> bool:
+    """Return whether ``given`` is the token, compared in constant time."""
+    return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def bearer(authorization: str | None) -> str | None:
+    """Return the token of an ``Authorization: Bearer TOKEN`` header, or None."""
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def cross_site(headers: Mapping[str, str], host: str) -> str | None:
+    """Return why a write request is refused as cross-site, or None when it is same-origin.
+
+    ``Sec-Fetch-Site`` (sent by current browsers) must be ``same-origin`` when present; an
+    ``Origin`` must name this host; one of the two must be there.
+    """
+    fetch_site = headers.get("sec-fetch-site")
+    origin = headers.get("origin")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {fetch_site!r}, expected 'same-origin'"
+    if origin is not None:
+        if origin == "null" or urlsplit(origin).netloc != host:
+            return f"Origin {origin!r} is not this server ({host})"
+        return None
+    if fetch_site is None:
+        return "the request names no Origin: expected one from this server"
+    return None

@@ -1,0 +1,131 @@
+// The simulator: reorder, grade, change k and R; the server's engine computes the figures.
+"use strict";
+(function () {
+  const root = document.getElementById("simulator");
+  if (!root) { return; }
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const seed = JSON.parse(root.dataset.seed);
+  const state = { docs: seed.docs.map((d) => ({ id: d.id, grade: d.grade })), k: seed.k,
+                  relevant: seed.relevant_in_collection, mode: "binary" };
+  if (state.docs.some((d) => d.grade > 1)) { state.mode = "graded"; }
+  const list = document.getElementById("docs");
+  const kInput = document.getElementById("k");
+  const rInput = document.getElementById("relevant");
+  const mode = document.getElementById("mode");
+  const errorBox = document.getElementById("sim-error");
+  mode.value = state.mode;
+  let dragged = null;
+  let pending = 0;
+
+  function el(tag, attrs, text) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) { node.setAttribute(key, value); }
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+
+  function listedRelevant() { return state.docs.filter((d) => d.grade >= 1).length; }
+
+  function move(from, to) {
+    if (to < 0 || to >= state.docs.length || from === to) { return; }
+    const [doc] = state.docs.splice(from, 1);
+    state.docs.splice(to, 0, doc);
+    changed();
+  }
+
+  function render() {
+    list.replaceChildren();
+    state.docs.forEach((doc, index) => {
+      const item = el("li", { draggable: "true", "data-id": doc.id, "data-grade": String(doc.grade),
+                              class: doc.grade >= 1 ? "relevant" : "nonrelevant" });
+      item.append(el("span", { class: "rank" }, String(index + 1) + "."), " ",
+                  el("code", {}, doc.id), " ");
+      const up = el("button", { type: "button", class: "up", title: "move up" }, "\u2191");
+      up.addEventListener("click", () => move(index, index - 1));
+      const down = el("button", { type: "button", class: "down", title: "move down" }, "\u2193");
+      down.addEventListener("click", () => move(index, index + 1));
+      item.append(up, down, " ");
+      if (state.mode === "binary") {
+        const box = el("input", { type: "checkbox", class: "relevant-toggle", title: "relevant" });
+        box.checked = doc.grade >= 1;
+        box.addEventListener("change", () => { doc.grade = box.checked ? 1 : 0; changed(); });
+        const label = el("label", {});
+        label.append(box, " relevant");
+        item.append(label);
+      } else {
+        const select = el("select", { class: "grade-select", title: "grade" });
+        for (const g of [0, 1, 2, 3]) { select.append(el("option", { value: String(g) }, "grade " + g)); }
+        select.value = String(doc.grade);
+        select.addEventListener("change", () => { doc.grade = Number(select.value); changed(); });
+        item.append(select);
+      }
+      const remove = el("button", { type: "button", class: "remove", title: "remove" }, "\u00d7");
+      remove.addEventListener("click", () => { state.docs.splice(index, 1); changed(); });
+      item.append(" ", remove);
+      item.addEventListener("dragstart", () => { dragged = index; });
+      item.addEventListener("dragover", (event) => event.preventDefault());
+      item.addEventListener("drop", (event) => { event.preventDefault(); if (dragged !== null) { move(dragged, index); } dragged = null; });
+      list.append(item);
+    });
+    kInput.value = String(state.k);
+    rInput.value = String(state.relevant);
+  }
+
+  function showMetrics(result) {
+    const body = document.querySelector("#sim-metrics tbody");
+    body.replaceChildren();
+    for (const [name, value] of Object.entries(result.metrics)) {
+      const row = el("tr", { "data-metric": name });
+      row.append(el("td", {}, name), el("td", { class: "num value" }, value.toFixed(4)),
+                 el("td", { class: "formula" }, result.explain[name].formula),
+                 el("td", { class: "worked" }, result.explain[name].worked));
+      body.append(row);
+    }
+  }
+
+  async function recompute() {
+    pending += 1;
+    root.dataset.pending = String(pending);
+    try {
+      const response = await fetch("/api/simulate", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: JSON.stringify({ docs: state.docs, k: state.k, relevant_in_collection: state.relevant }),
+      });
+      const result = await response.json();
+      if (!response.ok) { errorBox.textContent = result.error; return; }
+      errorBox.textContent = "";
+      showMetrics(result);
+      root.dataset.computed = String(Number(root.dataset.computed || "0") + 1);
+    } catch (error) {
+      errorBox.textContent = "the server did not answer: " + error;
+    } finally {
+      pending -= 1;
+      root.dataset.pending = String(pending);
+    }
+  }
+
+  function changed() {
+    state.relevant = Math.max(state.relevant, listedRelevant());
+    render();
+    recompute();
+  }
+
+  kInput.addEventListener("change", () => { state.k = Math.max(1, Number(kInput.value) || 1); changed(); });
+  rInput.addEventListener("change", () => { state.relevant = Math.max(0, Number(rInput.value) || 0); changed(); });
+  mode.addEventListener("change", () => {
+    state.mode = mode.value;
+    if (state.mode === "binary") { state.docs.forEach((d) => { d.grade = d.grade >= 1 ? 1 : 0; }); }
+    changed();
+  });
+  document.getElementById("add-doc").addEventListener("click", () => {
+    const input = document.getElementById("new-doc");
+    const id = input.value.trim() || "doc" + (state.docs.length + 1);
+    if (state.docs.some((d) => d.id === id)) { errorBox.textContent = "doc id " + id + " is listed already"; return; }
+    state.docs.push({ id: id, grade: 0 });
+    input.value = "";
+    changed();
+  });
+  render();
+  root.dataset.ready = "1";
+}());

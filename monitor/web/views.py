@@ -1,0 +1,503 @@
+"""What each page shows, read from the store and the config: small frozen records.
+
+Pages read only what they show: the suites page the newest runs of each suite (SQL
+``LIMIT``), a suite page one page of its runs and its figures' history, a run page the run,
+its baseline and their comparison, a query page one query of two runs. Comparisons and eval
+sets are kept in a :class:`Cache` owned by the app, so reading a page twice recomputes
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from monitor.errors import MonitorError, UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from monitor.alerts.model import Alert
+    from monitor.compare.records import Comparison
+    from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.evalset import EvalSet
+    from monitor.report.records import Report, Trend
+    from monitor.store import OutboxMessage, QueryRecord, RunRecord, RunSummary, Store
+
+#: Runs listed per page of a suite's history.
+RUNS_PER_PAGE = 25
+#: Runs a sparkline of the suites page draws.
+SPARK_RUNS = 30
+#: Comparisons, histories and eval sets kept in memory.
+CACHE_SIZE = 32
+#: Whole runs kept in memory for query pages (a 10,000-query run holds some 15 MB).
+RUN_CACHE_SIZE = 4
+
+_T = TypeVar("_T")
+
+
+class Cache:
+    """A small thread-safe LRU of computed values, keyed by what they were computed from."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object, compute: Callable[[], _T]) -> _T:
+        """Return the value kept under ``key``, computing and keeping it when absent."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteCard:
+    """One suite on the suites page."""
+
+    name: str
+    latest: RunSummary | None
+    verdict: str | None
+    firing: tuple[Alert, ...]
+    next_run_at: datetime | None
+    sparklines: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SuitePage:
+    """A suite: one page of its runs, its trends, baseline, alerts and outbox."""
+
+    suite: SuiteConfig
+    runs: tuple[RunRow, ...]
+    page: int
+    has_next: bool
+    trends: tuple[Trend, ...]
+    baseline: RunRow | None
+    firing: tuple[Alert, ...]
+    outbox: tuple[OutboxMessage, ...]
+    total_runs: int
+
+    @property
+    def baseline_id(self) -> int | None:
+        """Return the baseline's run id, or None."""
+        return None if self.baseline is None else self.baseline.run_id
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    """One run in a suite's history: read from the history, without its per-query records."""
+
+    run_id: int
+    status: str
+    started_at: datetime
+    queries: int
+    means: Mapping[str, float]
+    latency_p95: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocRow:
+    """One document of a query page: where it sits in each run, its grade, what changed."""
+
+    doc_id: str
+    grade: int | None
+    baseline_rank: int | None
+    current_rank: int | None
+    change: str  # "moved", "lost", "new", "same"
+    text: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Return whether the document has a grade."""
+        return self.grade is not None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPage:
+    """One query of a run beside the same query of the baseline."""
+
+    suite: str
+    run: RunRecord
+    baseline: RunRecord | None
+    query_id: str
+    text: str
+    metadata: Mapping[str, Any]
+    judgments: Mapping[str, int]
+    current: QueryRecord
+    before: QueryRecord | None
+    current_rows: tuple[DocRow, ...]
+    baseline_rows: tuple[DocRow, ...]
+    lost: tuple[DocRow, ...]
+    metric_names: tuple[str, ...]
+
+
+class Views:
+    """Build the pages' records from a config and a store opened per call."""
+
+    def __init__(
+        self,
+        config: MonitorConfig,
+        open_store: Callable[[], Store],
+        *,
+        next_runs: Callable[[], Mapping[str, datetime | None]] | None = None,
+        cache: Cache | None = None,
+    ) -> None:
+        self.config = config
+        self._open = open_store
+        self._next_runs = next_runs
+        self._cache = cache or Cache()
+        self._runs = Cache(RUN_CACHE_SIZE)
+
+    def suite(self, name: str) -> SuiteConfig:
+        """Return the suite's config; raise UsageError naming the known suites."""
+        return self.config.suite(name)
+
+    # Pages -------------------------------------------------------------------------------
+
+    def suites(self) -> list[SuiteCard]:
+        """Return a card per suite of the config, in config order."""
+        from monitor.report.history import chart_metrics
+
+        upcoming = self._next_runs() if self._next_runs is not None else {}
+        cards = []
+        with self._open() as store:
+            for suite in self.config.suites.values():
+                recent = store.list_runs(suite.name, limit=SPARK_RUNS)
+                latest = recent[0] if recent else None
+                watched = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+                ok = [run for run in reversed(recent) if run.status == "ok"]
+                sparks = {
+                    metric: tuple(run.means.get(metric, math.nan) for run in ok)
+                    for metric in watched
+                }
+                verdict: str | None = None
+                if latest is not None and latest.status == "ok":
+                    verdict = self._comparison(store, suite, latest.run_id).verdict
+                elif latest is not None:
+                    verdict = "failed"
+                cards.append(
+                    SuiteCard(
+                        name=suite.name,
+                        latest=latest,
+                        verdict=verdict,
+                        firing=tuple(_firing(store, suite.name)),
+                        next_run_at=upcoming.get(suite.name),
+                        sparklines=sparks,
+                    )
+                )
+        return cards
+
+    def suite_page(self, name: str, page: int = 1) -> SuitePage:
+        """Return page ``page`` (1 = newest) of the suite's runs with its trends.
+
+        One read of the suite's history gives the rows, the trends and the baseline's
+        figures: no run's per-query records are loaded (a failed run on the page is read
+        for its error, and it has none).
+        """
+        from monitor.alerts.outbox import OUTBOX_KIND
+        from monitor.report.history import build_trends, chart_metrics
+
+        suite = self.suite(name)
+        if page < 1:
+            raise UsageError(f"page: expected 1 or more, got {page}")
+        charted = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+        with self._open() as store:
+            baseline_id = _baseline_id(store, suite.name)
+            newest = store.list_runs(suite.name, limit=1)
+            history, rows = self._cache.get(
+                ("history", suite.name, newest[0].run_id if newest else None, charted),
+                lambda: _history(store, suite.name, charted),
+            )
+            start = (page - 1) * RUNS_PER_PAGE
+            shown = tuple(
+                _with_error(store, row)
+                for row in reversed(
+                    rows[max(len(rows) - start - RUNS_PER_PAGE, 0) : max(len(rows) - start, 0)]
+                )
+            )
+            baseline = next((row for row in rows if row.run_id == baseline_id), None)
+            trends = build_trends(
+                history, charted, baseline=_as_record(suite.name, baseline), rules=suite.rules
+            )
+            firing = tuple(_firing(store, suite.name))
+            outbox = tuple(
+                message
+                for message in store.pending(OUTBOX_KIND)
+                if str(message.payload.get("suite", "")) == suite.name
+                or message.key.startswith(f"{suite.name}/")
+            )
+        return SuitePage(
+            suite=suite,
+            runs=shown,
+            page=page,
+            has_next=len(rows) > start + RUNS_PER_PAGE,
+            trends=trends,
+            baseline=baseline,
+            firing=firing,
+            outbox=outbox,
+            total_runs=len(rows),
+        )
+
+    def run_page(self, name: str, run_id: int) -> Report:
+        """Return the report of run ``run_id`` of the suite against its baseline."""
+        from monitor.report.compose import compose_report
+
+        suite = self.suite(name)
+        with self._open() as store:
+            key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
+            report = self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
+        # Its query pages need the same rankings: keep the run the report read.
+        self._runs.get(("run", run_id), lambda: report.run)
+        return report
+
+    def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
+        """Return query ``query_id`` of run ``run_id`` beside the baseline's.
+
+        The grades are those in force (the frozen set with the suite's judgment layers), and
+        both runs' values of this query are scored under them with the engine, as the run
+        page re-scores whole runs when the judgments changed. A suite judged by a reference
+        search shows the judgments stored with the run.
+        """
+        suite = self.suite(name)
+        with self._open() as store:
+            run = self._run(store, suite.name, run_id)
+            baseline_id = _baseline_id(store, suite.name)
+            baseline = None if baseline_id is None else self._run(store, suite.name, baseline_id)
+            evalset = self._effective(store, suite)
+        current = _query_of(run, query_id)
+        if current is None:
+            raise UsageError(f"run {run_id} has no query {query_id!r}")
+        before = None if baseline is None else _query_of(baseline, query_id)
+        found = None if evalset is None else _find(evalset, query_id)
+        judgments: dict[str, int] = dict.fromkeys(current.relevant_ids, 1)
+        names = tuple(dict.fromkeys([*current.values, *(before.values if before else {})]))
+        if found is not None and suite.evalset.reference is None:
+            judgments = dict(found.judgments)
+            names = names or tuple(str(m) for m in suite.metrics)
+            current = _scored(current, judgments, names)
+            before = None if before is None else _scored(before, judgments, names)
+        text_of = self._cache.get(("texts", suite.name), lambda: _doc_texts(suite))
+        current_rows, baseline_rows, lost = diff_rankings(
+            current.retrieved_ids,
+            () if before is None else before.retrieved_ids,
+            judgments,
+            text_of,
+        )
+        return QueryPage(
+            suite=suite.name,
+            run=run,
+            baseline=baseline,
+            query_id=query_id,
+            text=found.text if found is not None else "",
+            metadata=dict(found.metadata) if found is not None else {},
+            judgments=judgments,
+            current=current,
+            before=before,
+            current_rows=current_rows,
+            baseline_rows=baseline_rows,
+            lost=lost,
+            metric_names=names,
+        )
+
+    def _effective(self, store: Store, suite: SuiteConfig) -> EvalSet | None:
+        """Return the suite's eval set with its judgment layers applied (None: unreadable)."""
+        from monitor.judgments.suite import suite_evalset
+
+        frozen = self.evalset(suite)
+        if frozen is None:
+            return None
+        layers = len(store.layers(suite.name))
+        if not layers:
+            return frozen
+        return self._cache.get(
+            ("effective", suite.name, layers), lambda: suite_evalset(store, suite, frozen)
+        )
+
+    def warm(self) -> None:
+        """Compute what the first pages will ask for: each suite's eval set, its latest
+        run's comparison, that run and the baseline (run at start-up, off the request path).
+        A suite that cannot be read is left for its page to report."""
+        for suite in self.config.suites.values():
+            try:
+                self.evalset(suite)
+                with self._open() as store:
+                    latest = store.latest_run(suite.name)
+                    if latest is None or latest.run_id is None:
+                        continue
+                    self._comparison(store, suite, latest.run_id)
+                    self._run(store, suite.name, latest.run_id)
+                    baseline_id = _baseline_id(store, suite.name)
+                    if baseline_id is not None:
+                        self._run(store, suite.name, baseline_id)
+                self.suite_page(suite.name)
+            except MonitorError:
+                continue
+
+    # Shared reads ------------------------------------------------------------------------
+
+    def evalset(self, suite: SuiteConfig) -> EvalSet | None:
+        """Return the suite's eval set, or None when it cannot be loaded."""
+        from monitor.evalset.suite import load_evalset
+
+        def load() -> EvalSet | None:
+            try:
+                return load_evalset(suite.evalset)
+            except (MonitorError, OSError):
+                return None
+
+        return self._cache.get(("evalset", suite.evalset), load)
+
+    def _comparison(self, store: Store, suite: SuiteConfig, run_id: int) -> Comparison:
+        from monitor.report.compose import compose_report
+
+        key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
+        return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id)).comparison
+
+    def _run(self, store: Store, suite: str, run_id: int) -> RunRecord:
+        from monitor.errors import StoreLookupError
+
+        def load() -> RunRecord:
+            try:
+                run = store.get_run(run_id)
+            except StoreLookupError:
+                raise UsageError(f"no run {run_id} in the store") from None
+            if run.suite != suite:
+                raise UsageError(f"run {run_id} belongs to suite {run.suite!r}, not {suite!r}")
+            return run
+
+        return self._runs.get(("run", run_id), load)
+
+    def forget_runs(self) -> None:
+        """Drop every kept value (after the judgments changed)."""
+        self._cache = Cache(self._cache.size)
+        self._runs = Cache(self._runs.size)
+
+
+def diff_rankings(
+    current: tuple[str, ...],
+    baseline: tuple[str, ...],
+    judgments: Mapping[str, int],
+    text_of: Callable[[str], str | None] = lambda doc: None,
+) -> tuple[tuple[DocRow, ...], tuple[DocRow, ...], tuple[DocRow, ...]]:
+    """Return the current and baseline rankings as rows, and the documents the current one
+    lost: ``moved`` (in both at other ranks), ``new`` (only now), ``lost`` (only before)."""
+    now = {doc: rank for rank, doc in enumerate(current, 1)}
+    then = {doc: rank for rank, doc in enumerate(baseline, 1)}
+
+    def row(doc: str) -> DocRow:
+        a, b = then.get(doc), now.get(doc)
+        change = "new" if a is None else "lost" if b is None else "moved" if a != b else "same"
+        return DocRow(doc, judgments.get(doc), a, b, change, text_of(doc))
+
+    current_rows = tuple(row(doc) for doc in current)
+    baseline_rows = tuple(row(doc) for doc in baseline)
+    lost = tuple(r for r in baseline_rows if r.change == "lost")
+    return current_rows, baseline_rows, lost
+
+
+def _firing(store: Store, suite: str) -> list[Alert]:
+    from monitor.alerts.lifecycle import AlertLifecycle
+    from monitor.alerts.model import KINDS
+
+    lifecycle = AlertLifecycle(store, {})
+    return [alert for kind in KINDS for alert in lifecycle.active(suite, kind)]
+
+
+def _baseline_id(store: Store, suite: str) -> int | None:
+    """Return the id of the suite's baseline without loading the run."""
+    return next((b.run_id for b in store.list_baselines() if b.suite == suite), None)
+
+
+def _history(store: Store, suite: str, metrics: Sequence[str]) -> tuple[pd.DataFrame, list[RunRow]]:
+    """Return the suite's history of ``metrics`` and its runs as rows, oldest first."""
+    history = store.history(suite, metrics)
+    return history, _rows(history, metrics)
+
+
+def _rows(history: pd.DataFrame, metrics: Sequence[str]) -> list[RunRow]:
+    """Return the history's runs as rows, oldest first."""
+    rows = []
+    for record in history.to_dict("records"):
+        p95 = record.get("latency_p95")
+        sent = record.get("queries")
+        rows.append(
+            RunRow(
+                run_id=int(record["run_id"]),
+                status=str(record["status"]),
+                started_at=record["started_at"].to_pydatetime(),
+                queries=0 if sent is None or math.isnan(sent) else int(sent),
+                means={m: float(record.get(m, math.nan)) for m in metrics},
+                latency_p95=None if p95 is None or math.isnan(p95) else float(p95),
+            )
+        )
+    return rows
+
+
+def _with_error(store: Store, row: RunRow) -> RunRow:
+    """Return ``row`` with its error when the run failed (a failed run has no query records)."""
+    if row.status == "ok":
+        return row
+    return replace(row, error=store.get_run(row.run_id).error)
+
+
+def _as_record(suite: str, row: RunRow | None) -> RunRecord | None:
+    """Return the baseline's figures as the record the trends read (without its queries)."""
+    from monitor.records import LatencySummary
+    from monitor.store import RunFigures, RunRecord
+
+    if row is None:
+        return None
+    return RunRecord(
+        suite=suite,
+        pipeline="",
+        started_at=row.started_at,
+        finished_at=row.started_at,
+        means=row.means,
+        figures=RunFigures(latency=LatencySummary(p95=row.latency_p95)),
+        run_id=row.run_id,
+    )
+
+
+def _scored(query: QueryRecord, judgments: Mapping[str, int], names: Sequence[str]) -> QueryRecord:
+    """Return ``query`` with its values scored under ``judgments`` by the engine: none when
+    it failed or has no relevant grade, as a run re-scored under new judgments has."""
+    from monitor.evaluation import evaluate
+
+    if query.error_type is not None or not any(g >= 1 for g in judgments.values()) or not names:
+        return replace(query, values={})
+    result = evaluate(
+        {query.query_id: dict(judgments)}, {query.query_id: list(query.retrieved_ids)}, names
+    )
+    relevant = tuple(doc for doc, grade in judgments.items() if grade >= 1)
+    return replace(query, values=result.means, relevant_ids=relevant)
+
+
+def _doc_texts(suite: SuiteConfig) -> Callable[[str], str | None]:
+    """Return the documents' texts where the suite has them (the bundled passages, a corpus)."""
+    from monitor.judgments.suite import doc_texts
+
+    return doc_texts(suite)
+
+
+def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
+    return next((q for q in run.queries if q.query_id == query_id), None)
+
+
+def _find(evalset: EvalSet, query_id: str) -> Any:
+    try:
+        return evalset[query_id]
+    except (KeyError, IndexError, MonitorError):
+        return None

@@ -1,0 +1,129 @@
+"""Label-free overlap of the current top k with the baseline's: RBO, Jaccard@k, min_overlap."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+import rbo  # changyaochen/rbo: the reference implementation of Webber et al.'s RBO
+from hypothesis import given
+from hypothesis import strategies as st
+
+from monitor.compare import compare_runs
+from monitor.compare.overlap import PERSISTENCE, jaccard, overlap_of, rank_biased_overlap
+from monitor.config import Check, RuleConfig
+from monitor.store.records import QueryRecord, RunRecord
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+rankings = st.lists(st.sampled_from([f"d{i}" for i in range(15)]), max_size=12, unique=True)
+
+
+def run(lists: dict[str, list[str]], run_id: int, failed: tuple[str, ...] = ()) -> RunRecord:
+    """Store ``lists`` as a run's rankings (``failed`` queries with an error and no hits)."""
+    return RunRecord(
+        suite="s",
+        pipeline="p",
+        started_at=T0,
+        finished_at=T0,
+        evalset_fingerprint="sha256:a",
+        means={"recall@10": 1.0},
+        queries=tuple(
+            QueryRecord(
+                query_id=qid,
+                values={} if qid in failed else {"recall@10": 1.0},
+                retrieved_ids=() if qid in failed else tuple(ids),
+                error_type="Timeout" if qid in failed else None,
+            )
+            for qid, ids in lists.items()
+        ),
+        run_id=run_id,
+    )
+
+
+@given(rankings.filter(bool), rankings.filter(bool))
+def test_rbo_matches_the_reference_extrapolated_rbo(a: list[str], b: list[str]) -> None:
+    """RBO at depth 10 equals rbo.RankingSimilarity(...).rbo_ext(p=0.9) on the cut lists."""
+    expected = rbo.RankingSimilarity(a[:10], b[:10]).rbo_ext(p=PERSISTENCE)
+    assert expected == pytest.approx(rank_biased_overlap(a, b, 10), abs=1e-12)
+
+
+@given(rankings, rankings)
+def test_overlaps_stay_in_the_unit_interval(a: list[str], b: list[str]) -> None:
+    """Both measures lie in [0, 1] and are symmetric."""
+    for measure in (rank_biased_overlap, jaccard):
+        value = measure(a, b, 10)
+        assert 0.0 <= value <= 1.0
+        assert value == pytest.approx(measure(b, a, 10))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (["x", "y", "z"], ["x", "y", "z"], 1.0),
+        (["x", "y"], ["u", "v"], 0.0),
+        ([], [], 1.0),
+        (["x"], [], 0.0),
+    ],
+)
+def test_identical_lists_score_one_and_disjoint_ones_zero(
+    a: list[str], b: list[str], expected: float
+) -> None:
+    """Identical (or both empty) rankings overlap fully; disjoint ones not at all."""
+    assert expected == rank_biased_overlap(a, b, 10)
+    assert expected == jaccard(a, b, 10)
+
+
+def test_jaccard_ignores_order_below_the_cutoff() -> None:
+    """Jaccard@2 of [a, b, c] and [b, a, d] is 1: the same two documents, in any order."""
+    assert 1.0 == jaccard(["a", "b", "c"], ["b", "a", "d"], 2)
+
+
+def test_rbo_weighs_the_top_more_than_the_bottom() -> None:
+    """Swapping the first two ranks costs more RBO than swapping the last two."""
+    base = [f"d{i}" for i in range(10)]
+    top = [base[1], base[0], *base[2:]]
+    bottom = [*base[:8], base[9], base[8]]
+    assert rank_biased_overlap(base, top, 10) < rank_biased_overlap(base, bottom, 10)
+
+
+def test_overlap_leaves_out_queries_that_failed_in_either_run() -> None:
+    """A query that failed in the current run has no ranking to compare: n counts one."""
+    before = run({"q1": ["a", "b"], "q2": ["c"]}, 1)
+    after = run({"q1": ["a", "b"], "q2": ["c"]}, 2, failed=("q2",))
+    overlap = overlap_of(before, after, 10)
+    assert (1, 1.0, 1.0) == (overlap.n, overlap.rbo, overlap.jaccard)
+
+
+def test_min_overlap_breaches_when_the_rankings_moved() -> None:
+    """Disjoint top k in every query breach min_overlap 0.5, with no judgments at all."""
+    before = run({"q1": ["a", "b"], "q2": ["c", "d"]}, 1)
+    after = run({"q1": ["x", "y"], "q2": ["z", "w"]}, 2)
+    comparison = compare_runs(after, before, [RuleConfig(Check.MIN_OVERLAP, 0.5)])
+    (outcome,) = comparison.rules
+    assert ("breach", 0.0, "regression") == (outcome.status, outcome.current, comparison.verdict)
+
+
+def test_min_overlap_holds_for_unchanged_rankings() -> None:
+    """The same rankings keep min_overlap at 1.0: ok."""
+    before = run({"q1": ["a", "b"]}, 1)
+    (outcome,) = compare_runs(
+        run({"q1": ["a", "b"]}, 2), before, [RuleConfig(Check.MIN_OVERLAP, 0.9)]
+    ).rules
+    assert ("ok", 1.0) == (outcome.status, outcome.current)
+
+
+def test_min_overlap_without_a_baseline_is_skipped() -> None:
+    """Nothing to compare the rankings with: the rule is skipped."""
+    (outcome,) = compare_runs(
+        run({"q1": ["a"]}, 2), None, [RuleConfig(Check.MIN_OVERLAP, 0.9)]
+    ).rules
+    assert "skipped" == outcome.status
+
+
+def test_the_comparison_json_carries_the_overlap_per_query() -> None:
+    """to_dict gives k, p, the means and each query's RBO and Jaccard."""
+    before = run({"q1": ["a", "b"]}, 1)
+    data = compare_runs(run({"q1": ["b", "a"]}, 2), before, []).to_dict()["overlap"]
+    assert (10, 0.9, 1, 1.0) == (data["k"], data["persistence"], data["n"], data["jaccard"])
+    assert ["q1"] == [q["query_id"] for q in data["queries"]]

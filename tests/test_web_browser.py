@@ -1,0 +1,236 @@
+"""The web app in a real browser (headless Chromium through selenium): pages load without
+console errors, the simulator's figures after a reorder equal `evaluate`'s, and a grade
+button's round trip.
+
+Marked ``browser``: skipped without Chromium and its driver, failed instead under
+``MONITOR_REQUIRE_SERVICES=1`` (``.ci/run`` installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import unavailable
+
+from monitor.config import default_config
+from monitor.evaluation import evaluate
+from monitor.job import run_suite
+from monitor.store import open_store
+from monitor.web import WebSettings, create_app
+from monitor.web.simulate import Simulation, metrics_at
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SUITE = "larkfield"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the seeded rerank baseline (run 1) and a keyword run (run 2)."""
+    path = tmp_path_factory.mktemp("browser") / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(store_path: Path) -> Iterator[str]:
+    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
+    import uvicorn
+
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(store_path),
+        allow_labeling=True,
+    )
+    port = _free_port()
+    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error")
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not instance.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    instance.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium that keeps the console log."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        unavailable("selenium is not installed")
+    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
+        unavailable("Chromium or chromedriver is not installed")
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.binary_location = shutil.which("chromium") or "chromium"
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_window_size(1400, 1000)
+    yield driver
+    driver.quit()
+
+
+def _console_errors(driver: Any) -> list[str]:
+    return [
+        str(entry["message"]) for entry in driver.get_log("browser") if entry["level"] == "SEVERE"
+    ]
+
+
+def _wait(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError("the page did not reach the expected state in time")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/suites/larkfield",
+        "/suites/larkfield/runs/2",
+        "/suites/larkfield/runs/2/queries/Q34",
+        "/simulator",
+        "/simulator?suite=larkfield&run=2&query=Q34",
+    ],
+)
+def test_every_page_loads_without_console_errors(server: str, browser: Any, path: str) -> None:
+    """Each page loads its own scripts and styles under the CSP with no console error."""
+    browser.get_log("browser")
+    browser.get(server + path)
+    _wait(lambda: browser.execute_script("return document.readyState") == "complete")
+    if path.startswith("/simulator"):
+        _wait(
+            lambda: (
+                browser.execute_script("return document.getElementById('simulator').dataset.ready")
+                == "1"
+            )
+        )
+    assert [] == _console_errors(browser)
+
+
+def _simulator_figures(driver: Any) -> dict[str, float]:
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.CSS_SELECTOR, "#sim-metrics tbody tr")
+    return {
+        row.get_attribute("data-metric"): float(row.find_element(By.CSS_SELECTOR, ".value").text)
+        for row in rows
+    }
+
+
+def _query_with_relevant_first(store_path: Path) -> str:
+    with open_store(store_path) as store:
+        run = store.get_run(2)
+    return next(
+        q.query_id for q in run.queries if q.retrieved_ids and q.retrieved_ids[0] in q.relevant_ids
+    )
+
+
+def test_the_simulator_after_a_reorder_shows_evaluates_figures(
+    server: str, browser: Any, store_path: Path
+) -> None:
+    """Moving a relevant first document down gives the figures `evaluate` gives the new order."""
+    from selenium.webdriver.common.by import By
+
+    query = _query_with_relevant_first(store_path)
+    browser.get(f"{server}/simulator?suite=larkfield&run=2&query={query}")
+    root = browser.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    seed = json.loads(root.get_attribute("data-seed"))
+    before = _simulator_figures(browser)
+    browser.find_element(By.CSS_SELECTOR, "#docs li:first-child button.down").click()
+    _wait(lambda: root.get_attribute("data-computed") == "1")
+    docs = [(d["id"], d["grade"]) for d in seed["docs"]]
+    docs[0], docs[1] = docs[1], docs[0]
+    simulation = Simulation(tuple(docs), seed["k"], seed["relevant_in_collection"])
+    expected = evaluate(
+        simulation.qrels(), simulation.run(), metrics_at(seed["k"]), include_no_relevant=True
+    )
+    after = _simulator_figures(browser)
+    assert {name: round(value, 4) for name, value in expected.means.items()} == after
+    assert before["mrr@" + str(seed["k"])] > after["mrr@" + str(seed["k"])]
+
+
+def test_toggling_relevance_in_binary_mode_recomputes(server: str, browser: Any) -> None:
+    """On a blank list, adding a document and marking it relevant makes hit_rate@10 one."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/simulator")
+    root = browser.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    browser.find_element(By.ID, "new-doc").send_keys("d1")
+    browser.find_element(By.ID, "add-doc").click()
+    browser.find_element(By.CSS_SELECTOR, "#docs li input.relevant-toggle").click()
+    _wait(lambda: _simulator_figures(browser).get("hit_rate@10") == 1.0)
+    assert 1.0 == _simulator_figures(browser)["mrr@10"]
+
+
+def _run_mean(driver: Any, metric: str) -> float:
+    from selenium.webdriver.common.by import By
+
+    for row in driver.find_elements(By.CSS_SELECTOR, "#metrics tbody tr"):
+        cells = row.find_elements(By.TAG_NAME, "td")
+        if cells[0].text == metric:
+            return float(cells[2].text)
+    raise AssertionError(f"no {metric} row on the run page")
+
+
+def test_a_grade_button_round_trip_rescores_the_run(
+    server: str, browser: Any, store_path: Path
+) -> None:
+    """Grading an unjudged document adds a layer with its labeler, and the run page's
+    figures become those of the run re-scored under the new judgments."""
+    from selenium.webdriver.common.by import By
+
+    from monitor.report import compose_report
+
+    browser.get(server + "/suites/larkfield/runs/2")
+    before = _run_mean(browser, "recall@10")
+    browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
+    group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
+    doc = group.get_attribute("data-doc")
+    labeler = browser.find_element(By.ID, "labeler")
+    labeler.clear()
+    labeler.send_keys("ana")
+    group.find_element(By.CSS_SELECTOR, 'button[data-grade="2"]').click()
+    _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
+    assert [] == _console_errors(browser)
+
+    with open_store(store_path) as store:
+        layers = store.layers(SUITE)
+        expected = compose_report(store, default_config().suite(SUITE), run_id=2).run
+    assert [("ana", {"Q34": {doc: 2}})] == [
+        (layer.who, {q: dict(g) for q, g in layer.grades.items()}) for layer in layers
+    ]
+    browser.get(server + "/suites/larkfield/runs/2")
+    after = _run_mean(browser, "recall@10")
+    assert round(expected.means["recall@10"], 4) == after
+    assert after > before
+    browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
+    assert "graded" not in browser.page_source
+    assert f'data-doc="{doc}"' not in browser.page_source
