@@ -6,14 +6,22 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
 from monitor.errors import InputError
 from monitor.metrics.engine import compute, needs_judgments
+from monitor.metrics.names import NameStyle, display_name
 from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
-from monitor.metrics.spec import COUNTS, Metric, default_metrics, parse_metrics
+from monitor.metrics.spec import (
+    AVERAGES,
+    COUNTS,
+    Average,
+    Metric,
+    default_metrics,
+    parse_metrics,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,10 +49,6 @@ class _HasFailures(Protocol):
     @property
     def failures(self) -> tuple[_Outcome, ...]: ...
 
-
-#: Which queries the means are over (see :func:`evaluate`).
-Average: TypeAlias = Literal["answerable", "trec_eval", "all"]
-AVERAGES: tuple[str, ...] = get_args(Average)
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
 RunLike: TypeAlias = "Run | _HasRun | str | Path"
@@ -112,21 +116,63 @@ class EvaluationResult:
         (spec,) = parse_metrics([metric])
         return float(self.values[spec][self.query_ids.index(query_id)])
 
-    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        """Return ``{"metrics", "queries"[, "per_query"]}`` as the CLI prints it in JSON."""
-        out: dict[str, Any] = {"metrics": self.means, "queries": self.counts.to_dict()}
+    def to_dict(self, *, per_query: bool = False, names: NameStyle = "canonical") -> dict[str, Any]:
+        """Return ``{"metrics", "queries"[, "per_query"]}`` as the CLI prints it in JSON.
+
+        ``names`` spells the metric keys as that tool does (``P_5`` for trec_eval).
+        """
+        labels = self._labels(names)
+        means = self.means
+        out: dict[str, Any] = {
+            "metrics": {
+                label: means[str(m)] for m, label in zip(self.metrics, labels, strict=True)
+            },
+            "queries": self.counts.to_dict(),
+        }
         if per_query:
-            columns = [(str(m), self.values[m].tolist()) for m in self.metrics]
+            columns = [
+                (label, self.values[m].tolist())
+                for m, label in zip(self.metrics, labels, strict=True)
+            ]
             out["per_query"] = {
                 qid: {name: values[i] for name, values in columns}
                 for i, qid in enumerate(self.query_ids)
             }
         return out
 
-    def __str__(self) -> str:
-        width = max((len(str(m)) for m in self.metrics), default=6)
+    def to_trec_eval(self, *, per_query: bool = False, names: NameStyle = "trec_eval") -> str:
+        """Return trec_eval's output: ``measure<TAB>query<TAB>value`` lines, ``all`` last.
+
+        As trec_eval prints them: the name padded to 22 characters, four decimals (counts as
+        integers), the queries in trec_eval's order (by id) with ``per_query``, then the
+        summary: ``num_q``, then each measure (counts summed, others averaged). trec_eval's
+        ``runid`` line is not printed: a run read as JSON has no run tag.
+        """
+        labels = self._labels(names)
+        lines: list[str] = []
+        if per_query:
+            order = sorted(range(len(self.query_ids)), key=self.query_ids.__getitem__)
+            for i in order:
+                qid = self.query_ids[i]
+                for metric, label in zip(self.metrics, labels, strict=True):
+                    value = float(self.values[metric][i])
+                    lines.append(_trec_line(label, qid, value, metric.measure in COUNTS))
+        summary = self.summary
+        lines.append(_trec_line("num_q", "all", float(len(self.query_ids)), True))
+        for metric, label in zip(self.metrics, labels, strict=True):
+            lines.append(_trec_line(label, "all", summary[str(metric)], metric.measure in COUNTS))
+        return "".join(line + "\n" for line in lines)
+
+    def format_table(self, names: NameStyle = "canonical") -> str:
+        """Return the means as an aligned table, then the query counts and duplicates."""
+        labels = self._labels(names)
+        width = max((len(label) for label in labels), default=6)
         lines = [f"{'metric':<{width}}  mean", f"{'-' * width}  ------"]
-        lines += [f"{name:<{width}}  {mean:.4f}" for name, mean in self.means.items()]
+        means = self.means
+        lines += [
+            f"{label:<{width}}  {means[str(m)]:.4f}"
+            for m, label in zip(self.metrics, labels, strict=True)
+        ]
         c = self.counts
         lines.append(
             f"queries: {c.evaluated} evaluated, {c.skipped_no_relevant} skipped (no relevant),"
@@ -138,6 +184,17 @@ class EvaluationResult:
                 f"{self.queries_with_duplicates} queries (each counted once, at its best position)"
             )
         return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format_table()
+
+    def _labels(self, names: NameStyle) -> list[str]:
+        return [display_name(str(m), names) for m in self.metrics]
+
+
+def _trec_line(measure: str, qid: str, value: float, count: bool) -> str:
+    number = str(round(value)) if count and math.isfinite(value) else f"{value:.4f}"
+    return f"{measure:<22}\t{qid}\t{number}"
 
 
 def evaluate(

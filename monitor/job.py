@@ -253,6 +253,7 @@ def _run_locked(
             recorded_metrics(suite),
             exclude_failed=True,
             corpus=corpus_for(suite.evalset, suite.metrics),
+            **suite.scoring.options(),
         )
         record = _record(suite, evalset, config_hash, result, evaluation)
     except UsageError as error:  # the monitor's own figures failed their checks
@@ -477,6 +478,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         recorded_metrics(suite),
         exclude_failed=True,
         corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
     )
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)

@@ -89,6 +89,7 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
             "f1@5": 0.4,
             "ndcg_burges@10": 0.68,
             "bpref": 0.45,
+            "infap": 0.42,
             "judged@10": 0.9,
             "set_precision": 0.2,
             "set_recall": 0.7,

@@ -50,6 +50,7 @@ def successful_run() -> SuiteSnapshot:
             "map@10": 0.61,
             "r_precision": 0.5,
             "bpref": 0.45,
+            "infap": 0.42,
             "judged@10": 0.9,
             "set_precision": 0.2,
             "set_recall": 0.7,

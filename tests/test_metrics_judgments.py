@@ -75,3 +75,21 @@ def test_judged_only_removes_unjudged_documents_before_scoring(
     assert (plain, judged_only) == pytest.approx(
         (value(run, metric), value(run, metric, judged_only=True))
     )
+
+
+def test_infap_is_ap_when_every_pool_document_is_judged() -> None:
+    """With no negative grade, inferred AP is AP up to trec_eval's epsilon terms."""
+    qrels = {"q": {"a": 1, "b": 0, "c": 1}}
+    run = {"q": ["b", "a", "x", "c"]}
+    result = evaluate(qrels, run, ["infap", "map"])
+    assert result.means["map"] == pytest.approx(result.means["infap"], abs=1e-4)
+
+
+def test_infap_infers_precision_from_the_judged_share_above() -> None:
+    """A relevant document below a sampled-out one gets the judged share's precision."""
+    # R = 1; "a" at rank 3 under "s" (grade -1, pooled unjudged) and "n" (judged non-relevant):
+    # 1/3 + (2/3) * (2 pooled / 2) * ((0 + e) / (1 + 2e))
+    e = 0.00001
+    expected = 1 / 3 + (2 / 3) * 1.0 * (e / (1 + 2 * e))
+    value = evaluate({"q": {"a": 1, "n": 0, "s": -1}}, {"q": ["s", "n", "a"]}, ["infap"])
+    assert expected == pytest.approx(value.means["infap"], abs=1e-12)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 
-from monitor.config.model import Secret, SuiteConfig
+from monitor.config.model import ScoringConfig, Secret, SuiteConfig
 from monitor.metrics.spec import Metric
 
 #: Bumped when the canonical form changes, so old and new fingerprints never collide.
@@ -39,6 +39,9 @@ def canonical(suite: SuiteConfig) -> object:
     if isinstance(plain, dict):
         # Retention decides what is kept, not what is measured: runs stay comparable.
         del plain["retention"]
+    if isinstance(plain, dict) and suite.scoring == ScoringConfig():
+        # Nor does a suite scored the default way, from before scoring options existed.
+        del plain["scoring"]
     return {"format": HASH_FORMAT, "suite": plain}
 
 

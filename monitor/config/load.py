@@ -394,6 +394,7 @@ def _suite(
         links=sections.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
+        scoring=sections.scoring(f, e.get("scoring")),
         unit=unit,
         unit_cut=unit_cut,
         coverage=sections.coverage(f, e.get("coverage")),

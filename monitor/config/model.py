@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from monitor.errors import UsageError
-from monitor.metrics.spec import Metric
+from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
 
 #: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
@@ -312,6 +312,31 @@ class SignificanceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """How the suite's run is scored, with trec_eval's meaning (``evaluate``'s options).
+
+    ``relevance_level``: binary measures count grades >= it as relevant (``-l``);
+    ``max_docs``: each ranking cut to its first N (``-M``); ``judged_only``: documents
+    without a judgment removed from each ranking (``-J``); ``average``: the queries of the
+    means (``answerable``, ``trec_eval`` or ``all``).
+    """
+
+    relevance_level: int = 1
+    max_docs: int | None = None
+    judged_only: bool = False
+    average: Average = "answerable"
+
+    def options(self) -> dict[str, Any]:
+        """Return the keyword arguments of :func:`monitor.evaluation.evaluate`."""
+        return {
+            "relevance_level": self.relevance_level,
+            "max_docs": self.max_docs,
+            "judged_only": self.judged_only,
+            "average": self.average,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class PushgatewayExporterConfig:
     """Push the gauges to a Prometheus Pushgateway at ``url`` under ``job``."""
 
@@ -445,6 +470,7 @@ class SuiteConfig:
     links: LinksConfig = LinksConfig()
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
+    scoring: ScoringConfig = ScoringConfig()
     #: The evaluation unit the suite's metrics are counted in (None: the passage) and how
     #: they cut (see monitor.units); already part of each metric in ``metrics`` and ``rules``.
     unit: str | None = None

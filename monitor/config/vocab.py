@@ -32,6 +32,7 @@ SUITE_KEYS = (
     "pipeline",
     "baseline",
     "invariants",
+    "scoring",
     "unit",
     "unit_cut",
     "coverage",
@@ -40,7 +41,8 @@ SUITE_KEYS = (
     "store",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
-MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage")
+MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring")
+SCORING_KEYS = ("relevance_level", "max_docs", "judged_only", "average")
 
 STORE_KEYS = ("url", "path", "retention")
 #: Keys of a suite's own ``store``: where runs go is the file's, how long detail stays its own.

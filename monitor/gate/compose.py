@@ -128,6 +128,7 @@ def gate_suite(
         recorded_metrics(suite),
         exclude_failed=True,
         corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
     )
     run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
     if record_in is not None:

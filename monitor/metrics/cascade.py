@@ -9,12 +9,14 @@ as 4, a grade <= 0 or no judgment as 0)::
 
 ``rbp`` (Moffat and Zobel, 2008), as trec_eval's ``rbp`` (its default persistence p = 0.9)::
 
-    RBP = (1 - p) * sum over relevant documents retrieved at rank r of  p**(r - 1)
+    RBP = (1 - p) * sum over retrieved documents at rank r of  (g_r / g_max) * p**(r - 1)
 
-with binary relevance (grade >= the relevance level); ``rbp_50``, ``rbp_80`` (ir_measures'
-default), ``rbp_95`` and ``rbp_99`` use p = 0.5, 0.8, 0.95 and 0.99; with a cutoff only the
-first k ranks count. Neither is normalised by the query's judgments, so a query with no
-relevant document scores 0, and duplicates (dropped before ranking) never count twice.
+g_max being the query's highest grade (so with binary judgments each relevant document
+weighs 1); like ndcg, it keeps the grades whatever the relevance level, as trec_eval does.
+``rbp_50``, ``rbp_80`` (ir_measures' default persistence), ``rbp_95`` and ``rbp_99`` use
+p = 0.5, 0.8, 0.95 and 0.99; with a cutoff only the first k ranks count. Neither is
+normalised by the query's judgments, so a query with no relevant document scores 0, and
+duplicates (dropped before ranking) never count twice.
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def err(ranks: RelevantRanks, k: int | None) -> FloatArray:
 def rbp(ranks: RelevantRanks, k: int | None, persistence: float = 0.9) -> FloatArray:
     """Return rank-biased precision with the given persistence (trec_eval's rbp: p = 0.9)."""
     hits = ranks.retrieved_within(k)
-    weights = (1.0 - persistence) * persistence ** (ranks.rank[hits] - 1.0)
+    top = np.zeros(ranks.n, dtype=np.float64)
+    has = ranks.n_relevant > 0
+    top[has] = ranks.ideal_grade[ranks.starts[has]]
+    gain = ranks.grade[hits] / top[ranks.query[hits]]
+    weights = gain * (1.0 - persistence) * persistence ** (ranks.rank[hits] - 1.0)
     return np.bincount(ranks.query[hits], weights=weights, minlength=ranks.n).astype(np.float64)
 
 

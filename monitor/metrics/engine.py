@@ -23,6 +23,7 @@ FUNCTIONS: dict[str, Measure] = {
     "ndcg_burges": ndcg.ndcg_burges,
     "map": average_precision.average_precision,
     "bpref": judgments.bpref,
+    "infap": judgments.infap,
     "judged": judgments.judged,
     "num_ret": sets.num_ret,
     "num_rel": sets.num_rel,
@@ -41,10 +42,23 @@ FUNCTIONS: dict[str, Measure] = {
 }
 
 #: Measures whose gains are the grades: they read the ranks of every grade >= 1 whatever the
-#: relevance level (trec_eval's ndcg ignores -l).
-GRADED: frozenset[str] = frozenset({"ndcg", "ndcg_burges", "dcg", "dcg_burges", "err"})
+#: relevance level (trec_eval's ndcg and rbp ignore -l).
+GRADED: frozenset[str] = frozenset(
+    {
+        "ndcg",
+        "ndcg_burges",
+        "dcg",
+        "dcg_burges",
+        "err",
+        "rbp",
+        "rbp_50",
+        "rbp_80",
+        "rbp_95",
+        "rbp_99",
+    }
+)
 #: Measures that read the non-relevant judgments too.
-JUDGED: frozenset[str] = frozenset({"bpref", "judged"})
+JUDGED: frozenset[str] = frozenset({"bpref", "infap", "judged"})
 
 if FUNCTIONS.keys() != MEASURES.keys():  # pragma: no cover - guards the two tables
     raise RuntimeError("metric functions and metric names disagree")

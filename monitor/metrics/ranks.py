@@ -192,8 +192,11 @@ def resolve(
 
     def build(level: int) -> RelevantRanks:
         rel = doc_grade >= level
-        n_rel = np.bincount(query[rel], minlength=len(query_ids)).astype(np.int64)
-        q, g, r = query[rel], doc_grade[rel], ranks[rel]
+        if rel.all():  # the usual case: no copies of the m-sized arrays
+            n_rel, q, g, r = n_wanted, query, doc_grade, ranks
+        else:
+            n_rel = np.bincount(query[rel], minlength=len(query_ids)).astype(np.int64)
+            q, g, r = query[rel], doc_grade[rel], ranks[rel]
         order = np.lexsort((r, q))
         ideal = np.lexsort((-g, q))
         judged = np.lexsort((ranks, query)) if with_judged else None
