@@ -114,10 +114,46 @@ MIGRATIONS: tuple[Migration, ...] = (
         # of waiting messages) and says why it was given up.
         ("ALTER TABLE outbox ADD COLUMN abandoned_reason TEXT",),
     ),
+    Migration(
+        6,
+        "sharded run attempts and their parts",
+        (
+            # One row per attempt of a sharded run: the shards agree on it by its name, and
+            # the row is the lock the shard that completes (or fails) the attempt takes.
+            """CREATE TABLE shard_attempts (
+                suite TEXT NOT NULL,
+                attempt TEXT NOT NULL,
+                shard_count INTEGER NOT NULL,
+                config_hash TEXT NOT NULL,
+                evalset_fingerprint TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('open', 'finalised', 'failed')),
+                opened_at {ts} NOT NULL,
+                deadline_at {ts} NOT NULL,
+                closed_at {ts},
+                run_id {bigint} REFERENCES runs (run_id) ON DELETE SET NULL,
+                error TEXT,
+                PRIMARY KEY (suite, attempt)
+            )""",
+            "CREATE INDEX shard_attempts_open ON shard_attempts (suite, status)",
+            # A part holds one shard's outcomes as one JSON document of parallel arrays.
+            """CREATE TABLE shard_parts (
+                suite TEXT NOT NULL,
+                attempt TEXT NOT NULL,
+                shard_index INTEGER NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+                outcomes {json} NOT NULL,
+                error TEXT,
+                saved_at {ts} NOT NULL,
+                PRIMARY KEY (suite, attempt, shard_index),
+                FOREIGN KEY (suite, attempt) REFERENCES shard_attempts (suite, attempt)
+                    ON DELETE CASCADE
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = MIGRATIONS[-1].version
 
 _VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
     version INTEGER PRIMARY KEY,
@@ -138,24 +174,33 @@ def migrate(
     migrations: Sequence[Migration] | None = None,
 ) -> int:
     """Bring the database up to the last of ``migrations`` (default :data:`MIGRATIONS`);
-    return the version it is at."""
+    return the version it is at.
+
+    Versions increase but may leave gaps (a number kept for a step released elsewhere): each
+    step not yet recorded in ``schema_version`` is applied, in order, so a step that fills a
+    gap later is applied then too.
+    """
     if migrations is None:
         migrations = MIGRATIONS
-    for number, step in enumerate(migrations, start=1):
-        if step.version != number:
-            raise ValueError(f"migration {step.version} is out of order (expected {number})")
+    for before, step in zip((0, *(m.version for m in migrations)), migrations, strict=False):
+        if step.version <= before:
+            raise ValueError(f"migration {step.version} is out of order (after {before})")
+    last = migrations[-1].version if migrations else 0
     with db.transaction(write=True, doing="creating the schema_version table") as tx:
         tx.execute(db.dialect.ddl(_VERSION_TABLE))
     current = schema_version(db)
-    if current > len(migrations):
-        raise StoreSchemaError(db.location, current, len(migrations))
-    for step in migrations[current:]:
+    if current > last:
+        raise StoreSchemaError(db.location, current, last)
+    applied = _applied(db)
+    for step in migrations:
         doing = f"migrating to schema version {step.version}"
+        if step.version in applied:
+            continue
         with db.transaction(write=True, doing=doing) as tx:
             for statement in db.dialect.migration_lock:
                 tx.execute(statement)
             # Another process may have applied this step while we waited for the lock.
-            if int(tx.scalar("SELECT MAX(version) FROM schema_version") or 0) >= step.version:
+            if tx.scalar("SELECT 1 FROM schema_version WHERE version = ?", (step.version,)):
                 continue
             for statement in step.statements:
                 tx.execute(db.dialect.ddl(statement))
@@ -163,4 +208,10 @@ def migrate(
                 "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
                 (step.version, step.description, db.dialect.timestamp(now())),
             )
-    return max(current, len(migrations))
+    return max(current, last)
+
+
+def _applied(db: Database) -> set[int]:
+    """Return the versions of the schema steps recorded as applied."""
+    with db.transaction(write=False, doing="reading the schema version") as tx:
+        return {int(row[0]) for row in tx.all("SELECT version FROM schema_version")}
