@@ -203,6 +203,17 @@ def generated_suite(folder: Path, queries: int, hook: str, store_url: str) -> Pa
     return config
 
 
+def prepare(store_url: str) -> None:
+    """Create the store's schema first, as a deployed store has it before its shards start.
+
+    Several processes creating the very first tables of an empty PostgreSQL schema at once
+    may collide in the server's catalog (CREATE TABLE IF NOT EXISTS is not atomic there).
+    """
+    from monitor.store import open_store
+
+    open_store(store_url).close()
+
+
 def shard_env(index: int, count: int, attempt: str, deadline: float) -> dict[str, str]:
     """Return the environment a Kubernetes Indexed Job gives shard ``index``."""
     return {
@@ -215,11 +226,21 @@ def shard_env(index: int, count: int, attempt: str, deadline: float) -> dict[str
 
 
 def monitor_run(config: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``python -m monitor run`` of ``config``."""
+    """Start ``python -m monitor run`` of ``config``; its stderr goes to a file beside it."""
     cmd = [sys.executable, "-m", "monitor", "run", "--config", str(config), "--no-progress"]
-    return subprocess.Popen(
-        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
-    )
+    name = "whole" if env is None else f"shard{env['JOB_COMPLETION_INDEX']}"
+    log = (config.parent / f"{name}.stderr").open("ab")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT)
+
+
+def failures(folder: Path) -> list[str]:
+    """Return the last lines of each run's stderr that holds an error line."""
+    found = []
+    for path in sorted(folder.rglob("*.stderr")):
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line]
+        if any("error" in line for line in lines):
+            found.append(f"{path.name}: " + " | ".join(lines[-3:]))
+    return found
 
 
 def load_sharded(url: str, queries: int, shards: int) -> dict[str, Any]:
@@ -239,6 +260,7 @@ def load_sharded(url: str, queries: int, shards: int) -> dict[str, Any]:
         start = time.perf_counter()
         unsharded_code = monitor_run(whole).wait()
         unsharded_seconds = time.perf_counter() - start
+        prepare(shard_url)
         start = time.perf_counter()
         children = [monitor_run(sharded, shard_env(i, shards, "job-1", 600)) for i in range(shards)]
         codes = [child.wait() for child in children]
@@ -248,6 +270,7 @@ def load_sharded(url: str, queries: int, shards: int) -> dict[str, Any]:
         with open_store(shard_url) as store:
             runs = store.list_runs("bench")
             got = store.per_query_frame(runs[0].run_id) if runs else None
+        problems = failures(Path(tmp)) if unsharded_code or any(codes) or len(runs) != 1 else []
     same = got is not None and expected.drop(columns="latency_seconds").equals(
         got.drop(columns="latency_seconds")
     )
@@ -258,6 +281,7 @@ def load_sharded(url: str, queries: int, shards: int) -> dict[str, Any]:
         "sharded": {"exit_codes": codes, "seconds": round(sharded_seconds, 2)},
         "runs_stored": len(runs),
         "per_query_identical": same,
+        "problems": problems,
     }
 
 
@@ -273,6 +297,7 @@ def load_killed(url: str, queries: int, shards: int, deadline: float) -> dict[st
         RecordingReceiver() as receiver,
     ):
         config = generated_suite(Path(tmp), queries, f"{receiver.url}/hook", store_url)
+        prepare(store_url)
         children = [
             monitor_run(config, shard_env(i, shards, "job-1", deadline)) for i in range(shards)
         ]

@@ -85,7 +85,7 @@ def test_a_sharded_run_stores_the_per_query_values_of_the_unsharded_one(
         report["per_query_identical"],
         report["runs_stored"],
         report["sharded"]["exit_codes"],
-    )
+    ), report
 
 
 def test_a_killed_shard_makes_one_failed_attempt_and_one_alert(
