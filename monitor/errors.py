@@ -391,3 +391,21 @@ class ExportError(MonitorError):
         super().__init__(f"export to {target}: {reason}")
         self.target = target
         self.reason = reason
+
+
+class ShardAttemptFailed(SearchBackendError):
+    """A sharded run's attempt failed: a part was missing when its deadline passed.
+
+    A search backend error by family, since what it leaves is the same: a ``failed`` run in
+    the store, a monitor-failure alert, the failure gauges and exit code 3.
+    """
+
+    def __init__(self, suite: str, attempt: str, missing: tuple[int, ...], count: int) -> None:
+        self.suite = suite
+        self.attempt = attempt
+        self.missing = missing
+        self.count = count
+        parts = ", ".join(f"{index}/{count}" for index in missing)
+        super().__init__(
+            f"suite {suite!r}: attempt {attempt!r} passed its deadline without shard(s) {parts}"
+        )

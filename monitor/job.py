@@ -25,6 +25,7 @@ from monitor.errors import (
     LockedTooLongError,
     MonitorError,
     SearchBackendError,
+    ShardAttemptFailed,
     UsageError,
 )
 from monitor.lockskips import suite_lock
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from monitor.publish import Sink
     from monitor.runner import RunResult
     from monitor.search.base import Search
+    from monitor.shards import Shard, ShardOutcome
     from monitor.store import Store
     from monitor.store.records import RunFigures, RunRecord
 
@@ -84,7 +86,6 @@ def run_suite(
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
-    from monitor.publish import alert, export
 
     hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
@@ -98,16 +99,176 @@ def run_suite(
             except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
-            snapshot, errors = _run_snapshot(suite, outcome)
-            if snapshot is not None:
-                errors += export(snapshot, suite, sinks)
-            alerts = alert(
-                suite, store, outcome, None, at=clock(), notifiers=built, delivery=delivery
-            )
-            return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
+            return _publish(suite, store, outcome, sinks, built, clock, delivery)
     finally:
         if notifiers is None:
             close_notifiers(built.values())
+
+
+def run_shard(
+    suite: SuiteConfig,
+    store: Store,
+    shard: Shard,
+    attempt: str,
+    *,
+    deadline_seconds: float | None = None,
+    config_hash: str = "",
+    progress: bool | None = None,
+    sinks: Sequence[Sink] = (),
+    notifiers: Mapping[str, Notifier] | None = None,
+    clock: Clock = _now,
+    delivery: Delivery | None = None,
+    cancel: threading.Event | None = None,
+) -> ShardOutcome:
+    """Run shard ``shard`` of ``suite`` as a part of ``attempt``; finish the attempt if last.
+
+    The shard runs its slice of the eval set (:func:`monitor.shards.select`) and stores the
+    outcomes as its part. The shard whose part completes the attempt measures the whole run,
+    stores it (in the transaction that stores the part), compares it with the baseline and
+    publishes it exactly as :func:`run_suite` does, and its outcome is returned. A shard
+    whose search fails, or that finds the attempt past its ``deadline_seconds`` (counted
+    from its first shard) with parts missing, stores a failed run instead, raises the
+    monitor-failure alert, exports the failure gauges and raises: that happens once per
+    attempt. Open attempts of the suite whose deadline has passed are failed the same way
+    when any shard of the suite starts.
+    """
+    from monitor.alerts import build_notifiers
+    from monitor.alerts.base import close_notifiers
+    from monitor.evalset.suite import load_evalset
+    from monitor.judgments.suite import suite_evalset
+    from monitor.search import build_search, close_search
+    from monitor.shards import (
+        DEFAULT_DEADLINE_SECONDS,
+        Part,
+        ShardOutcome,
+        ShardStore,
+        merge,
+        select,
+    )
+
+    hide_secrets(suite_scrubber(suite))
+    delivery = delivery or Delivery()
+    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
+    deadline = DEFAULT_DEADLINE_SECONDS if deadline_seconds is None else deadline_seconds
+    if not deadline > 0:
+        raise UsageError(f"shard deadline: expected seconds above 0, found {deadline}")
+    if suite.evalset.reference is not None:
+        raise UsageError(
+            f"suite {suite.name!r}: evalset.reference judges the whole eval set at once; "
+            "it cannot run sharded"
+        )
+    publish_failure = partial(
+        _publish_failure, suite, store, sinks=sinks, notifiers=built, clock=clock, delivery=delivery
+    )
+    try:
+        parts = ShardStore(store)
+        started = clock()
+        frozen = load_evalset(suite.evalset)
+        evalset = suite_evalset(store, suite, frozen)
+        opened = parts.open(
+            suite.name,
+            attempt,
+            shard,
+            config_hash=config_hash,
+            evalset_fingerprint=evalset.fingerprint,
+            deadline_seconds=deadline,
+            now=started,
+        )
+
+        def failed_run(error: MonitorError | None, reason: str, at: datetime) -> RunRecord:
+            return _failed_attempt(suite, evalset, config_hash, opened.opened_at, at, reason, error)
+
+        expired = parts.expire(suite.name, now=started, fail=partial(failed_run, None))
+        for gone in expired:
+            late = ShardAttemptFailed(suite.name, gone.attempt, gone.missing, gone.count)
+            publish_failure(late, gone.opened_at)
+            if gone.attempt == attempt:
+                raise late
+        if opened.status != "open":
+            return ShardOutcome(shard, opened, "closed", None)
+        search = build_search(suite.search.kind, suite.search.plugin_options())
+        failure: SearchBackendError | None = None
+        result: RunResult | None = None
+        try:
+            result = search_suite(
+                suite,
+                select(evalset, shard),
+                search,
+                progress=progress,
+                label=f"{suite.name} shard {shard}",
+                cancel=cancel,
+            )
+        except SearchBackendError as error:
+            failure = error
+        finally:
+            close_search(search)
+        said = (
+            None
+            if failure is None
+            else suite_scrubber(suite)(f"{type(failure).__name__}: {failure}")
+        )
+        measured: list[tuple[EvaluationResult, RunResult]] = []
+
+        def finalise(stored: Sequence[Part]) -> RunRecord:
+            merged = merge(evalset, stored)
+            record, evaluation = _measured(suite, evalset, config_hash, merged)
+            measured.append((evaluation, merged))
+            return record
+
+        saved = parts.save_part(
+            suite.name,
+            attempt,
+            Part(shard.index, result, said),
+            now=clock(),
+            finalise=finalise,
+            fail=partial(failed_run, failure),
+        )
+        if saved.result == "failed":
+            stopped = failure or ShardAttemptFailed(
+                suite.name, attempt, saved.attempt.missing, saved.attempt.count
+            )
+            publish_failure(stopped, opened.opened_at)
+            raise stopped
+        if failure is not None:  # the attempt was decided already: its alert went out then
+            raise failure
+        if saved.result != "finalised" or saved.run_id is None:
+            return ShardOutcome(shard, saved.attempt, saved.result, None)
+        if (
+            suite.baseline is not None
+            and suite.baseline.bundled_run
+            and store.get_baseline(suite.name) is None
+        ):
+            _seed_baseline(suite, store, evalset, config_hash)
+        evaluation, merged = measured[0]
+        try:
+            outcome = _compared(suite, store, saved.run_id, evalset, evaluation, merged, frozen)
+        except Exception as error:  # the run is stored; its failure still goes out
+            publish_failure(error, opened.opened_at)
+            raise
+        outcome = _publish(suite, store, outcome, sinks, built, clock, delivery)
+        return ShardOutcome(shard, saved.attempt, "finalised", outcome)
+    finally:
+        if notifiers is None:
+            close_notifiers(built.values())
+
+
+def _publish(
+    suite: SuiteConfig,
+    store: Store,
+    outcome: SuiteOutcome,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
+) -> SuiteOutcome:
+    """Export a completed run's gauges and send its alerts; return the outcome with both."""
+    from monitor.publish import alert, export
+
+    snapshot, errors = _run_snapshot(suite, outcome)
+    if snapshot is not None:
+        errors += export(snapshot, suite, sinks)
+    alerts = alert(suite, store, outcome, None, at=clock(), notifiers=notifiers, delivery=delivery)
+    return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
 
 
 def _publish_lock_failure(
@@ -210,15 +371,10 @@ def _run_locked(
     clock: Clock,
     cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
-    from monitor.compare import compare_runs
-    from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
-    from monitor.evaluation import evaluate
-    from monitor.judgments import align_baseline, labels_of
-    from monitor.judgments.suite import judge_after_run, suite_evalset
+    from monitor.judgments.suite import suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
-    from monitor.store.prune import apply_retention
 
     started = clock()
     frozen = evalset = load_evalset(suite.evalset)
@@ -246,6 +402,18 @@ def _run_locked(
     finally:
         close_search(search)
 
+    record, evaluation = _measured(suite, evalset, config_hash, result)
+    run_id = store.save_run(record)
+    return _compared(suite, store, run_id, evalset, evaluation, result, frozen)
+
+
+def _measured(
+    suite: SuiteConfig, evalset: EvalSet, config_hash: str, result: RunResult
+) -> tuple[RunRecord, EvaluationResult]:
+    """Measure a finished run; return the store's record of it and the evaluation."""
+    from monitor.evalset.corpus import corpus_for
+    from monitor.evaluation import evaluate
+
     try:
         evaluation = evaluate(
             evalset,
@@ -255,10 +423,28 @@ def _run_locked(
             corpus=corpus_for(suite.evalset, suite.metrics),
             **suite.scoring.options(),
         )
-        record = _record(suite, evalset, config_hash, result, evaluation)
+        return _record(suite, evalset, config_hash, result, evaluation), evaluation
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
-    run_id = store.save_run(record)
+
+
+def _compared(
+    suite: SuiteConfig,
+    store: Store,
+    run_id: int,
+    evalset: EvalSet,
+    evaluation: EvaluationResult,
+    result: RunResult,
+    frozen: EvalSet,
+) -> SuiteOutcome:
+    """Compare the stored run ``run_id`` (measured on ``evalset``: ``frozen`` with the suite's
+    judgment layers) with the suite's baseline and keep its rule flags."""
+    from monitor.compare import compare_runs
+    from monitor.evalset.corpus import corpus_for
+    from monitor.judgments import align_baseline, labels_of
+    from monitor.judgments.suite import judge_after_run
+    from monitor.store.prune import apply_retention
+
     store.set_run_labels(run_id, labels_of(evalset))
     record = store.get_run(run_id)
 
@@ -375,9 +561,12 @@ def _record(
     from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
     frame = evaluation.per_query
+    # Row by row from one float array: a dict per row from pandas costs several times more.
+    names = [str(name) for name in frame.columns]
+    rows = frame.to_numpy(dtype=float).tolist()
     values: dict[str, dict[str, float]] = {
-        str(qid): {str(name): float(value) for name, value in row.items()}
-        for qid, row in frame.to_dict(orient="index").items()
+        str(qid): dict(zip(names, row, strict=True))
+        for qid, row in zip(frame.index.tolist(), rows, strict=True)
     }
     queries = tuple(
         QueryRecord(
@@ -413,6 +602,31 @@ def _record(
         ),
         stats=dict(result.search_stats),
         queries=queries,
+    )
+
+
+def _failed_attempt(
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    config_hash: str,
+    started: datetime,
+    finished: datetime,
+    reason: str,
+    error: MonitorError | None,
+) -> RunRecord:
+    """Return the failed run of a sharded attempt: why it failed, and what the shard sent."""
+    from monitor.store.records import RunFigures, RunRecord
+
+    return RunRecord(
+        suite=suite.name,
+        pipeline=suite.pipeline,
+        started_at=started,
+        finished_at=max(finished, started),
+        status="failed",
+        evalset_fingerprint=evalset.fingerprint,
+        config_hash=config_hash,
+        figures=RunFigures() if error is None else _failure_figures(error),
+        error=suite_scrubber(suite)(reason),
     )
 
 

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig
+    from monitor.exits import ExitCode
     from monitor.exporters import SuiteSnapshot
     from monitor.outcome import Published
+    from monitor.shards import Shard, ShardOutcome
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")
@@ -92,7 +94,60 @@ def register(subparsers: Any) -> None:
         "lock, alert and export before it ends at once "
         f"(default {DEFAULT_SHUTDOWN_GRACE_SECONDS:g})",
     )
+    shard = parser.add_argument_group(
+        "sharded runs",
+        "Run one slice of each suite's eval set as a part of one run attempt shared by every "
+        "shard; the shard that completes the attempt measures, compares, stores and alerts "
+        "as an unsharded run (see jobs/README.md).",
+    )
+    shard.add_argument(
+        "--shard",
+        metavar="INDEX/COUNT",
+        help="run shard INDEX (0-based) of COUNT (default: $JOB_COMPLETION_INDEX of "
+        "$MONITOR_SHARD_COUNT when set, as in a Kubernetes Indexed Job)",
+    )
+    shard.add_argument(
+        "--attempt",
+        metavar="NAME",
+        help="the run attempt the shards share, such as the Job's name "
+        "(default: $MONITOR_SHARD_ATTEMPT)",
+    )
+    shard.add_argument(
+        "--shard-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="seconds from the attempt's first shard until a missing part fails it "
+        "(default: $MONITOR_SHARD_DEADLINE, else 3600)",
+    )
     parser.set_defaults(handler=run)
+
+
+def _shard_settings(args: argparse.Namespace) -> tuple[Shard | None, str, float | None]:
+    """Return the shard, attempt and deadline of a sharded run (shard None: unsharded)."""
+    from monitor.errors import UsageError
+    from monitor.shards import ATTEMPT_VARIABLE, DEADLINE_VARIABLE, Shard, shard_from_env
+
+    shard = Shard.parse(args.shard) if args.shard else shard_from_env()
+    if shard is None:
+        return None, "", None
+    attempt = (args.attempt or os.environ.get(ATTEMPT_VARIABLE, "")).strip()
+    if not attempt:
+        raise UsageError(
+            f"shard {shard}: name the run attempt the shards share with --attempt or "
+            f"${ATTEMPT_VARIABLE} (a Kubernetes Job's name)"
+        )
+    deadline = args.shard_deadline
+    if deadline is None and os.environ.get(DEADLINE_VARIABLE):
+        raw = os.environ[DEADLINE_VARIABLE]
+        try:
+            deadline = float(raw)
+        except ValueError:
+            raise UsageError(
+                f"environment variable {DEADLINE_VARIABLE}: expected seconds, found {raw!r}"
+            ) from None
+    if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
+        raise UsageError(f"--shard-deadline must be a number of seconds above 0, not {deadline}")
+    return shard, attempt, deadline
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.config import config_hash
     from monitor.errors import MonitorError, UsageError
     from monitor.exits import ExitCode, classify, most_serious
-    from monitor.job import run_suite
+    from monitor.job import run_shard, run_suite
     from monitor.report import render_comparison
     from monitor.secrets import suite_scrubber
     from monitor.store import open_store
@@ -134,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     grace = args.shutdown_grace
     if not (math.isfinite(grace) and grace >= 0):
         raise UsageError(f"--shutdown-grace must be a number of seconds >= 0, not {grace}")
+    shard, attempt, deadline = _shard_settings(args)
     config = load(args)
     names = args.suite or list(config.suites)
     suites = [config.suite(name) for name in names]
@@ -142,15 +198,34 @@ def run(args: argparse.Namespace) -> int:
     reports: list[dict[str, Any]] = []
     with Termination(grace) as termination, open_store(store_target(args, config)) as store:
         for suite in suites:
+            where: dict[str, Any] = {}
             try:
-                outcome = run_suite(
-                    suite,
-                    store,
-                    config_hash=config_hash(suite),
-                    progress=False if args.no_progress else None,
-                    sinks=[snapshots.append] if args.metrics_out else (),
-                    cancel=termination.requested,
-                )
+                if shard is None:
+                    outcome = run_suite(
+                        suite,
+                        store,
+                        config_hash=config_hash(suite),
+                        progress=False if args.no_progress else None,
+                        sinks=[snapshots.append] if args.metrics_out else (),
+                        cancel=termination.requested,
+                    )
+                else:
+                    sharded = run_shard(
+                        suite,
+                        store,
+                        shard,
+                        attempt,
+                        deadline_seconds=deadline,
+                        config_hash=config_hash(suite),
+                        progress=False if args.no_progress else None,
+                        sinks=[snapshots.append] if args.metrics_out else (),
+                        cancel=termination.requested,
+                    )
+                    where = {"shard": str(shard), "attempt": attempt, "part": sharded.result}
+                    if sharded.outcome is None:
+                        codes.append(_report_part(suite.name, sharded, args.format, reports))
+                        continue
+                    outcome = sharded.outcome
             except MonitorError as error:
                 row = classify(error)
                 said = suite_scrubber(suite)(str(error))
@@ -171,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
                 reports.append(
                     {
                         "suite": suite.name,
+                        **where,
                         "run_id": outcome.run_id,
                         "means": dict(outcome.run.means),
                         "comparison": comparison.to_dict(),
@@ -206,6 +282,44 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"suites": reports}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return int(most_serious(codes))
+
+
+def _report_part(
+    suite: str, sharded: ShardOutcome, format: str, reports: list[dict[str, Any]]
+) -> ExitCode:
+    """Report a shard that did not finish its attempt; return its exit code.
+
+    A part stored while others are missing is success (0); a part of an attempt that was
+    already closed without a run (failed) is the failure it joins (3).
+    """
+    from monitor.exits import ExitCode
+
+    attempt = sharded.attempt
+    failed = attempt.status == "failed"
+    if format == "json":
+        reports.append(
+            {
+                "suite": suite,
+                "shard": str(sharded.shard),
+                "attempt": attempt.attempt,
+                "part": sharded.result,
+                "parts_stored": len(attempt.parts),
+                "parts_missing": [f"{i}/{attempt.count}" for i in attempt.missing],
+                **({"error": attempt.error} if failed else {}),
+            }
+        )
+    elif failed:
+        print(
+            f"retrieval-monitor: suite {suite}: attempt {attempt.attempt!r} already failed: "
+            f"{attempt.error}",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"suite {suite}: part {sharded.shard} of attempt {attempt.attempt!r} stored; "
+            f"{len(attempt.parts)} of {attempt.count} parts in"
+        )
+    return ExitCode.BACKEND if failed else ExitCode.OK
 
 
 class Termination:

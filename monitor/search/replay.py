@@ -42,7 +42,10 @@ class ReplaySearch:
     @classmethod
     def from_file(cls, path: str | Path, format: str = "auto") -> ReplaySearch:
         """Load a TREC or JSON run file; raise InputError where it is malformed."""
-        return cls(load_hits(path, format), source=str(path))
+        # The reader has checked every id and score: its Hit lists need no second check.
+        replay = cls({}, source=str(path))
+        replay._run = {qid: tuple(hits) for qid, hits in load_hits(path, format).items()}
+        return replay
 
     def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
         """Return the saved ranking of ``query.id``, cut to ``k``."""

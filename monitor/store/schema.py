@@ -166,6 +166,42 @@ MIGRATIONS: tuple[Migration, ...] = (
         convert=convert_run_queries,
         compacts=True,
     ),
+    Migration(
+        6,
+        "sharded run attempts and their parts",
+        (
+            # One row per attempt of a sharded run: the shards agree on it by its name, and
+            # the row is the lock the shard that completes (or fails) the attempt takes.
+            """CREATE TABLE shard_attempts (
+                suite TEXT NOT NULL,
+                attempt TEXT NOT NULL,
+                shard_count INTEGER NOT NULL,
+                config_hash TEXT NOT NULL,
+                evalset_fingerprint TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('open', 'finalised', 'failed')),
+                opened_at {ts} NOT NULL,
+                deadline_at {ts} NOT NULL,
+                closed_at {ts},
+                run_id {bigint} REFERENCES runs (run_id) ON DELETE SET NULL,
+                error TEXT,
+                PRIMARY KEY (suite, attempt)
+            )""",
+            "CREATE INDEX shard_attempts_open ON shard_attempts (suite, status)",
+            # A part holds one shard's outcomes as one JSON document of parallel arrays.
+            """CREATE TABLE shard_parts (
+                suite TEXT NOT NULL,
+                attempt TEXT NOT NULL,
+                shard_index INTEGER NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+                outcomes {json} NOT NULL,
+                error TEXT,
+                saved_at {ts} NOT NULL,
+                PRIMARY KEY (suite, attempt, shard_index),
+                FOREIGN KEY (suite, attempt) REFERENCES shard_attempts (suite, attempt)
+                    ON DELETE CASCADE
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.
@@ -212,6 +248,8 @@ def migrate(
         if step.version in applied:
             continue
         doing = f"migrating to schema version {step.version}"
+        if step.version in applied:
+            continue
         with db.transaction(write=True, doing=doing) as tx:
             for statement in db.dialect.migration_lock:
                 tx.execute(statement)

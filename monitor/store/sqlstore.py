@@ -52,6 +52,11 @@ class SqlStore:
         return schema_version(self._db)
 
     @property
+    def database(self) -> Database:
+        """Return the connection, for a stage that keeps tables of its own (sharded runs)."""
+        return self._db
+
+    @property
     def dialect(self) -> str:
         """Return the name of the database's SQL dialect (``sqlite``, ``postgresql``)."""
         return self._db.dialect.name

@@ -1,0 +1,526 @@
+"""Sharded runs: a stable slice of the eval set per shard, parts of one attempt in the store.
+
+A sharded run splits the eval set into ``count`` shards by a hash of the query id
+(:func:`shard_of`: BLAKE2b of the UTF-8 id, so every process, host and Python version puts a
+query in the same shard). Every shard runs its slice and stores its outcomes as a *part* of
+one *attempt*, named by the caller (a Kubernetes Indexed Job's name): rows of the
+``shard_attempts`` and ``shard_parts`` tables. The part is written in one transaction that
+first locks the attempt's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's write lock
+is the whole database), so exactly one shard sees the attempt complete and turns it, in the
+same transaction, into a run (:meth:`ShardStore.save_part`). A failed part, or a part still
+missing once the attempt's deadline has passed, turns the attempt into a failed run instead,
+once. A part never counts alone: it is no run until every part is in.
+
+Outcomes are kept per part as one JSON document of parallel arrays (ids, hits, latencies,
+errors), no row per query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Literal
+
+from monitor.errors import UsageError
+from monitor.records import Hit, LatencySummary, MetaValue, QueryOutcome
+from monitor.runner.result import RunResult
+from monitor.store.dialect import dump_json
+
+if TYPE_CHECKING:
+    from monitor.evalset import EvalSet
+    from monitor.outcome import SuiteOutcome
+    from monitor.store import Store
+    from monitor.store.records import RunRecord
+    from monitor.store.sql import Database, Transaction
+
+#: The variable a Kubernetes Indexed Job sets to the pod's index.
+INDEX_VARIABLE = "JOB_COMPLETION_INDEX"
+#: The variable that gives the number of shards (the Job's ``completions``).
+COUNT_VARIABLE = "MONITOR_SHARD_COUNT"
+#: The variable that names the attempt the shards share (the Job's name).
+ATTEMPT_VARIABLE = "MONITOR_SHARD_ATTEMPT"
+#: The variable that gives the attempt's deadline in seconds from its first part.
+DEADLINE_VARIABLE = "MONITOR_SHARD_DEADLINE"
+#: Seconds an attempt may take from its first shard's start to its last part.
+DEFAULT_DEADLINE_SECONDS = 3600.0
+
+#: What saving a part did to its attempt.
+PartResult = Literal["waiting", "finalised", "failed", "closed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """Shard ``index`` of ``count`` (0-based, as a Kubernetes completion index)."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.count, int) and self.count >= 1 and 0 <= self.index < self.count):
+            raise UsageError(
+                f"shard: expected INDEX/COUNT with 0 <= INDEX < COUNT, found "
+                f"{self.index}/{self.count}"
+            )
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """Parse ``INDEX/COUNT`` (``2/8``); raise UsageError naming what was expected."""
+        index, slash, count = text.strip().partition("/")
+        if not slash or not index.isdigit() or not count.isdigit():
+            raise UsageError(f"--shard: expected INDEX/COUNT such as 0/4, found {text!r}")
+        return cls(int(index), int(count))
+
+    def holds(self, query_id: str) -> bool:
+        """Return whether the query with this id belongs to this shard."""
+        return shard_of(query_id, self.count) == self.index
+
+
+def shard_of(query_id: str, count: int) -> int:
+    """Return the shard (0 to ``count - 1``) of a query id: stable across processes."""
+    digest = hashlib.blake2b(query_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+def shard_from_env(environ: Mapping[str, str] | None = None) -> Shard | None:
+    """Return the shard that ``JOB_COMPLETION_INDEX`` and ``MONITOR_SHARD_COUNT`` name.
+
+    None when neither is set; a UsageError naming the variable when only one is, or when a
+    value is not a whole number.
+    """
+    env = os.environ if environ is None else environ
+    index, count = env.get(INDEX_VARIABLE, ""), env.get(COUNT_VARIABLE, "")
+    if not index and not count:
+        return None
+    for name, value in ((INDEX_VARIABLE, index), (COUNT_VARIABLE, count)):
+        if not value.strip().isdigit():
+            other = COUNT_VARIABLE if name == INDEX_VARIABLE else INDEX_VARIABLE
+            raise UsageError(
+                f"environment variable {name}: expected a whole number (set with {other} for a "
+                f"sharded run), found {value!r}"
+            )
+    return Shard(int(index), int(count))
+
+
+def select(evalset: EvalSet, shard: Shard) -> EvalSet:
+    """Return the queries of ``evalset`` in ``shard``, in eval-set order."""
+    from monitor.evalset import EvalSet
+
+    return EvalSet(evalset.name, (query for query in evalset if shard.holds(query.id)))
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One shard's stored outcomes: the run of its slice, or the error that failed it."""
+
+    index: int
+    result: RunResult | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of a sharded run as the store holds it."""
+
+    suite: str
+    attempt: str
+    count: int
+    config_hash: str
+    evalset_fingerprint: str
+    status: str
+    opened_at: datetime
+    deadline_at: datetime
+    run_id: int | None = None
+    error: str | None = None
+    parts: tuple[int, ...] = field(default=())
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        """Return the shard indices with no part stored yet."""
+        return tuple(index for index in range(self.count) if index not in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What saving a part did: the attempt after it, and the run it made (if any)."""
+
+    result: PartResult
+    attempt: Attempt
+    run_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardOutcome:
+    """What one shard's run did: its part's effect on the attempt, and the run if it made it.
+
+    ``outcome`` is the whole run's (as an unsharded run's) for the shard that finalised
+    the attempt, None for the others.
+    """
+
+    shard: Shard
+    attempt: Attempt
+    result: PartResult
+    outcome: SuiteOutcome | None
+
+
+#: Builds the run of a completed attempt from its parts, in shard order (inside the
+#: transaction that stores the last part).
+Finaliser = Callable[[Sequence[Part]], "RunRecord"]
+#: Builds the failed run of an attempt from the reason it failed.
+Failer = Callable[[str, datetime], "RunRecord"]
+
+
+class ShardStore:
+    """The attempts and parts of sharded runs, in a SQL store's database."""
+
+    def __init__(self, store: Store) -> None:
+        database = getattr(store, "database", None)
+        if database is None:
+            raise UsageError(
+                f"sharded runs need a SQL store (SQLite or PostgreSQL), not {store.location!r}"
+            )
+        self._db: Database = database
+        self.location = store.location
+
+    def open(
+        self,
+        suite: str,
+        attempt: str,
+        shard: Shard,
+        *,
+        config_hash: str,
+        evalset_fingerprint: str,
+        deadline_seconds: float,
+        now: datetime,
+    ) -> Attempt:
+        """Return the attempt, opening it when this is its first shard.
+
+        Raise UsageError when the attempt exists with another shard count, config or eval
+        set: the shards of one attempt must run the same suite the same way.
+        """
+        with self._db.transaction(write=True, doing=f"opening attempt {attempt!r}") as tx:
+            tx.execute(
+                "INSERT INTO shard_attempts (suite, attempt, shard_count, config_hash,"
+                " evalset_fingerprint, status, opened_at, deadline_at)"
+                " VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (suite, attempt) DO NOTHING",
+                (
+                    suite,
+                    attempt,
+                    shard.count,
+                    config_hash,
+                    evalset_fingerprint,
+                    tx.dialect.timestamp(now),
+                    tx.dialect.timestamp(now + timedelta(seconds=deadline_seconds)),
+                ),
+            )
+            found = _attempt(tx, suite, attempt, lock=False)
+        if found is None:  # pragma: no cover - the insert above guarantees a row
+            raise UsageError(f"attempt {attempt!r} of suite {suite!r} could not be opened")
+        for what, have, want in (
+            ("shard count", found.count, shard.count),
+            ("config hash", found.config_hash, config_hash),
+            ("eval set fingerprint", found.evalset_fingerprint, evalset_fingerprint),
+        ):
+            if have != want:
+                raise UsageError(
+                    f"{self.location}: attempt {attempt!r} of suite {suite!r} has {what} "
+                    f"{have}, this shard {want}: every shard of an attempt runs the same suite"
+                )
+        return found
+
+    def get(self, suite: str, attempt: str) -> Attempt | None:
+        """Return the attempt with its stored part indices, or None."""
+        with self._db.transaction(write=False, doing=f"reading attempt {attempt!r}") as tx:
+            return _attempt(tx, suite, attempt, lock=False)
+
+    def parts(self, suite: str, attempt: str) -> list[Part]:
+        """Return the attempt's stored parts, by shard index."""
+        with self._db.transaction(write=False, doing=f"reading attempt {attempt!r}") as tx:
+            return _parts(tx, suite, attempt)
+
+    def save_part(
+        self,
+        suite: str,
+        attempt: str,
+        part: Part,
+        *,
+        now: datetime,
+        finalise: Finaliser,
+        fail: Failer,
+    ) -> Saved:
+        """Store ``part`` and, in the same transaction, close the attempt if this decides it.
+
+        Under the attempt's row lock: the part is stored (a second part of the same shard,
+        a retried pod, replaces the first while the attempt is open). Then, if the attempt is
+        still open: a failed part, or a deadline passed, fails it (``fail`` builds the
+        failed run); the last part finalises it (``finalise`` builds the run from every
+        part). Either run is inserted in this transaction, so it happens exactly once.
+        """
+        from monitor.store.runs import insert_run
+
+        doing = f"storing part {part.index} of attempt {attempt!r}"
+        with self._db.transaction(write=True, doing=doing) as tx:
+            found = _attempt(tx, suite, attempt, lock=True)
+            if found is None:
+                raise UsageError(f"attempt {attempt!r} of suite {suite!r} was never opened")
+            if not 0 <= part.index < found.count:
+                raise UsageError(
+                    f"part {part.index} of attempt {attempt!r}: expected an index below "
+                    f"{found.count}"
+                )
+            if found.status != "open":
+                return Saved("closed", found, found.run_id)
+            _write_part(tx, suite, attempt, part, now)
+            parts = tuple(sorted({*found.parts, part.index}))
+            if part.result is None:
+                reason = f"shard {part.index}/{found.count} failed: {part.error}"
+            elif now > found.deadline_at and len(parts) < found.count:
+                left = (i for i in range(found.count) if i not in parts)
+                missing = ", ".join(f"{i}/{found.count}" for i in left)
+                reason = f"the attempt passed its deadline without shard(s) {missing}"
+            elif len(parts) == found.count:
+                run = finalise(_parts(tx, suite, attempt))
+                run_id = insert_run(tx, run, now)
+                _close(tx, suite, attempt, "finalised", now, run_id, None)
+                return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
+            else:
+                return Saved("waiting", _replace(found, "open", parts, None))
+            run_id = insert_run(tx, fail(reason, now), now)
+            _close(tx, suite, attempt, "failed", now, run_id, reason)
+            return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id)
+
+    def expire(self, suite: str, *, now: datetime, fail: Failer) -> list[Attempt]:
+        """Fail every open attempt of ``suite`` whose deadline has passed; return them.
+
+        Each is failed under its row lock, once: a shard that meets it first does it.
+        """
+        from monitor.store.runs import insert_run
+
+        with self._db.transaction(write=False, doing=f"reading attempts of {suite!r}") as tx:
+            rows = tx.all(
+                "SELECT attempt, deadline_at FROM shard_attempts"
+                " WHERE suite = ? AND status = 'open'",
+                (suite,),
+            )
+            due = [name for name, deadline in rows if tx.dialect.read_timestamp(deadline) < now]
+        failed: list[Attempt] = []
+        for name in due:
+            with self._db.transaction(write=True, doing=f"expiring attempt {name!r}") as tx:
+                found = _attempt(tx, suite, name, lock=True)
+                if found is None or found.status != "open" or found.deadline_at >= now:
+                    continue
+                missing = ", ".join(f"{i}/{found.count}" for i in found.missing)
+                reason = f"the attempt passed its deadline without shard(s) {missing}"
+                run_id = insert_run(tx, fail(reason, now), now)
+                _close(tx, suite, name, "failed", now, run_id, reason)
+                failed.append(_replace(found, "failed", found.parts, run_id, reason))
+        return failed
+
+
+def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
+    """Return one run of ``evalset`` from its shards' parts, outcomes in eval-set order.
+
+    Times span the parts (first start, last finish); the duration is the longest part's;
+    the latency summary is over every answered query; queries per second add up (the shards
+    ran side by side); warm-up queries and retries add up; the search stats are shard 0's.
+    """
+    results = [part.result for part in parts if part.result is not None]
+    if not results or len(results) != len(parts):
+        raise UsageError("merge: every part must hold a run")
+    by_id: dict[str, QueryOutcome] = {}
+    for result in results:
+        for outcome in result.outcomes:
+            by_id[outcome.query_id] = outcome
+    missing = [query.id for query in evalset if query.id not in by_id]
+    if missing:
+        raise UsageError(
+            f"merge: the parts hold no outcome for {len(missing)} quer(ies), first {missing[0]!r}"
+        )
+    outcomes = tuple(
+        replace(by_id[query.id], query=query.text, relevant_ids=query.relevant_ids)
+        for query in evalset
+    )
+    rates = [r.queries_per_second for r in results if r.queries_per_second is not None]
+    return RunResult(
+        outcomes=outcomes,
+        k=results[0].k,
+        started_at=min(r.started_at for r in results),
+        finished_at=max(r.finished_at for r in results),
+        duration_seconds=max(r.duration_seconds for r in results),
+        latency=LatencySummary.of(
+            o.latency_seconds
+            for o in outcomes
+            if o.error_type is None and o.latency_seconds is not None
+        ),
+        queries_per_second=sum(rates) if rates else None,
+        warmup=sum(r.warmup for r in results),
+        retries=sum(r.retries for r in results),
+        search_stats=dict(results[0].search_stats),
+        label=results[0].label,
+    )
+
+
+def encode_result(result: RunResult) -> dict[str, Any]:
+    """Return a part's run as parallel arrays, JSON-ready (query texts are the eval set's)."""
+    outcomes = result.outcomes
+    return {
+        "k": result.k,
+        "started_at": result.started_at.isoformat(),
+        "finished_at": result.finished_at.isoformat(),
+        "duration_seconds": result.duration_seconds,
+        "queries_per_second": result.queries_per_second,
+        "warmup": result.warmup,
+        "retries": result.retries,
+        "search_stats": dict(result.search_stats),
+        "label": result.label,
+        "query_ids": [o.query_id for o in outcomes],
+        "hit_ids": [[h.id for h in o.hits] for o in outcomes],
+        "scores": [[h.score for h in o.hits] for o in outcomes],
+        "texts": [
+            [h.text for h in o.hits] if any(h.text is not None for h in o.hits) else None
+            for o in outcomes
+        ],
+        "latency_seconds": [o.latency_seconds for o in outcomes],
+        "error_type": [o.error_type for o in outcomes],
+        "error_message": [o.error_message for o in outcomes],
+        "duplicates": [o.duplicates for o in outcomes],
+    }
+
+
+def decode_result(doc: Mapping[str, Any], evalset: EvalSet | None = None) -> RunResult:
+    """Return the run :func:`encode_result` wrote; query texts and judgments from ``evalset``."""
+    outcomes = []
+    for i, qid in enumerate(doc["query_ids"]):
+        texts = doc["texts"][i] or [None] * len(doc["hit_ids"][i])
+        hits = tuple(
+            Hit(hid, score, text)
+            for hid, score, text in zip(doc["hit_ids"][i], doc["scores"][i], texts, strict=True)
+        )
+        query = evalset.get(qid) if evalset is not None else None
+        outcomes.append(
+            QueryOutcome(
+                query_id=qid,
+                query=query.text if query is not None else "",
+                hits=hits,
+                relevant_ids=query.relevant_ids if query is not None else (),
+                latency_seconds=doc["latency_seconds"][i],
+                error_type=doc["error_type"][i],
+                error_message=doc["error_message"][i],
+                duplicates=int(doc["duplicates"][i]),
+            )
+        )
+    stats: dict[str, MetaValue] = dict(doc["search_stats"])
+    return RunResult(
+        outcomes=tuple(outcomes),
+        k=int(doc["k"]),
+        started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
+        finished_at=datetime.fromisoformat(doc["finished_at"]).astimezone(timezone.utc),
+        duration_seconds=float(doc["duration_seconds"]),
+        latency=LatencySummary.of(
+            o.latency_seconds
+            for o in outcomes
+            if o.error_type is None and o.latency_seconds is not None
+        ),
+        queries_per_second=doc["queries_per_second"],
+        warmup=int(doc["warmup"]),
+        retries=int(doc["retries"]),
+        search_stats=stats,
+        label=doc["label"],
+    )
+
+
+def _attempt(tx: Transaction, suite: str, attempt: str, *, lock: bool) -> Attempt | None:
+    """Read the attempt's row (locking it for the transaction when ``lock``) and parts."""
+    statement = (
+        "SELECT shard_count, config_hash, evalset_fingerprint, status, opened_at, deadline_at,"
+        " run_id, error FROM shard_attempts WHERE suite = ? AND attempt = ?"
+    )
+    if lock and tx.dialect.name == "postgresql":
+        statement += " FOR UPDATE"
+    row = tx.one(statement, (suite, attempt))
+    if row is None:
+        return None
+    count, config_hash, fingerprint, status, opened, deadline, run_id, error = row
+    indices = tx.all(
+        "SELECT shard_index FROM shard_parts WHERE suite = ? AND attempt = ? ORDER BY shard_index",
+        (suite, attempt),
+    )
+    return Attempt(
+        suite=suite,
+        attempt=attempt,
+        count=int(count),
+        config_hash=str(config_hash),
+        evalset_fingerprint=str(fingerprint),
+        status=str(status),
+        opened_at=tx.dialect.read_timestamp(opened),
+        deadline_at=tx.dialect.read_timestamp(deadline),
+        run_id=None if run_id is None else int(run_id),
+        error=error,
+        parts=tuple(int(index) for (index,) in indices),
+    )
+
+
+def _parts(tx: Transaction, suite: str, attempt: str) -> list[Part]:
+    rows = tx.all(
+        "SELECT shard_index, status, outcomes, error FROM shard_parts"
+        " WHERE suite = ? AND attempt = ? ORDER BY shard_index",
+        (suite, attempt),
+    )
+    return [
+        Part(
+            int(index),
+            decode_result(tx.dialect.read_json(raw)) if status == "ok" else None,
+            error,
+        )
+        for index, status, raw, error in rows
+    ]
+
+
+def _write_part(tx: Transaction, suite: str, attempt: str, part: Part, now: datetime) -> None:
+    doc = encode_result(part.result) if part.result is not None else {}
+    tx.execute(
+        "INSERT INTO shard_parts (suite, attempt, shard_index, status, outcomes, error, saved_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (suite, attempt, shard_index) DO UPDATE SET"
+        " status = excluded.status, outcomes = excluded.outcomes, error = excluded.error,"
+        " saved_at = excluded.saved_at",
+        (
+            suite,
+            attempt,
+            part.index,
+            "ok" if part.result is not None else "failed",
+            dump_json(doc),
+            part.error,
+            tx.dialect.timestamp(now),
+        ),
+    )
+
+
+def _close(
+    tx: Transaction,
+    suite: str,
+    attempt: str,
+    status: str,
+    now: datetime,
+    run_id: int,
+    error: str | None,
+) -> None:
+    tx.execute(
+        "UPDATE shard_attempts SET status = ?, closed_at = ?, run_id = ?, error = ?"
+        " WHERE suite = ? AND attempt = ?",
+        (status, tx.dialect.timestamp(now), run_id, error, suite, attempt),
+    )
+
+
+def _replace(
+    found: Attempt,
+    status: str,
+    parts: tuple[int, ...],
+    run_id: int | None,
+    error: str | None = None,
+) -> Attempt:
+    return replace(found, status=status, parts=parts, run_id=run_id, error=error)
