@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from monitor.errors import InputError
+from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute
-from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
+from monitor.metrics.ranks import FloatArray, Qrels, Resolution, Run, resolve
 from monitor.metrics.spec import Metric, default_metrics, parse_metrics
 
 if TYPE_CHECKING:
     import pandas as pd
-
-_EVALSET_SUFFIXES = {".jsonl", ".json", ".csv", ".yaml", ".yml"}
 
 
 class _HasQrels(Protocol):
@@ -133,6 +132,7 @@ def evaluate(
     *,
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
+    grades: str = "exact",
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -146,14 +146,22 @@ def evaluate(
     any miss; with ``exclude_failed`` they are left out of the values and the means instead,
     as if they were not in the eval set (a monitored run: a failure is not a quality figure,
     the error rate counts it). The answered queries are scored the same either way.
+
+    ``grades`` is how a qrels file's decimal grades are read: ``exact`` or ``truncate``
+    (:func:`monitor.evalset.formats.read_qrels`). A TREC run file is read into columns
+    (:mod:`monitor.search.trec_columns`), with the same ranks as the line reader.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
-    judged, ranked = _as_qrels(qrels), _as_run(run)
-    failed = _failed_ids(run) if exclude_failed else frozenset()
-    if failed:
-        judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
-        ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
-    resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
+    judged = _as_qrels(qrels, grades)
+    if isinstance(run, str | Path):
+        resolution = _resolve_file(judged, Path(run), include_no_relevant)
+    else:
+        ranked = _as_run(run)
+        failed = _failed_ids(run) if exclude_failed else frozenset()
+        if failed:
+            judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
+            ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
+        resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
     ranks = resolution.ranks
     return EvaluationResult(
         metrics=specs,
@@ -170,9 +178,23 @@ def evaluate(
     )
 
 
-def _as_qrels(qrels: QrelsLike) -> Qrels:
+def _resolve_file(judged: Qrels, path: Path, include_no_relevant: bool) -> Resolution:
+    """Rank the judgments in the run file at ``path``: by columns when it is a TREC run."""
+    from monitor.search.saved import is_trec_run, load_run
+    from monitor.search.trec_columns import read_trec_columns
+
+    try:
+        columns = read_trec_columns(path) if is_trec_run(path) else None
+    except OSError:
+        columns = None  # the line reader names the fault
+    if columns is None:
+        return resolve(judged, load_run(path), include_no_relevant=include_no_relevant)
+    return resolve_columns(judged, columns, include_no_relevant=include_no_relevant)
+
+
+def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:
     if isinstance(qrels, str | Path):
-        return load_qrels(qrels)
+        return load_qrels(qrels, grades=grades)
     if isinstance(qrels, Mapping):
         return qrels
     if hasattr(qrels, "qrels"):
@@ -205,11 +227,9 @@ def _as_run(run: RunLike) -> Run:
     )
 
 
-def load_qrels(path: str | Path) -> Qrels:
-    """Load judgments from a TREC qrels file or any eval-set file, by suffix."""
-    from monitor import evalset
+def load_qrels(path: str | Path, *, grades: str = "exact") -> Qrels:
+    """Load judgments from a TREC qrels file, a ``{qid: {doc: grade}}`` JSON file or any
+    eval-set file, by suffix (see :func:`monitor.evalset.formats.read_qrels`)."""
+    from monitor.evalset.formats import read_qrels
 
-    path = Path(path)
-    if path.suffix.lower() in _EVALSET_SUFFIXES:
-        return evalset.EvalSet.load(path).qrels()
-    return evalset.read_trec_qrels(path)
+    return read_qrels(path, grades=grades)

@@ -1,0 +1,159 @@
+"""The columnar TREC reader ranks every judged pair exactly as the line reader does."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from monitor.evaluation import evaluate
+from monitor.metrics.columnar import resolve_columns
+from monitor.metrics.ranks import resolve
+from monitor.search import trec_columns
+from monitor.search.saved import load_run
+from monitor.search.trec_columns import read_trec_columns
+
+CONFORMANCE = Path("/work/shared/conformance/peers/trec_eval")
+ALL = ["map", "ndcg", "mrr", "r_precision", "precision@10", "recall@100", "ndcg@10"]
+
+
+def _random_run(seed: int) -> tuple[str, dict[str, dict[str, int]]]:
+    """Return a messy TREC run text and qrels that judge some of its documents."""
+    rng = random.Random(seed)
+    ids = ["d1", "d10", "d2", "D2", "é9", "a" * 9, "b" * 17, "c" * 70, "x#1", *map(str, range(30))]
+    lines = ["# a comment", "   ", "#another one with fields a b c d e f"]
+    qrels: dict[str, dict[str, int]] = {}
+    for q in range(rng.randint(1, 12)):
+        qid = rng.choice([f"q{q}", f"query-number-{q:04d}", str(q)])
+        docs = rng.choices(ids, k=rng.randint(1, 25))  # repeats: duplicate ids
+        for doc in docs:
+            score = rng.choice(
+                [rng.randint(-3, 3), round(rng.uniform(-5, 5), rng.randint(0, 4)), 1e-05, 2.5e3]
+            )
+            text = rng.choice([repr(float(score)), f"{score}", f"{float(score):.3f}"])
+            sep = rng.choice([" ", "\t", "  ", " \t "])
+            extra = rng.choice(["", " extra fields", "\tmore"])
+            lines.append(sep.join([qid, "Q0", doc, "1", text, "tag"]) + extra)
+        qrels[qid] = {doc: rng.randint(0, 2) for doc in rng.sample(ids, 6)}
+    rng.shuffle(lines)  # queries interleaved, scores out of order
+    return "\r\n".join(lines) if seed % 3 == 0 else "\n".join(lines), qrels
+
+
+def _fields(resolution: object) -> dict[str, list[object]]:
+    ranks = resolution.ranks  # type: ignore[attr-defined]
+    names = ("n_relevant", "n_retrieved", "duplicates", "missing", "query", "grade", "rank")
+    out: dict[str, list[object]] = {name: getattr(ranks, name).tolist() for name in names}
+    out["query_ids"] = list(ranks.query_ids)
+    out["ideal_grade"] = ranks.ideal_grade.tolist()
+    out["counts"] = [resolution.skipped_no_relevant, resolution.not_judged]  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_columns_rank_like_the_line_reader(tmp_path: Path, seed: int) -> None:
+    """On runs with ties, repeats, comments, odd spacing and long ids both readers agree."""
+    text, qrels = _random_run(seed)
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    for include in (False, True):
+        expected = _fields(resolve(qrels, load_run(path), include_no_relevant=include))
+        assert expected == _fields(resolve_columns(qrels, columns, include_no_relevant=include))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_columns_agree_across_chunks(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read in many small chunks ranks as one read whole."""
+    text, qrels = _random_run(seed + 100)
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    expected = _fields(resolve(qrels, load_run(path)))
+    monkeypatch.setattr(trec_columns, "CHUNK_BYTES", 37)
+    columns = read_trec_columns(path)
+    assert columns is not None
+    assert expected == _fields(resolve_columns(qrels, columns))
+
+
+@pytest.mark.parametrize(
+    "score", ["1.5", "-0.25", "007", "1e-05", "2.5E3", "+3", ".5", "5.", "123456789012345678"]
+)
+def test_scores_are_read_as_float_reads_them(tmp_path: Path, score: str) -> None:
+    """Every score literal becomes the double Python's float gives."""
+    path = tmp_path / "run.trec"
+    path.write_text(f"q Q0 d 1 {score} t\n")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    assert float(score) == columns.score[0]
+
+
+def test_decimal_scores_are_correctly_rounded() -> None:
+    """Random decimals of up to 15 digits parse to exactly float()'s double."""
+    rng = np.random.default_rng(0)
+    texts = [
+        f"{v:.{d}f}"
+        for v, d in zip(rng.uniform(-1e4, 1e4, 2000), rng.integers(0, 11, 2000), strict=True)
+    ]
+    chunk = (" ".join(texts) + "\n").encode()
+    a = np.frombuffer(chunk + b" " * 64, dtype=np.uint8)
+    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+    lengths = np.array([len(t) for t in texts])
+    values = trec_columns._parse_scores(chunk, a, starts, lengths)
+    assert values is not None
+    assert [float(t) for t in texts] == values.tolist()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q Q0 d 1 x t\n",
+        "q Q0 d 1 nan t\n",
+        "q Q0 d 1 2\n",
+        "q Q0 d\x01 1 2 t\n",
+        b"q Q0 \xff 1 2 t\n",
+    ],
+    ids=["word", "nan", "short", "control", "not-utf8"],
+)
+def test_lines_the_line_reader_must_name_are_left_to_it(tmp_path: Path, text: str | bytes) -> None:
+    """A fault makes the columnar reader step aside (None), so the error names the line."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert read_trec_columns(path) is None
+
+
+def test_conformance_runs_rank_like_the_line_reader() -> None:
+    """trec_eval's own test runs give the same ranks through both readers."""
+    if not CONFORMANCE.is_dir():
+        pytest.skip("trec_eval's test folder is not here")
+    for qrels_name, run_name in [
+        ("qrels.test", "results.test"),
+        ("qrels.test.with-comments", "results.trunc"),
+        ("qrels.comment.test", "results.comment.test"),
+    ]:
+        qrels_path, run_path = CONFORMANCE / qrels_name, CONFORMANCE / run_name
+        fast = evaluate(qrels_path, run_path, ALL, include_no_relevant=True)
+        slow = evaluate(qrels_path, load_run(run_path), ALL, include_no_relevant=True)
+        assert slow.means == fast.means
+
+
+def test_gzip_run_reads_like_the_plain_file(tmp_path: Path) -> None:
+    """A gzip-compressed run gives the plain file's columns."""
+    text, qrels = _random_run(7)
+    plain, packed = tmp_path / "run.trec", tmp_path / "run.trec.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    assert _fields(resolve(qrels, load_run(plain))) == _fields(
+        resolve_columns(qrels, read_trec_columns(packed))  # type: ignore[arg-type]
+    )
+
+
+def test_a_file_without_line_feeds_is_left_to_the_line_reader(tmp_path: Path) -> None:
+    """Bytes that never end a line (a device such as /dev/zero) are not buffered without end."""
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"\0" * (trec_columns.MAX_LINE_BYTES + trec_columns.CHUNK_BYTES + 1))
+    assert read_trec_columns(path) is None
