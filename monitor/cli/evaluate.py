@@ -31,6 +31,13 @@ def register(subparsers: Any) -> None:
         help="a table, one JSON object, or CSV with a row per query (default: table)",
     )
     parser.add_argument("--per-query", action="store_true", help="also print every query's values")
+    parser.add_argument(
+        "--grades",
+        default="exact",
+        metavar="exact|truncate",
+        help="how qrels grades written as decimals are read: exact takes 1.0 as 1 and refuses "
+        "0.5 naming its line; truncate cuts toward zero, as trec_eval does (default: exact)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -60,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
     from monitor.evaluation import evaluate
 
     result = evaluate(
-        args.qrels, args.run, args.metrics, include_no_relevant=args.include_no_relevant
+        args.qrels,
+        args.run,
+        args.metrics,
+        include_no_relevant=args.include_no_relevant,
+        grades=args.grades,
     )
     if not result.query_ids:
         raise InputError(args.qrels, "at least one judged query with a relevant document")
