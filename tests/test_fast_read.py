@@ -157,3 +157,43 @@ def test_a_file_without_line_feeds_is_left_to_the_line_reader(tmp_path: Path) ->
     path = tmp_path / "run.trec"
     path.write_bytes(b"\0" * (trec_columns.MAX_LINE_BYTES + trec_columns.CHUNK_BYTES + 1))
     assert read_trec_columns(path) is None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_file_in_score_order_has_its_ties_ordered(tmp_path: Path, seed: int) -> None:
+    """Lines grouped by query and best first, ties by doc id ascending, rank as trec_eval."""
+    rng = random.Random(seed)
+    lines, qrels = [], {}
+    for q in range(5):
+        docs = rng.sample([f"d{i}" for i in range(40)], 20)
+        scored = sorted(((rng.randint(0, 4), doc) for doc in docs), key=lambda s: (-s[0], s[1]))
+        lines += [f"q{q} Q0 {doc} 0 {score} t" for score, doc in scored]
+        qrels[f"q{q}"] = {doc: 1 for doc in rng.sample(docs, 5)}
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    assert _fields(resolve(qrels, load_run(path))) == _fields(resolve_columns(qrels, columns))
+
+
+def test_a_comment_of_six_fields_is_still_a_comment(tmp_path: Path) -> None:
+    """A comment line that happens to hold six fields is skipped, not read as a run line."""
+    path = tmp_path / "run.trec"
+    path.write_text("# qid Q0 doc rank score\nq1 Q0 d1 1 2.0 t\n")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    assert ("q1",) == columns.query_ids
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ids_sharing_a_hash_still_rank_exactly(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every id of a query hashes alike, ranks and copies are still found exactly."""
+    monkeypatch.setattr(trec_columns, "_hash", lambda query, words: query.astype(np.uint64))
+    text, qrels = _random_run(seed + 200)
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    assert _fields(resolve(qrels, load_run(path))) == _fields(resolve_columns(qrels, columns))

@@ -26,6 +26,7 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -101,40 +102,35 @@ class TrecColumns:
         if not len(pairs) or not len(self.query):
             return out
         words = _pack_python([encoded[i] for i in pairs.tolist()], width)
-        wanted = _hash(codes[pairs], words)
+        pair_codes = codes[pairs]
+        wanted = _hash(pair_codes, words)
         order = np.argsort(wanted, kind="stable")
         sorted_wanted = wanted[order]
-        row_hash = _hash(self.query, self.doc_words)
-        if len(sorted_wanted) > 1 and bool((sorted_wanted[1:] == sorted_wanted[:-1]).any()):
+        if len(wanted) > 1 and bool((sorted_wanted[1:] == sorted_wanted[:-1]).any()):
             # Two judged pairs share a hash: look every candidate row up exactly instead.
-            self._exact_ranks(row_hash, wanted, codes[pairs], words, out, pairs)
+            self._exact_ranks(wanted, pair_codes, words, out, pairs)
             return out
-        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash), len(sorted_wanted) - 1)
-        rows = np.flatnonzero(sorted_wanted[slot] == row_hash)
-        rows = rows[~self.copy[rows]]  # the best copy carries the rank
+        row_hash = _hash(self.query, self.doc_words)
+        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash), len(wanted) - 1)
+        rows = np.flatnonzero((sorted_wanted[slot] == row_hash) & ~self.copy)
         pair = order[slot[rows]]
-        exact = (self.query[rows] == codes[pairs][pair]) & (
-            self.doc_words[rows] == words[pair]
-        ).all(axis=1)
+        # Each candidate row is checked against the one pair of its hash, word by word.
+        exact = (self.query[rows] == pair_codes[pair]) & (self.doc_words[rows] == words[pair]).all(
+            axis=1
+        )
         rows, pair = rows[exact], pair[exact]
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
         copies_before = np.concatenate(([0], np.cumsum(self.copy)))
         q = self.query[rows]
-        rank = rows - first_row[q] + 1 - (copies_before[rows] - copies_before[first_row[q]])
-        out[pairs[pair]] = rank
+        out[pairs[pair]] = (
+            rows - first_row[q] + 1 - (copies_before[rows] - copies_before[first_row[q]])
+        )
         return out
 
-    def _exact_ranks(
-        self,
-        row_hash: _U64,
-        wanted: _U64,
-        codes: _I64,
-        words: _U64,
-        out: _I64,
-        pairs: _I64,
-    ) -> None:
+    def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
         """Fill ``out[pairs]`` from a dict of the candidate rows' exact keys."""
+        row_hash = _hash(self.query, self.doc_words)
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
         copies_before = np.concatenate(([0], np.cumsum(self.copy)))
@@ -167,9 +163,16 @@ def read_trec_columns(
         except _NotALineFile:
             return None
     width = max((p[1].shape[1] for p in parts), default=1)
-    query = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    words = np.concatenate([_widen(p[1], width) for p in parts]) if parts else _empty(width)
-    score = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.float64)
+    # One column at a time, each chunk's part let go as it is copied: the peak is the run
+    # once plus one column, not twice the run.
+    queries, word_parts, scores = (
+        (list(column) for column in zip(*parts, strict=True)) if parts else ([], [], [])
+    )
+    parts.clear()
+    query = _concatenate(queries, np.zeros(0, np.int64))
+    words = _concatenate([_widen(w, width) for w in word_parts], _empty(width))
+    word_parts.clear()
+    score = _concatenate(scores, np.zeros(0, np.float64))
     query, words, score = _in_trec_order(query, words, score)
     return TrecColumns(
         query_ids=tuple(codes),
@@ -179,6 +182,13 @@ def read_trec_columns(
         copy=_later_copies(query, words),
         _codes=codes,
     )
+
+
+def _concatenate(arrays: list[Any], empty: Any) -> Any:
+    """Return ``arrays`` joined (``empty`` when there are none), emptying the list."""
+    joined = np.concatenate(arrays) if arrays else empty
+    arrays.clear()
+    return joined
 
 
 def _chunks(handle: io.BufferedIOBase, path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
@@ -226,24 +236,29 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
     starts, ends = edges[0::2], edges[1::2]
     if not len(starts):
         return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
-    # Tokens before each line feed: a line's tokens are those between two line feeds.
-    before = np.searchsorted(starts, newlines)
-    first = np.concatenate(([0], before[:-1]))
-    count = before - first
-    if not bool((count == _FIELDS).all()):
-        keep = count > 0
-        first, count = first[keep], count[keep]
-        keep = a[starts[first]] != ord("#")
-        first, count = first[keep], count[keep]
-        if bool((count < _FIELDS).any()):
+    # The usual file: six fields on every line. Then line k's first token is token 6k, and
+    # it is so exactly when each line feed falls between tokens 6k-1 and 6k.
+    first: _I64 | None = None
+    if len(starts) == _FIELDS * len(newlines) and bool(
+        (starts[_FIELDS::_FIELDS] > newlines[:-1]).all()
+        and (starts[_FIELDS - 1 :: _FIELDS] < newlines).all()
+        and (a[starts[::_FIELDS]] != ord("#")).all()  # a comment may hold six fields too
+    ):
+        first = None  # every line regular: fields are strided slices
+    else:
+        first = _line_firsts(a, starts, newlines)
+        if first is None:
             return None
         if not len(first):
             return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
     padded = np.frombuffer(chunk + b" " * _PAD, dtype=np.uint8)
 
     def field(k: int) -> tuple[_I64, _I64]:
-        start = starts[first + k]
-        return start, ends[first + k] - start
+        if first is None:
+            start, end = starts[k::_FIELDS], ends[k::_FIELDS]
+        else:
+            start, end = starts[first + k], ends[first + k]
+        return start, end - start
 
     score = _parse_scores(chunk, padded, *field(4))
     if score is None:
@@ -251,6 +266,22 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
     query = _query_codes(chunk, padded, *field(0), codes)
     doc_words = _pack(padded, *field(2))
     return query, doc_words, score
+
+
+def _line_firsts(a: _U8, starts: _I64, newlines: _I64) -> _I64 | None:
+    """Return the first token of each line that is not blank or a comment; None if a line
+    has fewer than six fields."""
+    # Tokens before each line feed: a line's tokens are those between two line feeds.
+    before = np.searchsorted(starts, newlines)
+    first = np.concatenate(([0], before[:-1]))
+    count = before - first
+    keep = count > 0
+    first, count = first[keep], count[keep]
+    keep = a[starts[first]] != ord("#")
+    first, count = first[keep], count[keep]
+    if bool((count < _FIELDS).any()):
+        return None
+    return np.asarray(first, dtype=np.int64)
 
 
 def _pack(a: _U8, starts: _I64, lengths: _I64) -> _U64:
@@ -404,8 +435,6 @@ def _hash(query: _I64, words: _U64) -> _U64:
 def _later_copies(query: _I64, words: _U64) -> npt.NDArray[np.bool_]:
     """Return, per row (in ranking order), whether an earlier row of its query has its id."""
     copy = np.zeros(len(query), dtype=bool)
-    if len(query) < 2:
-        return copy
     h = _hash(query, words)
     ordered = np.sort(h)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
