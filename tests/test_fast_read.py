@@ -168,7 +168,7 @@ def test_a_file_in_score_order_has_its_ties_ordered(tmp_path: Path, seed: int) -
         docs = rng.sample([f"d{i}" for i in range(40)], 20)
         scored = sorted(((rng.randint(0, 4), doc) for doc in docs), key=lambda s: (-s[0], s[1]))
         lines += [f"q{q} Q0 {doc} 0 {score} t" for score, doc in scored]
-        qrels[f"q{q}"] = {doc: 1 for doc in rng.sample(docs, 5)}
+        qrels[f"q{q}"] = dict.fromkeys(rng.sample(docs, 5), 1)
     path = tmp_path / "run.trec"
     path.write_text("\n".join(lines) + "\n")
     columns = read_trec_columns(path)
