@@ -37,9 +37,11 @@ class MetricError(UsageError):
 class UnknownMetricError(MetricError):
     """A metric name names no known measure."""
 
-    def __init__(self, name: str, known: Iterable[str]) -> None:
+    def __init__(self, name: str, known: Iterable[str], *, suggestion: str | None = None) -> None:
         self.known = tuple(sorted(known))
-        super().__init__(name, f"unknown measure; known measures: {', '.join(self.known)}")
+        self.suggestion = suggestion
+        hint = f"did you mean {suggestion!r}? " if suggestion else ""
+        super().__init__(name, f"unknown measure; {hint}known measures: {', '.join(self.known)}")
 
 
 class InputError(MonitorError):

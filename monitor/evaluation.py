@@ -12,9 +12,17 @@ import numpy as np
 
 from monitor.errors import InputError
 from monitor.metrics.columnar import resolve_columns
-from monitor.metrics.engine import compute
+from monitor.metrics.engine import compute, needs_judgments
+from monitor.metrics.names import NameStyle, display_name
 from monitor.metrics.ranks import FloatArray, Qrels, Resolution, Run, resolve
-from monitor.metrics.spec import Metric, default_metrics, parse_metrics
+from monitor.metrics.spec import (
+    AVERAGES,
+    COUNTS,
+    Average,
+    Metric,
+    default_metrics,
+    parse_metrics,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,6 +90,14 @@ class EvaluationResult:
         }
 
     @property
+    def summary(self) -> dict[str, float]:
+        """Return trec_eval's summary of each metric: the sum for counts, else the mean."""
+        return {
+            str(m): float(np.sum(self.values[m])) if m.measure in COUNTS else mean
+            for m, mean in zip(self.metrics, self.means.values(), strict=True)
+        }
+
+    @property
     def per_query(self) -> pd.DataFrame:
         """Return one row per evaluated query (index ``query_id``), one column per metric."""
         import pandas as pd
@@ -97,21 +113,63 @@ class EvaluationResult:
         (spec,) = parse_metrics([metric])
         return float(self.values[spec][self.query_ids.index(query_id)])
 
-    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        """Return ``{"metrics", "queries"[, "per_query"]}`` as the CLI prints it in JSON."""
-        out: dict[str, Any] = {"metrics": self.means, "queries": self.counts.to_dict()}
+    def to_dict(self, *, per_query: bool = False, names: NameStyle = "canonical") -> dict[str, Any]:
+        """Return ``{"metrics", "queries"[, "per_query"]}`` as the CLI prints it in JSON.
+
+        ``names`` spells the metric keys as that tool does (``P_5`` for trec_eval).
+        """
+        labels = self._labels(names)
+        means = self.means
+        out: dict[str, Any] = {
+            "metrics": {
+                label: means[str(m)] for m, label in zip(self.metrics, labels, strict=True)
+            },
+            "queries": self.counts.to_dict(),
+        }
         if per_query:
-            columns = [(str(m), self.values[m].tolist()) for m in self.metrics]
+            columns = [
+                (label, self.values[m].tolist())
+                for m, label in zip(self.metrics, labels, strict=True)
+            ]
             out["per_query"] = {
                 qid: {name: values[i] for name, values in columns}
                 for i, qid in enumerate(self.query_ids)
             }
         return out
 
-    def __str__(self) -> str:
-        width = max((len(str(m)) for m in self.metrics), default=6)
+    def to_trec_eval(self, *, per_query: bool = False, names: NameStyle = "trec_eval") -> str:
+        """Return trec_eval's output: ``measure<TAB>query<TAB>value`` lines, ``all`` last.
+
+        As trec_eval prints them: the name padded to 22 characters, four decimals (counts as
+        integers), the queries in trec_eval's order (by id) with ``per_query``, then the
+        summary: ``num_q``, then each measure (counts summed, others averaged). trec_eval's
+        ``runid`` line is not printed: a run read as JSON has no run tag.
+        """
+        labels = self._labels(names)
+        lines: list[str] = []
+        if per_query:
+            order = sorted(range(len(self.query_ids)), key=self.query_ids.__getitem__)
+            for i in order:
+                qid = self.query_ids[i]
+                for metric, label in zip(self.metrics, labels, strict=True):
+                    value = float(self.values[metric][i])
+                    lines.append(_trec_line(label, qid, value, metric.measure in COUNTS))
+        summary = self.summary
+        lines.append(_trec_line("num_q", "all", float(len(self.query_ids)), True))
+        for metric, label in zip(self.metrics, labels, strict=True):
+            lines.append(_trec_line(label, "all", summary[str(metric)], metric.measure in COUNTS))
+        return "".join(line + "\n" for line in lines)
+
+    def format_table(self, names: NameStyle = "canonical") -> str:
+        """Return the means as an aligned table, then the query counts and duplicates."""
+        labels = self._labels(names)
+        width = max((len(label) for label in labels), default=6)
         lines = [f"{'metric':<{width}}  mean", f"{'-' * width}  ------"]
-        lines += [f"{name:<{width}}  {mean:.4f}" for name, mean in self.means.items()]
+        means = self.means
+        lines += [
+            f"{label:<{width}}  {means[str(m)]:.4f}"
+            for m, label in zip(self.metrics, labels, strict=True)
+        ]
         c = self.counts
         lines.append(
             f"queries: {c.evaluated} evaluated, {c.skipped_no_relevant} skipped (no relevant),"
@@ -124,6 +182,17 @@ class EvaluationResult:
             )
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return self.format_table()
+
+    def _labels(self, names: NameStyle) -> list[str]:
+        return [display_name(str(m), names) for m in self.metrics]
+
+
+def _trec_line(measure: str, qid: str, value: float, count: bool) -> str:
+    number = str(round(value)) if count and math.isfinite(value) else f"{value:.4f}"
+    return f"{measure:<22}\t{qid}\t{number}"
+
 
 def evaluate(
     qrels: QrelsLike,
@@ -133,6 +202,10 @@ def evaluate(
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
     grades: str = "exact",
+    judged_only: bool = False,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    average: Average | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``qrels`` on ``metrics`` (default: hit_rate, recall, precision,
     mrr, ndcg and map at 1, 3, 5 and 10).
@@ -147,30 +220,54 @@ def evaluate(
     as if they were not in the eval set (a monitored run: a failure is not a quality figure,
     the error rate counts it). The answered queries are scored the same either way.
 
+    The other options have trec_eval's meaning. ``relevance_level`` (``-l``): binary measures
+    count grades >= N as relevant, ndcg, dcg and err keep the grades as gains.
+    ``max_docs`` (``-M``): each ranking is cut to its first N, in trec_eval's order, before
+    every measure. ``judged_only`` (``-J``): documents without a judgment of grade >= 0 are
+    removed from each ranking before scoring. ``average`` chooses the queries of the means:
+    ``"answerable"`` (the default) those with a relevant judgment, ``"trec_eval"`` those in
+    both the judgments and the run, no-relevant ones counted as 0 (trec_eval without ``-c``),
+    ``"all"`` every judged query, missing ones 0 (``trec_eval -c``, the same as
+    ``include_no_relevant``).
+
     ``grades`` is how a qrels file's decimal grades are read: ``exact`` or ``truncate``
     (:func:`monitor.evalset.formats.read_qrels`). A TREC run file is read into columns
     (:mod:`monitor.search.trec_columns`), with the same ranks as the line reader.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
     judged = _as_qrels(qrels, grades)
+    if average is None:
+        average = "all" if include_no_relevant else "answerable"
+    elif average not in AVERAGES:
+        raise InputError("<average>", f"one of {', '.join(AVERAGES)}", found=average)
+    elif include_no_relevant and average == "answerable":
+        raise InputError("<average>", "average 'all' with include_no_relevant", found=average)
+    options: dict[str, Any] = {
+        "include_no_relevant": average != "answerable",
+        "only_in_run": average == "trec_eval",
+        "relevance_level": relevance_level,
+        "judged_only": judged_only,
+        "max_docs": max_docs,
+        "with_judged": needs_judgments(specs),
+    }
     if isinstance(run, str | Path):
-        resolution = _resolve_file(judged, Path(run), include_no_relevant)
+        resolution = _resolve_file(judged, Path(run), options)
     else:
         ranked = _as_run(run)
         failed = _failed_ids(run) if exclude_failed else frozenset()
         if failed:
             judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
             ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
-        resolution = resolve(judged, ranked, include_no_relevant=include_no_relevant)
+        resolution = resolve(judged, ranked, **options)
     ranks = resolution.ranks
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
-        values=compute(specs, ranks),
+        values=compute(specs, resolution),
         counts=QueryCounts(
             evaluated=ranks.n,
             skipped_no_relevant=resolution.skipped_no_relevant,
-            missing_from_run=int(ranks.missing.sum()),
+            missing_from_run=int(ranks.missing.sum()) + resolution.not_in_run,
             not_judged=resolution.not_judged,
         ),
         duplicates=int(ranks.duplicates.sum()),
@@ -178,7 +275,7 @@ def evaluate(
     )
 
 
-def _resolve_file(judged: Qrels, path: Path, include_no_relevant: bool) -> Resolution:
+def _resolve_file(judged: Qrels, path: Path, options: dict[str, Any]) -> Resolution:
     """Rank the judgments in the run file at ``path``: by columns when it is a TREC run."""
     from monitor.search.saved import is_trec_run, load_run
     from monitor.search.trec_columns import read_trec_columns
@@ -188,8 +285,8 @@ def _resolve_file(judged: Qrels, path: Path, include_no_relevant: bool) -> Resol
     except OSError:
         columns = None  # the line reader names the fault
     if columns is None:
-        return resolve(judged, load_run(path), include_no_relevant=include_no_relevant)
-    return resolve_columns(judged, columns, include_no_relevant=include_no_relevant)
+        return resolve(judged, load_run(path), **options)
+    return resolve_columns(judged, columns, **options)
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

@@ -241,7 +241,9 @@ def _run_locked(
         close_search(search)
 
     try:
-        evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+        evaluation = evaluate(
+            evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+        )
         record = _record(suite, evalset, config_hash, result, evaluation)
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
@@ -436,7 +438,9 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    evaluation = evaluate(
+        evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+    )
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_baseline(suite.name, run_id)

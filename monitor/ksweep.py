@@ -20,7 +20,7 @@ from typing import Any
 
 from monitor.evaluation import QrelsLike, QueryCounts, RunLike, evaluate
 from monitor.metrics.ranks import Run
-from monitor.metrics.spec import Metric
+from monitor.metrics.spec import Average, Metric
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20)
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "precision", "recall", "f1", "mrr", "ndcg", "map")
@@ -143,12 +143,28 @@ def k_sweep(
     measures: Sequence[str] = DEFAULT_MEASURES,
     *,
     include_no_relevant: bool = False,
+    average: Average | None = None,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    judged_only: bool = False,
 ) -> KSweep:
-    """Evaluate ``measures`` at every k of ``ks`` in one pass and recommend k per use case."""
+    """Evaluate ``measures`` at every k of ``ks`` in one pass and recommend k per use case.
+
+    The scoring options are :func:`monitor.evaluation.evaluate`'s (trec_eval's -c, -l, -M, -J).
+    """
     ks = tuple(sorted(set(ks)))
     metrics = [Metric(measure, k) for measure in measures for k in ks]
     loaded = _loaded(run)
-    result = evaluate(qrels, loaded, metrics, include_no_relevant=include_no_relevant)
+    result = evaluate(
+        qrels,
+        loaded,
+        metrics,
+        include_no_relevant=include_no_relevant,
+        average=average,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        judged_only=judged_only,
+    )
     flat = result.means
     means = {measure: {k: flat[f"{measure}@{k}"] for k in ks} for measure in measures}
     recommendations = tuple(

@@ -26,7 +26,7 @@ from test_exporters_golden import GOLDEN as GOLDEN_DIR
 from test_exporters_golden import RUNS as GOLDEN_RUNS
 
 from monitor.exporters import GAUGES, SEVERITIES
-from monitor.metrics.spec import MEASURES
+from monitor.metrics.spec import MEASURES, UNBOUNDED
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "alerts" / "prometheus" / "retrieval-monitor.rules.yml"
@@ -119,7 +119,8 @@ def expand(expr: str) -> list[str]:
         expr = expr.replace(f"${{{name}}}", value).replace(f"${name}", value)
     if "$measure" not in expr and "${measure}" not in expr:
         return [expr]
-    return [expr.replace("${measure}", m).replace("$measure", m) for m in sorted(MEASURES)]
+    measures = sorted(set(MEASURES) - UNBOUNDED)  # counts and DCG have no _ratio gauge
+    return [expr.replace("${measure}", m).replace("$measure", m) for m in measures]
 
 
 def metric_names(expr: str) -> set[str]:

@@ -84,7 +84,7 @@ def test_include_no_relevant_counts_them_as_zeros(
         ("recal@5", "unknown measure"),
         ("recall@0", "positive integer"),
         ("recall@-3", "positive integer"),
-        ("precision", "needs a cutoff"),
+        ("hit_rate", "needs a cutoff"),
     ],
 )
 def test_bad_metric_exits_2_with_a_clear_message(

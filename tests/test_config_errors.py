@@ -52,7 +52,7 @@ SUITE_CASES = [
     ("search: {kind: 'entrypoint:'}", "search.kind", 3, "entrypoint:<name>"),
     ("search: {kind: replay, bundled: a/b, path: r.json}", "search.path", 3, "beside 'bundled'"),
     # metrics and k
-    ("metrics: [ndcg@10, recall]", "metrics[1]", 3, "needs a cutoff"),
+    ("metrics: [ndcg@10, hit_rate]", "metrics[1]", 3, "needs a cutoff"),
     ("metrics: [ndcg@10, ndcg@10]", "metrics[1]", 3, "each metric once"),
     ("metrics: [ndcg@10, recal@5]", "metrics[1]", 3, "did you mean 'recall'?"),
     ("metrics: {measures: [ndcg, recal]}", "metrics.measures[1]", 3, "a measure: one of"),

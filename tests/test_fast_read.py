@@ -37,19 +37,41 @@ def _random_run(seed: int) -> tuple[str, dict[str, dict[str, int]]]:
             sep = rng.choice([" ", "\t", "  ", " \t "])
             extra = rng.choice(["", " extra fields", "\tmore"])
             lines.append(sep.join([qid, "Q0", doc, "1", text, "tag"]) + extra)
-        qrels[qid] = {doc: rng.randint(0, 2) for doc in rng.sample(ids, 6)}
+        qrels[qid] = {doc: rng.randint(-1, 3) for doc in rng.sample(ids, 6)}
     rng.shuffle(lines)  # queries interleaved, scores out of order
     return "\r\n".join(lines) if seed % 3 == 0 else "\n".join(lines), qrels
 
 
 def _fields(resolution: object) -> dict[str, list[object]]:
-    ranks = resolution.ranks  # type: ignore[attr-defined]
+    out: dict[str, list[object]] = {}
     names = ("n_relevant", "n_retrieved", "duplicates", "missing", "query", "grade", "rank")
-    out: dict[str, list[object]] = {name: getattr(ranks, name).tolist() for name in names}
-    out["query_ids"] = list(ranks.query_ids)
-    out["ideal_grade"] = ranks.ideal_grade.tolist()
-    out["counts"] = [resolution.skipped_no_relevant, resolution.not_judged]  # type: ignore[attr-defined]
+    names += ("ideal_grade", "judged_query", "judged_grade", "judged_rank")
+    for part in ("ranks", "graded"):
+        ranks = getattr(resolution, part)
+        for name in names:
+            value = getattr(ranks, name)
+            out[f"{part}.{name}"] = None if value is None else value.tolist()
+        out[f"{part}.query_ids"] = list(ranks.query_ids)
+    out["counts"] = [
+        resolution.skipped_no_relevant,  # type: ignore[attr-defined]
+        resolution.not_judged,  # type: ignore[attr-defined]
+        resolution.not_in_run,  # type: ignore[attr-defined]
+    ]
     return out
+
+
+#: Every option of resolve, alone and together.
+OPTIONS: list[dict[str, object]] = [
+    {},
+    {"include_no_relevant": True},
+    {"only_in_run": True},
+    {"include_no_relevant": True, "only_in_run": True},
+    {"relevance_level": 2},
+    {"max_docs": 3},
+    {"judged_only": True},
+    {"with_judged": True},
+    {"relevance_level": 2, "max_docs": 5, "judged_only": True, "include_no_relevant": True},
+]
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -60,9 +82,10 @@ def test_columns_rank_like_the_line_reader(tmp_path: Path, seed: int) -> None:
     path.write_text(text, encoding="utf-8")
     columns = read_trec_columns(path)
     assert columns is not None
-    for include in (False, True):
-        expected = _fields(resolve(qrels, load_run(path), include_no_relevant=include))
-        assert expected == _fields(resolve_columns(qrels, columns, include_no_relevant=include))
+    run = load_run(path)
+    for options in OPTIONS:
+        expected = _fields(resolve(qrels, run, **options))  # type: ignore[arg-type]
+        assert expected == _fields(resolve_columns(qrels, columns, **options)), options  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,12 +1,19 @@
-"""Differential tests against ranx for the measures trec_eval lacks: f1@k and ndcg_burges@k.
+"""Differential tests against ranx for the measures trec_eval lacks (f1@k, ndcg_burges, dcg).
 
-ranx 0.3.21 defines both as the engine does (ranx/metrics/f1.py, ndcg.py, hits.py, common.py):
+ranx 0.3.21 defines these as the engine does (ranx/metrics/f1.py, ndcg.py, hits.py, common.py):
 
 - ``f1@k``: P@k = hits/k with k the cutoff asked, even past the end of a short run; R@k =
   hits/R with R the judgments of grade >= 1 (``rel_lvl=1``); 2PR/(P+R), 0 when both are 0.
 - ``ndcg_burges@k``: gains 2**grade - 1 of the documents of grade >= 1 in the top min(k, run
   length); the ideal ranking is every judgment of grade >= 1, by grade descending, cut at k;
   0 when the ideal DCG is 0. ``k = 0`` means no cutoff, our ``ndcg_burges``.
+
+- ``dcg@k``, ``dcg_burges@k``: the same sums, not normalised; ``hits@k`` is ``num_rel_ret@k``.
+- ``rank_biased_precision`` weighs each document by its grade where trec_eval (and the
+  engine) weighs grade / the query's highest grade: the two agree on 0/1 judgments, so rbp
+  is compared on binary copies of the collections.
+
+ranx's bpref is not compared: it differs from trec_eval's, which the engine follows.
 
 Where ranx differs, the difference is kept out of the comparison rather than asserted: its
 ``Run`` ranks tied scores with an unstable argsort (no doc id tie-break) and hashes doc ids.
@@ -82,3 +89,38 @@ def test_ndcg_burges_without_cutoff_matches_ranx(seed: int) -> None:
     np.testing.assert_allclose(
         expected, ours.per_query["ndcg_burges"].to_numpy(), rtol=0, atol=1e-12
     )
+
+
+def binary(case: Case) -> Case:
+    """Return ``case`` with every positive grade written as 1 (ranx's rbp weighs by grade)."""
+    return Case(
+        {q: {d: min(g, 1) for d, g in docs.items()} for q, docs in case.qrels.items()}, case.run
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    ("ours_name", "ranx_name"),
+    [("dcg", "dcg"), ("dcg_burges", "dcg_burges"), ("num_rel_ret", "hits")],
+)
+@pytest.mark.parametrize("k", CUTOFFS)
+def test_dcg_and_hits_match_ranx(ours_name: str, ranx_name: str, k: int, seed: int) -> None:
+    """dcg@k, dcg_burges@k and num_rel_ret@k equal ranx's dcg, dcg_burges and hits at k."""
+    case = random_case(seed)
+    metric = f"{ours_name}@{k}"
+    ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
+    expected = getattr(ranx_metrics, ranx_name)(*as_ranx_lists(case), k)
+    np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    ("metric", "persistence"),
+    [("rbp", 0.9), ("rbp_50", 0.5), ("rbp_80", 0.8), ("rbp_95", 0.95), ("rbp_99", 0.99)],
+)
+def test_rbp_matches_ranx_on_binary_judgments(metric: str, persistence: float, seed: int) -> None:
+    """rbp at each persistence equals ranx's rank_biased_precision when grades are 0 or 1."""
+    case = binary(random_case(seed))
+    ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
+    expected = ranx_metrics.rank_biased_precision(*as_ranx_lists(case), persistence)
+    np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)

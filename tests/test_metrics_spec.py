@@ -22,6 +22,27 @@ CANONICAL_NAMES = [
     "map",
     "map@100",
     "r_precision",
+    "bpref",
+    "infap",
+    "judged@10",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "num_rel_ret@5",
+    "set_precision",
+    "set_recall",
+    "set_f1",
+    "dcg",
+    "dcg@10",
+    "dcg_burges@10",
+    "err@20",
+    "err",
+    "rbp",
+    "rbp@10",
+    "rbp_50",
+    "rbp_80",
+    "rbp_95",
+    "rbp_99",
 ]
 
 
@@ -53,7 +74,7 @@ def test_unknown_measure_lists_the_known_ones() -> None:
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("precision", "needs a cutoff"),
+        ("judged", "needs a cutoff"),
         ("hit_rate", "needs a cutoff"),
         ("r_precision@5", "takes no cutoff"),
         ("recall@0", "positive integer"),
@@ -72,7 +93,7 @@ def test_invalid_name_says_why(name: str, reason: str) -> None:
 def test_metric_error_is_a_usage_error() -> None:
     """A bad metric name is the caller's mistake: a UsageError for the CLI's exit-code table."""
     with pytest.raises(UsageError):
-        parse_metric("precision")
+        parse_metric("hit_rate")
 
 
 def test_metric_list_keeps_order_and_drops_repeats() -> None:

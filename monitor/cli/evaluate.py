@@ -8,7 +8,9 @@ import json
 import sys
 from typing import Any
 
-from monitor.errors import InputError
+from monitor.errors import InputError, UsageError
+from monitor.metrics.names import NAME_STYLES, NameStyle, display_name
+from monitor.metrics.spec import AVERAGES
 
 
 def register(subparsers: Any) -> None:
@@ -20,17 +22,29 @@ def register(subparsers: Any) -> None:
     )
     add_judged_run_options(parser)
     parser.add_argument(
+        "-m",
         "--metrics",
         metavar="M1,M2,...",
-        help="metric names (default: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10)",
+        help="metric names, canonical or as trec_eval, ir_measures or ranx write them "
+        "(default: hit_rate, recall, precision, mrr, ndcg, map at 1, 3, 5, 10)",
     )
     parser.add_argument(
         "--format",
-        choices=("table", "json", "csv"),
+        choices=("table", "json", "csv", "trec_eval"),
         default="table",
-        help="a table, one JSON object, or CSV with a row per query (default: table)",
+        help="a table, one JSON object, CSV with a row per query, or trec_eval's "
+        "'measure<TAB>query<TAB>value' lines (default: table)",
     )
-    parser.add_argument("--per-query", action="store_true", help="also print every query's values")
+    parser.add_argument(
+        "--names",
+        choices=NAME_STYLES,
+        default=None,
+        help="the metric names printed (default: trec_eval with --format trec_eval, "
+        "else canonical); a metric the tool has no name for keeps its canonical name",
+    )
+    parser.add_argument(
+        "-q", "--per-query", action="store_true", help="also print every query's values"
+    )
     parser.add_argument(
         "--grades",
         default="exact",
@@ -42,7 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--qrels``, ``--run`` and ``--include-no-relevant``, shared with ``k-sweep``."""
+    """Add ``--qrels``, ``--run`` and the scoring options (trec_eval's), shared with ``k-sweep``."""
     parser.add_argument(
         "--qrels",
         required=True,
@@ -56,10 +70,66 @@ def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
         help="TREC run file or JSON run: {qid: [doc ids best first]} or {qid: {doc: score}}",
     )
     parser.add_argument(
+        "-c",
         "--include-no-relevant",
         action="store_true",
-        help="count queries with no relevant judgment as zeros (trec_eval -c)",
+        help="also average over the judged queries with no relevant judgment, as zeros: "
+        "the same as --average all",
     )
+    parser.add_argument(
+        "--average",
+        choices=AVERAGES,
+        default=None,
+        help="the queries of the means: answerable (those with a relevant judgment; the "
+        "default), trec_eval (those in both qrels and run, no-relevant ones as 0: trec_eval "
+        "without -c) or all (every judged query, missing ones 0: trec_eval -c)",
+    )
+    parser.add_argument(
+        "-l",
+        "--relevance-level",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="binary measures count grades >= N as relevant; ndcg, dcg, err and rbp keep "
+        "the grades as gains, as trec_eval -l does (default: 1)",
+    )
+    parser.add_argument(
+        "-M",
+        "--max-docs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="cut each ranking to its first N (trec_eval's order) before every measure, as "
+        "trec_eval -M: a cut run, so -M100 ndcg is not ndcg@100 (its ideal ranking is not cut)",
+    )
+    parser.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="remove the documents without a judgment (grade >= 0) from each ranking before "
+        "scoring, as trec_eval -J",
+    )
+
+
+def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the scoring keyword arguments of ``evaluate`` the options above set."""
+    if args.include_no_relevant and args.average not in (None, "all"):
+        raise UsageError(
+            f"--include-no-relevant is --average all; it cannot go with --average {args.average}"
+        )
+    return {
+        "include_no_relevant": args.include_no_relevant,
+        "average": args.average,
+        "relevance_level": args.relevance_level,
+        "max_docs": args.max_docs,
+        "judged_only": args.judged_only,
+    }
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,12 +137,9 @@ def run(args: argparse.Namespace) -> int:
     from monitor.evaluation import evaluate
 
     result = evaluate(
-        args.qrels,
-        args.run,
-        args.metrics,
-        include_no_relevant=args.include_no_relevant,
-        grades=args.grades,
+        args.qrels, args.run, args.metrics, grades=args.grades, **scoring_options(args)
     )
+    names: NameStyle = args.names or ("trec_eval" if args.format == "trec_eval" else "canonical")
     if not result.query_ids:
         raise InputError(args.qrels, "at least one judged query with a relevant document")
     if result.duplicates:
@@ -82,26 +149,30 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        json.dump(result.to_dict(per_query=args.per_query), sys.stdout)
+        json.dump(result.to_dict(per_query=args.per_query, names=names), sys.stdout)
         sys.stdout.write("\n")
     elif args.format == "csv":
-        _write_csv(result, per_query=args.per_query)
+        _write_csv(result, per_query=args.per_query, names=names)
+    elif args.format == "trec_eval":
+        sys.stdout.write(result.to_trec_eval(per_query=args.per_query, names=names))
     else:
-        print(result)
+        print(result.format_table(names))
         if args.per_query:
+            frame = result.per_query
+            frame.columns = [display_name(str(m), names) for m in result.metrics]
             print()
-            print(result.per_query.to_string(float_format=lambda v: f"{v:.4f}"))
+            print(frame.to_string(float_format=lambda v: f"{v:.4f}"))
     return 0
 
 
-def _write_csv(result: Any, *, per_query: bool) -> None:
+def _write_csv(result: Any, *, per_query: bool, names: NameStyle) -> None:
     """Write one row per query (with --per-query) and a last row ``all`` with the means."""
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    names = [str(m) for m in result.metrics]
-    writer.writerow(["query_id", *names])
+    keys = [str(m) for m in result.metrics]
+    writer.writerow(["query_id", *(display_name(key, names) for key in keys)])
     if per_query:
         for qid, row in zip(
             result.query_ids, result.per_query.itertuples(index=False), strict=True
         ):
             writer.writerow([qid, *(repr(float(v)) for v in row)])
-    writer.writerow(["all", *(repr(result.means[name]) for name in names)])
+    writer.writerow(["all", *(repr(result.means[key]) for key in keys)])

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from monitor.cli.evaluate import add_judged_run_options
+from monitor.cli.evaluate import add_judged_run_options, scoring_options
 from monitor.errors import InputError, UsageError
 
 
@@ -43,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.io import write_text_atomic
     from monitor.ksweep import k_sweep
 
-    sweep = k_sweep(
-        args.qrels, args.run, _parse_ks(args.ks), include_no_relevant=args.include_no_relevant
-    )
+    sweep = k_sweep(args.qrels, args.run, _parse_ks(args.ks), **scoring_options(args))
     if not sweep.counts.evaluated:
         raise InputError(args.qrels, "at least one judged query with a relevant document")
     payload = json.dumps(sweep.to_dict(), indent=2) + "\n"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 
-from monitor.config.model import Secret, SuiteConfig
+from monitor.config.model import ScoringConfig, Secret, SuiteConfig
 from monitor.metrics.spec import Metric
 
 #: Bumped when the canonical form changes, so old and new fingerprints never collide.
@@ -36,6 +36,9 @@ def canonical(suite: SuiteConfig) -> object:
     if isinstance(plain, dict) and not suite.invariants:
         # A suite without invariants keeps the fingerprint it had before they existed.
         del plain["invariants"]
+    if isinstance(plain, dict) and suite.scoring == ScoringConfig():
+        # Nor does a suite scored the default way, from before scoring options existed.
+        del plain["scoring"]
     return {"format": HASH_FORMAT, "suite": plain}
 
 

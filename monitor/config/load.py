@@ -342,4 +342,5 @@ def _suite(f: Fields, name: str, node: Node, defaults: Mapping[str, Node]) -> Su
         links=sections.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
+        scoring=sections.scoring(f, e.get("scoring")),
     )

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 from monitor.errors import UsageError
-from monitor.metrics.spec import Metric
+from monitor.metrics.spec import Average, Metric
 
 #: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
 OptionValue = object
@@ -305,6 +305,31 @@ class SignificanceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ScoringConfig:
+    """How the suite's run is scored, with trec_eval's meaning (``evaluate``'s options).
+
+    ``relevance_level``: binary measures count grades >= it as relevant (``-l``);
+    ``max_docs``: each ranking cut to its first N (``-M``); ``judged_only``: documents
+    without a judgment removed from each ranking (``-J``); ``average``: the queries of the
+    means (``answerable``, ``trec_eval`` or ``all``).
+    """
+
+    relevance_level: int = 1
+    max_docs: int | None = None
+    judged_only: bool = False
+    average: Average = "answerable"
+
+    def options(self) -> dict[str, Any]:
+        """Return the keyword arguments of :func:`monitor.evaluation.evaluate`."""
+        return {
+            "relevance_level": self.relevance_level,
+            "max_docs": self.max_docs,
+            "judged_only": self.judged_only,
+            "average": self.average,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class PushgatewayExporterConfig:
     """Push the gauges to a Prometheus Pushgateway at ``url`` under ``job``."""
 
@@ -404,6 +429,7 @@ class SuiteConfig:
     links: LinksConfig = LinksConfig()
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
+    scoring: ScoringConfig = ScoringConfig()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

@@ -15,7 +15,8 @@ from typing import Any
 from monitor.config import vocab
 from monitor.config.model import METRIC_CHECKS, Check
 from monitor.config.sections import notifier_kinds, search_kinds
-from monitor.metrics.spec import MEASURES, Cutoff
+from monitor.metrics.names import alias_pattern
+from monitor.metrics.spec import AVERAGES, MEASURES, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
 from monitor.store.location import SCHEMES
 
@@ -113,6 +114,7 @@ def _metric_name() -> Schema:
     never = [m for m, c in MEASURES.items() if c is Cutoff.NONE]
     k = "@[1-9][0-9]*"
     pattern = f"(?:{'|'.join(needs)}){k}|(?:{'|'.join(may)})(?:{k})?|(?:{'|'.join(never)})"
+    pattern += f"|{alias_pattern()}"  # trec_eval's, ir_measures' and ranx's names
     return {"type": "string", "pattern": _anchor(pattern), "examples": ["recall@5", "ndcg@10"]}
 
 
@@ -161,6 +163,14 @@ def _suite() -> Schema:
                         {"breaches": _integer(1), "runs": _integer(1, 1000)},
                         required=["breaches", "runs"],
                     ),
+                }
+            ),
+            "scoring": _object(
+                {
+                    "relevance_level": _integer(1),
+                    "max_docs": {"anyOf": [_integer(1), {"type": "null"}]},
+                    "judged_only": {"type": "boolean"},
+                    "average": {"enum": list(AVERAGES)},
                 }
             ),
             "segments": {

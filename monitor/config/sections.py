@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 from monitor.config import vocab
 from monitor.config.fields import Fields, is_secret_key, mask_url
@@ -22,6 +23,7 @@ from monitor.config.model import (
     RuleConfig,
     RunnerConfig,
     ScheduleConfig,
+    ScoringConfig,
     SearchConfig,
     Secret,
     Severity,
@@ -31,8 +33,10 @@ from monitor.config.model import (
 from monitor.config.nodes import Node
 from monitor.errors import MetricError, UsageError
 from monitor.metrics.spec import (
+    AVERAGES,
     DEFAULT_CUTOFFS,
     MEASURES,
+    Average,
     Cutoff,
     Metric,
     default_metrics,
@@ -408,6 +412,35 @@ def significance(f: Fields, node: Node | None) -> SignificanceConfig:
         iterations=_int(f, entries, "iterations", base.iterations, 100, 10_000_000),
         seed=_int(f, entries, "seed", base.seed, 0, None),
         persistence=persistence,
+    )
+
+
+def scoring(f: Fields, node: Node | None) -> ScoringConfig:
+    """Read ``scoring``: relevance_level, max_docs, judged_only, average (trec_eval's)."""
+    if node is None:
+        return ScoringConfig()
+    entries = f.mapping(node, vocab.SCORING_KEYS, "relevance_level, max_docs, judged_only, average")
+    base = ScoringConfig()
+    max_docs = None
+    if "max_docs" in entries and entries["max_docs"].value is not None:
+        max_docs = f.integer(entries["max_docs"], minimum=1)
+    average: Average = base.average
+    if "average" in entries:
+        text = entries["average"].value
+        if text not in AVERAGES:
+            raise f.error(entries["average"], f"one of {', '.join(AVERAGES)}", show=True)
+        average = cast("Average", text)
+    judged_only = base.judged_only
+    if "judged_only" in entries:
+        flag = entries["judged_only"].value
+        if not isinstance(flag, bool):
+            raise f.error(entries["judged_only"], "true or false", show=True)
+        judged_only = flag
+    return ScoringConfig(
+        relevance_level=_int(f, entries, "relevance_level", base.relevance_level, 1, None),
+        max_docs=max_docs,
+        judged_only=judged_only,
+        average=average,
     )
 
 

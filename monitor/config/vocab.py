@@ -32,9 +32,11 @@ SUITE_KEYS = (
     "pipeline",
     "baseline",
     "invariants",
+    "scoring",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
-MERGED_KEYS = ("runner", "significance", "labels", "links")
+MERGED_KEYS = ("runner", "significance", "labels", "links", "scoring")
+SCORING_KEYS = ("relevance_level", "max_docs", "judged_only", "average")
 
 STORE_KEYS = ("url", "path")
 EVALSET_KEYS = ("path", "format", "queries", "bundled", "reference", "reference_k")

@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from monitor.exporters.labels import IDENTITY_LABELS, k_label
 from monitor.exporters.snapshot import SuiteSnapshot
-from monitor.metrics.spec import MEASURES
+from monitor.metrics.spec import MEASURES, UNBOUNDED
 
 Side = Literal["attempt", "success", "last_success"]
 
@@ -164,7 +164,9 @@ GAUGES: Final[tuple[Gauge, ...]] = (
             "success",
             _measure(measure),
         )
+        # A count or an unnormalised sum is no ratio: those measures get no _ratio gauge.
         for measure in MEASURES
+        if measure not in UNBOUNDED
     ),
     Gauge(
         "retrieval_baseline_ratio",

@@ -107,7 +107,9 @@ def gate_suite(
         result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
     finally:
         close_search(search)
-    evaluation = evaluate(evalset, result, suite.metrics, exclude_failed=True)
+    evaluation = evaluate(
+        evalset, result, suite.metrics, exclude_failed=True, **suite.scoring.options()
+    )
     run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
     if record_in is not None:
         run = record_in.get_run(record_in.save_run(run))

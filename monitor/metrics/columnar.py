@@ -12,19 +12,18 @@ counts once at its best position and its copies are counted in ``duplicates``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from typing import Protocol
 
 import numpy as np
 
 from monitor.metrics.ranks import (
     NOT_RETRIEVED,
+    BoolArray,
     IntArray,
     Qrels,
-    RelevantRanks,
     Resolution,
+    resolve_with,
 )
-from monitor.metrics.ranks import _grades as judged_grades
 
 
 class ColumnarRun(Protocol):
@@ -51,60 +50,48 @@ class ColumnarRun(Protocol):
 
 
 def resolve_columns(
-    qrels: Qrels, run: ColumnarRun, *, include_no_relevant: bool = False
+    qrels: Qrels,
+    run: ColumnarRun,
+    *,
+    include_no_relevant: bool = False,
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+    with_judged: bool = False,
+    only_in_run: bool = False,
 ) -> Resolution:
-    """Rank every relevant judgment of ``qrels`` in ``run``, as ``resolve`` does.
+    """Rank the judgments of ``qrels`` in ``run``, as :func:`resolve` does with every option.
 
-    Fills every field of :class:`RelevantRanks` for the evaluated queries: ``n_relevant``,
-    ``n_retrieved``, ``duplicates`` and ``missing`` per query, and per relevant judgment its
-    ``query``, ``grade`` and ``rank`` (sorted by rank within each query) and ``ideal_grade``.
+    Only the ranking step differs: one vectorised lookup of all judged pairs in the columns;
+    the options (relevance level, max docs, judged only, averages) are applied by the same
+    code as for a run held as mappings, so both give the same record.
     """
-    all_ids = list(qrels)
-    judgments = [qrels[q] for q in all_ids]
-    lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
-    grades = judged_grades(judgments, int(lengths.sum()))
-    relevant = grades >= 1
-    owner = np.repeat(np.arange(len(all_ids), dtype=np.int64), lengths)
-    n_relevant_all = np.bincount(owner[relevant], minlength=len(all_ids))
-    keep = np.ones(len(all_ids), dtype=bool) if include_no_relevant else n_relevant_all > 0
-    kept = np.flatnonzero(keep)
-    query_ids = tuple(all_ids[i] for i in kept)
-    n_relevant = n_relevant_all[kept]
-
-    entry_keep = relevant & keep[owner]
-    docs = [
-        d for d, k in zip(chain.from_iterable(judgments), entry_keep.tolist(), strict=True) if k
-    ]
-    entry_owner = owner[entry_keep]
-    pair_query = [all_ids[i] for i in entry_owner.tolist()]
-    rank = run.ranks(pair_query, docs)
-    rel_grade = grades[entry_keep]
-
     position = {qid: i for i, qid in enumerate(run.query_ids)}
-    where = np.fromiter((position.get(q, -1) for q in query_ids), np.int64, count=len(query_ids))
-    missing = where < 0
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
-    n_retrieved = np.append(run.n_retrieved, 0).astype(np.int64)[where]
-    duplicates = np.append(run.duplicates, 0).astype(np.int64)[where]
+    retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
+    copies = np.append(run.duplicates, 0).astype(np.int64)
 
-    query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_relevant)
-    order = np.lexsort((rank, query))
-    ideal = np.lexsort((-rel_grade, query))
-    judged = set(all_ids)
-    return Resolution(
-        ranks=RelevantRanks(
-            query_ids=query_ids,
-            n_relevant=n_relevant,
-            n_retrieved=n_retrieved,
-            duplicates=duplicates,
-            missing=missing,
-            query=query,
-            grade=rel_grade[order],
-            rank=rank[order],
-            ideal_grade=rel_grade[ideal],
-        ),
-        skipped_no_relevant=len(all_ids) - len(query_ids),
-        not_judged=sum(1 for q in run.query_ids if q not in judged),
+    def rank_entries(
+        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str]
+    ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+        where = np.fromiter(
+            (position.get(q, -1) for q in query_ids), np.int64, count=len(query_ids)
+        )
+        owner = np.repeat(np.arange(len(query_ids)), n_wanted)
+        pair_query = [query_ids[i] for i in owner.tolist()]
+        rank = np.asarray(run.ranks(pair_query, docs), dtype=np.int64)
+        return rank, retrieved[where], copies[where], where < 0
+
+    return resolve_with(
+        qrels,
+        position.keys(),
+        rank_entries,
+        include_no_relevant=include_no_relevant,
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        with_judged=with_judged,
+        only_in_run=only_in_run,
     )
 
 

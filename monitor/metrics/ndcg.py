@@ -1,4 +1,4 @@
-"""Normalised discounted cumulative gain: ``ndcg@k``, ``ndcg``, ``ndcg_burges@k``.
+"""Discounted cumulative gain: ``ndcg@k``, ``ndcg``, ``ndcg_burges@k``, ``dcg@k``, ``dcg_burges@k``.
 
 For a query with graded judgments::
 
@@ -9,6 +9,8 @@ For a query with graded judgments::
 
 ``ndcg`` gains are the grades themselves (trec_eval's ``ndcg_cut_k``; ``ndcg`` without a
 cutoff is trec_eval's ``ndcg``); ``ndcg_burges`` uses ``2**grade - 1`` (Burges et al., 2005).
+``dcg`` and ``dcg_burges`` are DCG@k itself, not normalised (ranx's ``dcg`` and
+``dcg_burges``). The gains are the grades whatever the relevance level (as trec_eval's ndcg).
 Documents with grade <= 0 and unjudged documents gain nothing. The ideal ranking comes from
 all judgments, not from the retrieved list only, as in trec_eval.
 """
@@ -35,13 +37,27 @@ def ndcg_burges(ranks: RelevantRanks, k: int | None) -> FloatArray:
     return _ndcg(ranks, k, lambda grade: np.exp2(grade.astype(np.float64)) - 1.0)
 
 
-def _ndcg(ranks: RelevantRanks, k: int | None, gain: _Gain) -> FloatArray:
+def dcg(ranks: RelevantRanks, k: int | None) -> FloatArray:
+    """Return DCG with the grade as gain (ranx's dcg)."""
+    return _dcg(ranks, k, lambda grade: grade.astype(np.float64))
+
+
+def dcg_burges(ranks: RelevantRanks, k: int | None) -> FloatArray:
+    """Return DCG with 2**grade - 1 as gain (ranx's dcg_burges)."""
+    return _dcg(ranks, k, lambda grade: np.exp2(grade.astype(np.float64)) - 1.0)
+
+
+def _dcg(ranks: RelevantRanks, k: int | None, gain: _Gain) -> FloatArray:
     hits = ranks.retrieved_within(k)
-    dcg = np.bincount(
+    return np.bincount(
         ranks.query[hits],
         weights=gain(ranks.grade[hits]) / np.log2(ranks.rank[hits] + 1.0),
         minlength=ranks.n,
-    )
+    ).astype(np.float64)
+
+
+def _ndcg(ranks: RelevantRanks, k: int | None, gain: _Gain) -> FloatArray:
+    dcg = _dcg(ranks, k, gain)
     ideal_rank = ranks.position + 1
     best = np.ones(len(ideal_rank), dtype=bool) if k is None else ideal_rank <= k
     idcg = np.bincount(

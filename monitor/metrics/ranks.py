@@ -18,7 +18,7 @@ Ranking rules (trec_eval's):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import methodcaller
@@ -52,18 +52,24 @@ class RelevantRanks:
     """Where each relevant judgment of each evaluated query sits in the run.
 
     The ``m`` entries (one per relevant judgment) are sorted by query, then rank; entries of
-    query ``i`` are the ``n_relevant[i]`` consecutive ones starting at ``starts[i]``.
+    query ``i`` are the ``n_relevant[i]`` consecutive ones starting at ``starts[i]``. The
+    ``judged_*`` arrays hold every judgment of the evaluated queries (any grade, negative
+    ones included), sorted the same way, when the resolution was asked for them.
     """
 
     query_ids: tuple[str, ...]
-    n_relevant: IntArray  # (n,) R: judgments with grade >= 1
-    n_retrieved: IntArray  # (n,) distinct ids the run returned
+    n_relevant: IntArray  # (n,) R: judgments with grade >= the relevance level
+    n_retrieved: IntArray  # (n,) distinct ids the run returned (after max_docs/judged_only)
     duplicates: IntArray  # (n,) repeated ids dropped from the run
     missing: BoolArray  # (n,) the query is absent from the run
     query: IntArray  # (m,) query index of each relevant judgment
     grade: IntArray  # (m,)
     rank: IntArray  # (m,) 1-based rank, NOT_RETRIEVED when absent
     ideal_grade: IntArray  # (m,) grades sorted descending within each query
+    relevance_level: int = 1
+    judged_query: IntArray | None = None  # (j,) query index of every judgment
+    judged_grade: IntArray | None = None  # (j,)
+    judged_rank: IntArray | None = None  # (j,)
     _cache: dict[object, npt.NDArray[np.float64]] = field(default_factory=dict, repr=False)
 
     @property
@@ -99,66 +105,184 @@ class RelevantRanks:
         np.divide(values, self.n_relevant, out=out, where=self.n_relevant > 0)
         return out
 
+    def judgments(self) -> tuple[IntArray, IntArray, IntArray]:
+        """Return every judgment's (query index, grade, rank), sorted by query then rank."""
+        if self.judged_query is None or self.judged_grade is None or self.judged_rank is None:
+            raise ValueError("these ranks were resolved without the non-relevant judgments")
+        return self.judged_query, self.judged_grade, self.judged_rank
+
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """The ranks of the evaluated queries plus the counts of queries left aside."""
+    """The ranks of the evaluated queries plus the counts of queries left aside.
+
+    ``graded`` ranks every judgment with grade >= 1 over the same queries, for the measures
+    whose gains are the grades (ndcg, dcg, err): trec_eval's relevance level leaves them be.
+    It is ``ranks`` itself when the relevance level is 1.
+    """
 
     ranks: RelevantRanks
     skipped_no_relevant: int
     not_judged: int
+    graded: RelevantRanks
+    not_in_run: int = 0
 
 
-def resolve(qrels: Qrels, run: Run, *, include_no_relevant: bool = False) -> Resolution:
+#: Ranks judged docs: (query ids, docs per query, docs) -> (rank per doc, and per query the
+#: distinct docs retrieved, the copies dropped, whether the run lacks it).
+EntryRanker: TypeAlias = Callable[
+    [Sequence[str], IntArray, list[str]], tuple[IntArray, IntArray, IntArray, BoolArray]
+]
+
+
+def resolve(
+    qrels: Qrels,
+    run: Run,
+    *,
+    include_no_relevant: bool = False,
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+    with_judged: bool = False,
+    only_in_run: bool = False,
+) -> Resolution:
     """Rank every relevant judgment of ``qrels`` in ``run``.
 
-    Queries with no relevant judgment are left out (and counted) unless
-    ``include_no_relevant``; judged queries missing from the run are kept with nothing
-    retrieved; run queries absent from ``qrels`` are ignored and counted.
+    Queries with no relevant judgment (grade >= ``relevance_level``) are left out (and
+    counted) unless ``include_no_relevant``; judged queries missing from the run are kept
+    with nothing retrieved, unless ``only_in_run`` (trec_eval's default average) leaves them
+    out too (counted in ``not_in_run``); run queries absent from ``qrels`` are ignored and
+    counted. ``max_docs`` cuts each ranking to its first N (trec_eval's ``-M``), then
+    ``judged_only`` removes the documents without a judgment of grade >= 0 (trec_eval's
+    ``-J``). ``with_judged`` also ranks every non-relevant judgment (bpref, judged@k).
     """
+
+    def rank_entries(
+        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str]
+    ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+        return _rank_entries(query_ids, n_wanted, docs, run)
+
+    return resolve_with(
+        qrels,
+        run.keys(),
+        rank_entries,
+        include_no_relevant=include_no_relevant,
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        with_judged=with_judged,
+        only_in_run=only_in_run,
+    )
+
+
+def resolve_with(
+    qrels: Qrels,
+    run_ids: Collection[str],
+    rank_entries: EntryRanker,
+    *,
+    include_no_relevant: bool = False,
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+    with_judged: bool = False,
+    only_in_run: bool = False,
+) -> Resolution:
+    """Resolve as :func:`resolve` does, for a run held another way (columns of a file).
+
+    ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in it.
+    """
+    if isinstance(relevance_level, bool) or relevance_level < 1:
+        raise InputError("<relevance level>", "an integer >= 1", found=relevance_level)
+    if max_docs is not None and (isinstance(max_docs, bool) or max_docs < 1):
+        raise InputError("<max docs>", "a positive integer", found=max_docs)
+    with_judged = with_judged or judged_only
     all_ids = list(qrels)
     judgments = [qrels[q] for q in all_ids]
     lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
     grades = _grades(judgments, int(lengths.sum()))
-    relevant = grades >= 1
+    relevant = grades >= relevance_level
     owner = np.repeat(np.arange(len(all_ids), dtype=np.int64), lengths)
     n_relevant_all = np.bincount(owner[relevant], minlength=len(all_ids))
 
     keep = np.ones(len(all_ids), dtype=bool) if include_no_relevant else n_relevant_all > 0
+    answerable = int(keep.sum())
+    not_in_run = 0
+    if only_in_run:
+        in_run = np.fromiter((q in run_ids for q in all_ids), dtype=bool, count=len(all_ids))
+        not_in_run = int((keep & ~in_run).sum())
+        keep &= in_run
     kept = np.flatnonzero(keep)
     query_ids = tuple(all_ids[i] for i in kept)
-    n_relevant = n_relevant_all[kept]
 
-    # Relevant doc ids and grades of the kept queries, grouped by query.
+    # The judgments to rank, of the kept queries, grouped by query.
     docs_all: list[str] = list(chain.from_iterable(judgments))
-    entry_keep = relevant & keep[owner]
-    if entry_keep.all():
-        rel_docs = docs_all
+    wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
+    if wanted.all():
+        docs = docs_all
     else:
-        rel_docs = [doc for doc, k in zip(docs_all, entry_keep.tolist(), strict=True) if k]
-    rel_grade = grades[entry_keep]
+        docs = [doc for doc, k in zip(docs_all, wanted.tolist(), strict=True) if k]
+    doc_grade = grades[wanted]
+    n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
-    ranks, n_retrieved, duplicates, missing = _rank_entries(query_ids, n_relevant, rel_docs, run)
+    ranks, n_retrieved, duplicates, missing = rank_entries(query_ids, n_wanted, docs)
+    query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_wanted)
+    if max_docs is not None:
+        ranks[ranks > max_docs] = NOT_RETRIEVED
+        n_retrieved = np.minimum(n_retrieved, max_docs)
+    if judged_only:
+        ranks, n_retrieved = _judged_ranks(query, doc_grade, ranks, len(query_ids))
 
-    query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_relevant)
-    order = np.lexsort((ranks, query))
-    ideal = np.lexsort((-rel_grade, query))
-    not_judged = sum(1 for q in run if q not in qrels)
-    return Resolution(
-        ranks=RelevantRanks(
+    def build(level: int) -> RelevantRanks:
+        rel = doc_grade >= level
+        if rel.all():  # the usual case: no copies of the m-sized arrays
+            n_rel, q, g, r = n_wanted, query, doc_grade, ranks
+        else:
+            n_rel = np.bincount(query[rel], minlength=len(query_ids)).astype(np.int64)
+            q, g, r = query[rel], doc_grade[rel], ranks[rel]
+        order = np.lexsort((r, q))
+        ideal = np.lexsort((-g, q))
+        judged = np.lexsort((ranks, query)) if with_judged else None
+        return RelevantRanks(
             query_ids=query_ids,
-            n_relevant=n_relevant,
+            n_relevant=n_rel,
             n_retrieved=n_retrieved,
             duplicates=duplicates,
             missing=missing,
-            query=query,
-            grade=rel_grade[order],
-            rank=ranks[order],
-            ideal_grade=rel_grade[ideal],
-        ),
-        skipped_no_relevant=len(all_ids) - len(query_ids),
-        not_judged=not_judged,
+            query=q[order],
+            grade=g[order],
+            rank=r[order],
+            ideal_grade=g[ideal],
+            relevance_level=level,
+            judged_query=None if judged is None else query[judged],
+            judged_grade=None if judged is None else doc_grade[judged],
+            judged_rank=None if judged is None else ranks[judged],
+        )
+
+    binary = build(relevance_level)
+    return Resolution(
+        ranks=binary,
+        skipped_no_relevant=len(all_ids) - answerable,
+        not_judged=sum(1 for q in run_ids if q not in qrels),
+        graded=binary if relevance_level == 1 else build(1),
+        not_in_run=not_in_run,
     )
+
+
+def _judged_ranks(
+    query: IntArray, grade: IntArray, rank: IntArray, n: int
+) -> tuple[IntArray, IntArray]:
+    """Return ranks and retrieved counts once documents without a grade >= 0 are removed.
+
+    A judged document's new rank is one plus the number of judged documents above it.
+    """
+    kept = (grade >= 0) & (rank < NOT_RETRIEVED)
+    new = np.full(len(rank), NOT_RETRIEVED, dtype=np.int64)
+    index = np.flatnonzero(kept)
+    order = index[np.lexsort((rank[index], query[index]))]
+    counts = np.bincount(query[order], minlength=n).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    new[order] = np.arange(len(order), dtype=np.int64) - np.repeat(starts, counts) + 1
+    return new, counts
 
 
 def _grades(judgments: list[Mapping[str, int]], count: int) -> IntArray:

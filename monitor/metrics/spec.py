@@ -10,8 +10,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal, TypeAlias, get_args
 
 from monitor.errors import MetricError, UnknownMetricError
+from monitor.metrics import names
 
 
 class Cutoff(Enum):
@@ -33,7 +35,34 @@ MEASURES: dict[str, Cutoff] = {
     "ndcg_burges": Cutoff.OPTIONAL,
     "map": Cutoff.OPTIONAL,
     "r_precision": Cutoff.NONE,
+    "bpref": Cutoff.NONE,
+    "infap": Cutoff.NONE,
+    "judged": Cutoff.REQUIRED,
+    "num_ret": Cutoff.NONE,
+    "num_rel": Cutoff.NONE,
+    "num_rel_ret": Cutoff.OPTIONAL,
+    "set_precision": Cutoff.NONE,
+    "set_recall": Cutoff.NONE,
+    "set_f1": Cutoff.NONE,
+    "dcg": Cutoff.OPTIONAL,
+    "dcg_burges": Cutoff.OPTIONAL,
+    "err": Cutoff.OPTIONAL,
+    "rbp": Cutoff.OPTIONAL,
+    "rbp_50": Cutoff.OPTIONAL,
+    "rbp_80": Cutoff.OPTIONAL,
+    "rbp_95": Cutoff.OPTIONAL,
+    "rbp_99": Cutoff.OPTIONAL,
 }
+
+#: Measures whose value is a count or an unnormalised sum, not a share in [0, 1]; trec_eval
+#: sums the counts over queries in its summary line where it averages the others.
+UNBOUNDED: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret", "dcg", "dcg_burges"})
+COUNTS: frozenset[str] = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+
+#: Which queries a mean is over: those with a relevant judgment, those in both the judgments
+#: and the run (trec_eval's default), or every judged query (trec_eval -c).
+Average: TypeAlias = Literal["answerable", "trec_eval", "all"]
+AVERAGES: tuple[str, ...] = get_args(Average)
 
 #: The measures and cutoffs evaluated when none are asked for.
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
@@ -65,7 +94,27 @@ class Metric:
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``"ndcg@10"`` (or ``"map"``) into a :class:`Metric`; raise MetricError if invalid."""
+    """Parse ``"ndcg@10"`` (or ``"map"``) into a :class:`Metric`; raise MetricError if invalid.
+
+    Another tool's name (``P_5``, ``nDCG@10``, ``hits@5``: see :mod:`monitor.metrics.names`)
+    resolves to its canonical metric; an unknown one suggests the closest known name.
+    """
+    try:
+        return _parse_canonical(name)
+    except MetricError as error:
+        alias = names.canonical_name(name)
+        if alias is not None:
+            return _parse_canonical(alias)
+        hint = names.option_hint(name)
+        if hint is not None:
+            raise MetricError(name.strip(), hint) from None
+        if isinstance(error, UnknownMetricError) or _NAME.fullmatch(name.strip()) is None:
+            suggestion = names.suggest(name, MEASURES)
+            raise UnknownMetricError(name.strip(), MEASURES, suggestion=suggestion) from None
+        raise
+
+
+def _parse_canonical(name: str) -> Metric:
     text = name.strip()
     match = _NAME.fullmatch(text)
     if match is None:
