@@ -278,10 +278,18 @@ def evaluate(
 def _resolve_file(judged: Qrels, path: Path, options: dict[str, Any]) -> Resolution:
     """Rank the judgments in the run file at ``path``: by columns when it is a TREC run."""
     from monitor.search.saved import is_trec_run, load_run
+    from monitor.search.trec_arrow import ARROW_MIN_BYTES, read_trec_arrow
     from monitor.search.trec_columns import read_trec_columns
 
     try:
-        columns = read_trec_columns(path) if is_trec_run(path) else None
+        columns = None
+        if is_trec_run(path):
+            # pyarrow (the optional "fast" extra) splits big plain files on every core; its
+            # import costs more than it saves below ARROW_MIN_BYTES.
+            if path.stat().st_size >= ARROW_MIN_BYTES:
+                columns = read_trec_arrow(path)
+            if columns is None:
+                columns = read_trec_columns(path)
     except OSError:
         columns = None  # the line reader names the fault
     if columns is None:

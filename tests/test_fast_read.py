@@ -220,3 +220,74 @@ def test_ids_sharing_a_hash_still_rank_exactly(
     columns = read_trec_columns(path)
     assert columns is not None
     assert _fields(resolve(qrels, load_run(path))) == _fields(resolve_columns(qrels, columns))
+
+
+def _same_columns(left: object, right: object) -> None:
+    for name in ("query_ids", "query", "doc_words", "score", "copy"):
+        assert np.array_equal(getattr(left, name), getattr(right, name)), name
+
+
+def _regular_run(seed: int) -> str:
+    """Return a run of six single-space fields per line: ties, repeats, ids needing bytes."""
+    rng = random.Random(seed)
+    ids = ["d1", "d10", "d2", "D2", "é9", "a" * 9, "b" * 17, "c" * 70, "x#1", "Z", "z"]
+    lines = []
+    for q in rng.sample(range(40), rng.randint(1, 8)):
+        for doc in rng.choices(ids, k=rng.randint(1, 30)):
+            score = rng.choice([1, 2, -0.5, 2.25, 1e-05, 3.000001, round(rng.random(), 6)])
+            lines.append(f"q{q} Q0 {doc} 1 {score} tag")
+    rng.shuffle(lines)
+    return "\n".join(lines) + rng.choice(["", "\n", "\n\n"])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_arrow_reads_regular_runs_as_the_numpy_reader(tmp_path: Path, seed: int) -> None:
+    """pyarrow's columns equal the numpy tokeniser's, with ties, repeats and byte order."""
+    pytest.importorskip("pyarrow")
+    from monitor.search.trec_arrow import read_trec_arrow
+
+    path = tmp_path / "run.trec"
+    path.write_text(_regular_run(seed), encoding="utf-8")
+    arrow, columns = read_trec_arrow(path), read_trec_columns(path)
+    assert arrow is not None
+    assert columns is not None
+    _same_columns(arrow, columns)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_arrow_leaves_irregular_runs_to_the_numpy_reader(tmp_path: Path, seed: int) -> None:
+    """Tabs, runs of spaces, comments and extra fields: None, or the numpy reader's columns."""
+    pytest.importorskip("pyarrow")
+    from monitor.search.trec_arrow import read_trec_arrow
+
+    text, _ = _random_run(seed)
+    path = tmp_path / "run.trec"
+    path.write_text(text, encoding="utf-8")
+    arrow, columns = read_trec_arrow(path), read_trec_columns(path)
+    if arrow is not None:
+        assert columns is not None
+        _same_columns(arrow, columns)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# q Q0 d 1 1 t\nq Q0 d 1 1 t\n",
+        "q Q0 d 1 1 t extra\n",
+        "q Q0 d 1 1 t \n",
+        " q Q0 d 1 1 t\n",
+        "q Q0 d 1 nan t\n",
+        "q Q0 d 1 inf t\n",
+        "q Q0 d 1 1 t\rq Q0 e 1 2 t\n",
+        "q Q0 d\x0b 1 1 t\n",
+        "q Q0 d 1 1_0 t\n",
+        b"q Q0 \xff 1 1 t\n",
+    ],
+)
+def test_arrow_refuses_what_it_would_read_differently(tmp_path: Path, text: str | bytes) -> None:
+    pytest.importorskip("pyarrow")
+    from monitor.search.trec_arrow import read_trec_arrow
+
+    path = tmp_path / "run.trec"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert read_trec_arrow(path) is None
