@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from monitor.errors import InputError
+from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.names import NameStyle, display_name
-from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
+from monitor.metrics.ranks import FloatArray, Qrels, Resolution, Run, resolve
 from monitor.metrics.spec import (
     AVERAGES,
     COUNTS,
@@ -205,6 +206,7 @@ def evaluate(
     include_no_relevant: bool = False,
     exclude_failed: bool = False,
     corpus: Corpus | None = None,
+    grades: str = "exact",
     judged_only: bool = False,
     relevance_level: int = 1,
     max_docs: int | None = None,
@@ -233,41 +235,45 @@ def evaluate(
     ``"all"`` every judged query, missing ones 0 (``trec_eval -c``, the same as
     ``include_no_relevant``).
 
+    ``grades`` is how a qrels file's decimal grades are read: ``exact`` or ``truncate``
+    (:func:`monitor.evalset.formats.read_qrels`). A TREC run file is read into columns
+    (:mod:`monitor.search.trec_columns`), with the same ranks as the line reader.
+
     A metric with a unit (``recall@5[section]``) is scored on judgments and run rewritten
     into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
-    judged, ranked = _as_qrels(qrels), _as_run(run)
-    failed = _failed_ids(run) if exclude_failed else frozenset()
-    if failed:
-        judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
-        ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
+    judged = _as_qrels(qrels, grades)
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
         raise InputError("<average>", f"one of {', '.join(AVERAGES)}", found=average)
     elif include_no_relevant and average == "answerable":
         raise InputError("<average>", "average 'all' with include_no_relevant", found=average)
-    resolution = resolve(
-        judged,
-        ranked,
-        include_no_relevant=average != "answerable",
-        only_in_run=average == "trec_eval",
-        relevance_level=relevance_level,
-        judged_only=judged_only,
-        max_docs=max_docs,
-        with_judged=needs_judgments(specs),
-    )
-    ranks = resolution.ranks
-    values = compute([m for m in specs if m.unit is None], resolution)
-    options = {
+    options: dict[str, Any] = {
         "include_no_relevant": average != "answerable",
         "only_in_run": average == "trec_eval",
         "relevance_level": relevance_level,
         "judged_only": judged_only,
         "max_docs": max_docs,
+        "with_judged": needs_judgments(specs),
     }
-    values.update(_unit_values(specs, judged, ranked, corpus, options, ranks.query_ids))
+    units = any(metric.unit is not None for metric in specs)
+    ranked: Run = {}
+    if isinstance(run, str | Path) and not units:
+        resolution = _resolve_file(judged, Path(run), options)
+    else:
+        ranked = _as_run(run)
+        failed = _failed_ids(run) if exclude_failed else frozenset()
+        if failed:
+            judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
+            ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
+        resolution = resolve(judged, ranked, **options)
+    ranks = resolution.ranks
+    values = compute([m for m in specs if m.unit is None], resolution)
+    if units:
+        del options["with_judged"]
+        values.update(_unit_values(specs, judged, ranked, corpus, options, ranks.query_ids))
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
@@ -313,9 +319,31 @@ def _unit_values(
     return out
 
 
-def _as_qrels(qrels: QrelsLike) -> Qrels:
+def _resolve_file(judged: Qrels, path: Path, options: dict[str, Any]) -> Resolution:
+    """Rank the judgments in the run file at ``path``: by columns when it is a TREC run."""
+    from monitor.search.saved import is_trec_run, load_run
+    from monitor.search.trec_arrow import ARROW_MIN_BYTES, read_trec_arrow
+    from monitor.search.trec_columns import read_trec_columns
+
+    try:
+        columns = None
+        if is_trec_run(path):
+            # pyarrow (the optional "fast" extra) splits big plain files on every core; its
+            # import costs more than it saves below ARROW_MIN_BYTES.
+            if path.stat().st_size >= ARROW_MIN_BYTES:
+                columns = read_trec_arrow(path)
+            if columns is None:
+                columns = read_trec_columns(path)
+    except OSError:
+        columns = None  # the line reader names the fault
+    if columns is None:
+        return resolve(judged, load_run(path), **options)
+    return resolve_columns(judged, columns, **options)
+
+
+def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:
     if isinstance(qrels, str | Path):
-        return load_qrels(qrels)
+        return load_qrels(qrels, grades=grades)
     if isinstance(qrels, Mapping):
         return qrels
     if hasattr(qrels, "qrels"):
@@ -348,11 +376,9 @@ def _as_run(run: RunLike) -> Run:
     )
 
 
-def load_qrels(path: str | Path) -> Qrels:
-    """Load judgments from a TREC qrels file or any eval-set file, by suffix."""
-    from monitor import evalset
+def load_qrels(path: str | Path, *, grades: str = "exact") -> Qrels:
+    """Load judgments from a TREC qrels file, a ``{qid: {doc: grade}}`` JSON file or any
+    eval-set file, by suffix (see :func:`monitor.evalset.formats.read_qrels`)."""
+    from monitor.evalset.formats import read_qrels
 
-    path = Path(path)
-    if path.suffix.lower() in _EVALSET_SUFFIXES:
-        return evalset.EvalSet.load(path).qrels()
-    return evalset.read_trec_qrels(path)
+    return read_qrels(path, grades=grades)

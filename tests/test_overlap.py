@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-import rbo  # changyaochen/rbo: the reference implementation of Webber et al.'s RBO
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +12,13 @@ from monitor.compare import compare_runs
 from monitor.compare.overlap import PERSISTENCE, jaccard, overlap_of, rank_biased_overlap
 from monitor.config import Check, RuleConfig
 from monitor.store.records import QueryRecord, RunRecord
+
+# The reference implementation of Webber et al.'s RBO; its metadata caps numpy below 2,
+# so it is installed without its dependencies (see .ci/run), not as an extra.
+try:
+    import rbo
+except ImportError:  # pragma: no cover - the reference test alone is skipped
+    rbo = None
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -44,6 +50,8 @@ def run(lists: dict[str, list[str]], run_id: int, failed: tuple[str, ...] = ()) 
 @given(rankings.filter(bool), rankings.filter(bool))
 def test_rbo_matches_the_reference_extrapolated_rbo(a: list[str], b: list[str]) -> None:
     """RBO at depth 10 equals rbo.RankingSimilarity(...).rbo_ext(p=0.9) on the cut lists."""
+    if rbo is None:
+        pytest.skip("the rbo reference package is not installed")
     expected = rbo.RankingSimilarity(a[:10], b[:10]).rbo_ext(p=PERSISTENCE)
     assert expected == pytest.approx(rank_biased_overlap(a, b, 10), abs=1e-12)
 

@@ -122,7 +122,6 @@ REFUSED = {
     "json string ranking": ("run.json", '{"q1": "a"}', ": expected a list of hits or a"),
     "json array": ("run.json", '[["a"]]', ": expected a JSON object"),
     "json syntax": ("run.json", '{"q1": ["a",\n]}', ":2: expected valid JSON"),
-    "empty file": ("run.json", "  \n", ":1: expected a run"),
 }
 
 

@@ -54,12 +54,11 @@ def test_json_score_maps_rank_like_trec(tmp_path: Path) -> None:
     [
         ("run.trec", "q1 Q0 d1 1 0.5 tag\nq1 Q0 d2 2\n", 2),
         ("run.trec", "q1 Q0 d1 1 high tag\n", 1),
-        ("run.trec", "", 1),
         ("run.json", '{"q1": [1, 2]}', None),
         ("run.json", '{"q1": ', 1),
         ("run.json", '["a"]', None),
     ],
-    ids=["short-line", "bad-score", "empty", "int-ids", "bad-json", "not-object"],
+    ids=["short-line", "bad-score", "int-ids", "bad-json", "not-object"],
 )
 def test_malformed_runs_raise_input_errors(
     tmp_path: Path, name: str, text: str, line: int | None

@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
         "-q", "--per-query", action="store_true", help="also print every query's values"
     )
     add_unit_options(parser)
+    parser.add_argument(
+        "--grades",
+        default="exact",
+        metavar="exact|truncate",
+        help="how qrels grades written as decimals are read: exact takes 1.0 as 1 and refuses "
+        "0.5 naming its line; truncate cuts toward zero, as trec_eval does (default: exact)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -171,7 +178,14 @@ def run(args: argparse.Namespace) -> int:
     from monitor.evaluation import evaluate
 
     metrics, corpus = unit_metrics(args)
-    result = evaluate(args.qrels, args.run, metrics, corpus=corpus, **scoring_options(args))
+    result = evaluate(
+        args.qrels,
+        args.run,
+        metrics,
+        corpus=corpus,
+        grades=args.grades,
+        **scoring_options(args),
+    )
     names: NameStyle = args.names or ("trec_eval" if args.format == "trec_eval" else "canonical")
     if not result.query_ids:
         raise InputError(args.qrels, "at least one judged query with a relevant document")

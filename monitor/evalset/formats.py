@@ -10,6 +10,9 @@ format     suffixes               shape
 ``trec``   .qrels, .trec          ``qid iter docno rel``, plus a queries TSV
 =========  =====================  =============================================
 
+A compression suffix after the format's (``set.jsonl.gz``, ``judgments.qrels.bz2``; see
+:mod:`monitor.io`) is decompressed as the file is read.
+
 Every reader raises :class:`~monitor.errors.InputError` naming the file and the line for
 an empty file, bytes that are not UTF-8, a line of the wrong shape, a non-integer grade or
 a repeated query id; errors from json, yaml and csv are wrapped, never passed through.
@@ -22,16 +25,19 @@ what is read here (:meth:`EvalSet.load`, :meth:`EvalSet.parse`) and saves itself
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
-from pathlib import Path
 
 from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _table, trec
+from monitor.evalset._checks import Invalid
 from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
-from monitor.io import write_text_atomic as write_atomic
+from monitor.io import logical_stem, logical_suffix
+from monitor.io import write_input_atomic as write_atomic
 from monitor.records import Query
 
 #: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
@@ -65,7 +71,7 @@ def format_of(path: str | PathLike[str], format: str | None = None) -> str:
                 f"unknown eval set format {format!r}; known formats: {', '.join(FORMATS)}"
             )
         return format
-    suffix = Path(path).suffix.lower()
+    suffix = logical_suffix(path)
     if suffix not in SUFFIXES:
         known = ", ".join(f"{s} ({f})" for s, f in SUFFIXES.items())
         raise UsageError(
@@ -84,12 +90,83 @@ def load_evalset(
 ) -> Contents:
     """Read the eval set at ``path`` (see :meth:`EvalSet.load`)."""
     chosen = format_of(path, format)
-    default_name = Path(path).stem if name is None else name
+    default_name = logical_stem(path) if name is None else name
     if chosen == "trec":
         return Contents(default_name, trec.load_trec(path, queries))
     if queries is not None:
         raise UsageError("queries= names the queries file of TREC qrels only")
     return parse_evalset(read_text(path), chosen, str(path), name=name, default_name=default_name)
+
+
+def read_qrels(path: str | PathLike[str], *, grades: str = "exact") -> dict[str, dict[str, int]]:
+    """Return query id -> doc id -> grade from judgments in any format, chosen by suffix.
+
+    A ``.json`` file holds an eval set or the dict form of ranx and pytrec_eval, ``{qid:
+    {doc: grade}}`` (every value an object); a suffix no eval-set format claims is read as
+    TREC qrels. ``grades`` is how TREC and dict-form grades written as decimals are read
+    (:data:`monitor.evalset.trec.GRADE_MODES`).
+    """
+    trec.check_grade_mode(grades)
+    suffix = logical_suffix(path)
+    if suffix not in SUFFIXES or SUFFIXES[suffix] == "trec":
+        return trec.read_trec_qrels(path, grades=grades)
+    if SUFFIXES[suffix] == "json":
+        text = read_text(path)
+        try:
+            document = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            document = None  # the eval-set reader names the fault and its line
+        if _is_dict_qrels(document):
+            return _dict_qrels(document, str(path), truncate=grades == "truncate")
+        contents = parse_evalset(text, "json", str(path), default_name=logical_stem(path))
+    else:
+        contents = load_evalset(path)
+    return {query.id: dict(query.judgments) for query in contents.queries}
+
+
+def _is_dict_qrels(document: object) -> bool:
+    """Tell whether a JSON document is ``{qid: {doc: grade}}`` rather than an eval set."""
+    return (
+        isinstance(document, dict)
+        and bool(document)
+        and all(isinstance(value, dict) for value in document.values())
+    )
+
+
+def _dict_qrels(document: object, source: str, *, truncate: bool) -> dict[str, dict[str, int]]:
+    """Return the checked judgments of a ``{qid: {doc: grade}}`` document."""
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, judgments in dict(document).items():  # type: ignore[call-overload]
+        if not query_id.strip():
+            raise InputError(source, "a non-blank query id", found=query_id)
+        checked: dict[str, int] = {}
+        for doc, grade in judgments.items():
+            if not doc.strip():
+                raise InputError(source, f"a non-blank doc id in query {query_id!r}", found=doc)
+            checked[doc] = _dict_grade(grade, source, query_id, doc, truncate=truncate)
+        qrels[query_id] = checked
+    return qrels
+
+
+def _dict_grade(grade: object, source: str, query_id: str, doc: str, *, truncate: bool) -> int:
+    """Return one dict-form grade as an integer, as TREC qrels read the same number."""
+    where = f"for query {query_id!r}, document {doc!r}"
+    if isinstance(grade, bool) or not isinstance(grade, int | float):
+        raise InputError(source, f"a numeric grade {where}", found=grade)
+    if isinstance(grade, float):
+        if not math.isfinite(grade):
+            raise InputError(source, f"a finite grade {where}", found=grade)
+        if not truncate and not grade.is_integer():
+            raise InputError(
+                source,
+                f"an integer grade {where} (a fractional one is read with --grades truncate)",
+                found=grade,
+            )
+        grade = math.trunc(grade)
+    try:
+        return trec.grade_from_number(grade, str(grade))
+    except Invalid as error:
+        raise InputError(source, f"{error.expected} {where}", found=error.found) from None
 
 
 def parse_evalset(

@@ -2,7 +2,13 @@
 
 A qrels line has exactly four whitespace-separated fields; ``iter`` is ignored and ``rel``
 is an integer grade (1 or more is relevant, 0 and below judged not relevant). Blank lines
-are skipped. A query and document pair judged twice is an error, as is an empty file.
+and comment lines (first non-blank character ``#``) are skipped, as trec_eval 10 does. A
+query and document pair judged twice is an error, as is a file without a judgment.
+
+Grades (see :data:`GRADE_MODES`): ``exact`` (the default) reads an integral decimal such as
+``1.0`` or ``2e0`` as that integer and refuses a fractional one (``0.5``) naming the line;
+``truncate`` cuts any finite number toward zero (``1.7`` is 1, ``-0.5`` is 0), as trec_eval
+reads grades with ``atol``.
 
 :func:`read_trec_qrels` is a plain loop over the lines: on a file of a million lines it is
 as fast as ``pandas.read_csv`` followed by the grouping into dicts, and it keeps the exact
@@ -11,41 +17,52 @@ line of every error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from os import PathLike
 
 from monitor.errors import InputError, UsageError
-from monitor.evalset._checks import Invalid, grade_from_text
+from monitor.evalset._checks import Invalid, check_grade, grade_from_text
 from monitor.evalset._files import read_text
 from monitor.records import Query
 
 _QRELS_SHAPE = "4 whitespace-separated fields: qid iter docno rel"
+#: How a grade that is not written as an integer is read: ``exact`` refuses a fractional one,
+#: ``truncate`` cuts it toward zero (trec_eval's ``atol``).
+GRADE_MODES = ("exact", "truncate")
 
 
-def read_trec_qrels(path: str | PathLike[str]) -> dict[str, dict[str, int]]:
+def read_trec_qrels(
+    path: str | PathLike[str], *, grades: str = "exact"
+) -> dict[str, dict[str, int]]:
     """Return query id -> doc id -> grade from a TREC qrels file, in file order.
 
     Raise :class:`~monitor.errors.InputError` naming the file and line on a malformed line,
-    a non-integer grade, a repeated (qid, docno) pair, undecodable bytes or an empty file.
+    a non-integer grade (a fractional one unless ``grades="truncate"``), a repeated (qid,
+    docno) pair, undecodable bytes or a file without a judgment.
     """
-    return parse_qrels(read_text(path), str(path))
+    return parse_qrels(read_text(path), str(path), grades=grades)
 
 
-def parse_qrels(text: str, source: str) -> dict[str, dict[str, int]]:
+def parse_qrels(text: str, source: str, *, grades: str = "exact") -> dict[str, dict[str, int]]:
     """Return query id -> doc id -> grade from the text of a qrels file."""
+    check_grade_mode(grades)
+    truncate = grades == "truncate"
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         if len(fields) != 4:
-            if not fields:
+            if not fields or fields[0].startswith("#"):
                 continue
             raise InputError(source, _QRELS_SHAPE, line=number, found=line.strip())
         query_id, _, doc, rel = fields
+        if query_id.startswith("#"):
+            continue
         try:
             # The common case first: a million lines must load in well under two seconds.
             grade = int(rel) if rel.isascii() and rel.isdigit() and len(rel) < 19 else None
             if grade is None:
-                grade = grade_from_text(rel)
+                grade = grade_from_literal(rel, truncate=truncate)
         except Invalid as error:
             raise InputError(
                 source, f"{error.expected} in field 4 (rel)", line=number, found=error.found
@@ -65,6 +82,39 @@ def parse_qrels(text: str, source: str) -> dict[str, dict[str, int]]:
     if not qrels:
         raise InputError(source, f"at least one qrels line ({_QRELS_SHAPE})", line=1)
     return qrels
+
+
+def check_grade_mode(grades: str) -> None:
+    """Raise UsageError unless ``grades`` is one of :data:`GRADE_MODES`."""
+    if grades not in GRADE_MODES:
+        raise UsageError(f"unknown grades mode {grades!r}; known modes: {', '.join(GRADE_MODES)}")
+
+
+def grade_from_literal(text: str, *, truncate: bool = False) -> int:
+    """Return the grade written in ``text``: an integer, or a decimal that is integral (or any
+    finite decimal cut toward zero when ``truncate``); raise :class:`Invalid` otherwise."""
+    try:
+        return grade_from_text(text)
+    except Invalid as error:
+        try:
+            value = float(text) if text.isascii() and "_" not in text else math.nan
+        except ValueError:
+            raise error from None
+        if not math.isfinite(value):
+            raise error from None
+        if not truncate and not value.is_integer():
+            raise Invalid(
+                "an integer grade (a fractional one is read with --grades truncate)", text
+            ) from None
+        return grade_from_number(math.trunc(value), text)
+
+
+def grade_from_number(value: int, text: str) -> int:
+    """Return ``value`` if it is in the grade range; raise :class:`Invalid` naming ``text``."""
+    try:
+        return check_grade(value)
+    except Invalid as error:
+        raise Invalid(error.expected, text) from None
 
 
 def parse_queries(text: str, source: str) -> dict[str, str]:

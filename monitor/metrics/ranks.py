@@ -18,7 +18,7 @@ Ranking rules (trec_eval's):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from operator import methodcaller
@@ -128,6 +128,13 @@ class Resolution:
     not_in_run: int = 0
 
 
+#: Ranks judged docs: (query ids, docs per query, docs) -> (rank per doc, and per query the
+#: distinct docs retrieved, the copies dropped, whether the run lacks it).
+EntryRanker: TypeAlias = Callable[
+    [Sequence[str], IntArray, list[str]], tuple[IntArray, IntArray, IntArray, BoolArray]
+]
+
+
 def resolve(
     qrels: Qrels,
     run: Run,
@@ -149,6 +156,41 @@ def resolve(
     ``judged_only`` removes the documents without a judgment of grade >= 0 (trec_eval's
     ``-J``). ``with_judged`` also ranks every non-relevant judgment (bpref, judged@k).
     """
+
+    def rank_entries(
+        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str]
+    ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+        return _rank_entries(query_ids, n_wanted, docs, run)
+
+    return resolve_with(
+        qrels,
+        run.keys(),
+        rank_entries,
+        include_no_relevant=include_no_relevant,
+        relevance_level=relevance_level,
+        judged_only=judged_only,
+        max_docs=max_docs,
+        with_judged=with_judged,
+        only_in_run=only_in_run,
+    )
+
+
+def resolve_with(
+    qrels: Qrels,
+    run_ids: Collection[str],
+    rank_entries: EntryRanker,
+    *,
+    include_no_relevant: bool = False,
+    relevance_level: int = 1,
+    judged_only: bool = False,
+    max_docs: int | None = None,
+    with_judged: bool = False,
+    only_in_run: bool = False,
+) -> Resolution:
+    """Resolve as :func:`resolve` does, for a run held another way (columns of a file).
+
+    ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in it.
+    """
     if isinstance(relevance_level, bool) or relevance_level < 1:
         raise InputError("<relevance level>", "an integer >= 1", found=relevance_level)
     if max_docs is not None and (isinstance(max_docs, bool) or max_docs < 1):
@@ -166,7 +208,7 @@ def resolve(
     answerable = int(keep.sum())
     not_in_run = 0
     if only_in_run:
-        in_run = np.fromiter((q in run for q in all_ids), dtype=bool, count=len(all_ids))
+        in_run = np.fromiter((q in run_ids for q in all_ids), dtype=bool, count=len(all_ids))
         not_in_run = int((keep & ~in_run).sum())
         keep &= in_run
     kept = np.flatnonzero(keep)
@@ -182,7 +224,7 @@ def resolve(
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
-    ranks, n_retrieved, duplicates, missing = _rank_entries(query_ids, n_wanted, docs, run)
+    ranks, n_retrieved, duplicates, missing = rank_entries(query_ids, n_wanted, docs)
     query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_wanted)
     if max_docs is not None:
         ranks[ranks > max_docs] = NOT_RETRIEVED
@@ -220,7 +262,7 @@ def resolve(
     return Resolution(
         ranks=binary,
         skipped_no_relevant=len(all_ids) - answerable,
-        not_judged=sum(1 for q in run if q not in qrels),
+        not_judged=sum(1 for q in run_ids if q not in qrels),
         graded=binary if relevance_level == 1 else build(1),
         not_in_run=not_in_run,
     )

@@ -5,7 +5,13 @@ same faults with the same messages, and rank every query the same way.
 
 A TREC run line is ``qid Q0 docno rank score tag`` (whitespace separated, six fields). As in
 trec_eval the rank column is ignored: a query's documents are ranked by score descending,
-ties broken by doc id descending (byte order).
+ties broken by doc id descending (byte order); fields after the sixth are ignored, and blank
+lines and comment lines (first field starting with ``#``) are skipped. A run file with no
+line (empty, blank or only comments) is an empty run, as the JSON run ``{}``: every judged
+query scores 0. A compressed file (``run.trec.gz``, see :mod:`monitor.io`) is decompressed.
+
+``evaluate`` reads large TREC runs through :mod:`monitor.search.trec_columns`, which gives
+the same ranking without a Python object per line.
 
 A JSON run is an object ``{qid: ranking}``. A ranking is either a list of hits best first
 (the order given is the ranking), each a doc id string or an object ``{"id", "score",
@@ -23,18 +29,13 @@ once, at its best position, and reports how many copies it dropped.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from monitor.errors import InputError, SearchOutputError, UsageError
-from monitor.io import read_bytes_limited
+from monitor.io import open_input, read_bytes_limited
 from monitor.records import Hit
 from monitor.search.base import is_valid_id, normalise_hits
 
@@ -53,41 +54,16 @@ _LONG_INT_DIGITS = 300
 
 def load_run(path: str | Path, format: str = "auto") -> dict[str, list[str]]:
     """Read a saved run as ``{qid: [doc ids, best first]}``; raise InputError if malformed."""
-    read = _read(Path(path), format)
-    if isinstance(read, _TrecColumns):
-        return {qid: read.docs[lo:hi] for qid, lo, hi in read.slices()}
-    return {qid: [hit.id for hit in hits] for qid, hits in read.items()}
+    return {qid: [hit.id for hit in hits] for qid, hits in _read(Path(path), format).items()}
 
 
 def load_hits(path: str | Path, format: str = "auto") -> dict[str, list[Hit]]:
     """Read a saved run as ``{qid: [Hit, ...] best first}``; raise InputError if malformed."""
-    read = _read(Path(path), format)
-    if isinstance(read, _TrecColumns):
-        hits = [Hit(doc, score) for doc, score in zip(read.docs, read.scores, strict=True)]
-        return {qid: hits[lo:hi] for qid, lo, hi in read.slices()}
-    return read
+    return _read(Path(path), format)
 
 
-@dataclass(frozen=True, slots=True)
-class _TrecColumns:
-    """A TREC run's columns in trec_eval's order (by qid, then score and doc id descending)."""
-
-    qids: np.ndarray
-    docs: list[str]
-    scores: list[float]
-
-    def slices(self) -> list[tuple[str, int, int]]:
-        """Return (qid, start, end) of each query's rows."""
-        qids = self.qids
-        starts = np.flatnonzero(np.concatenate(([True], qids[1:] != qids[:-1])))
-        ends = np.append(starts[1:], len(qids))
-        return [
-            (str(qids[lo]), lo, hi) for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True)
-        ]
-
-
-def _read(path: Path, format: str) -> _TrecColumns | dict[str, list[Hit]]:
-    """Read ``path`` as ``format``; return TREC columns or the JSON run's hits."""
+def _read(path: Path, format: str) -> dict[str, list[Hit]]:
+    """Read ``path`` as ``format``; return each query's hits best first."""
     if format not in FORMATS:
         raise UsageError(f"unknown run format {format!r}; known formats: {', '.join(FORMATS)}")
     try:
@@ -96,69 +72,54 @@ def _read(path: Path, format: str) -> _TrecColumns | dict[str, list[Hit]]:
         raise InputError(path, "a readable run file", found=exc.strerror) from None
     head = data.lstrip()
     if not head:
-        raise InputError(path, "a run (TREC lines or JSON), not an empty file", line=1)
+        return {}  # an empty run retrieves nothing: every judged query scores 0
     if format == "json" or (format == "auto" and head[:1] in (b"{", b"[")):
         return _json_run(path, data)
-    return _trec_columns(path)
+    return _trec_run(path, data)
 
 
-def _trec_columns(path: Path) -> _TrecColumns:
-    """Read a TREC run into columns in trec_eval's order.
+def is_trec_run(path: str | Path, format: str = "auto") -> bool:
+    """Tell whether ``path`` is read as a TREC run: ``format`` says so, or it is ``auto`` and
+    the file's first non-blank byte is neither ``{`` nor ``[``. OSError passes through."""
+    if format != "auto":
+        return format == "trec"
+    with open_input(path) as handle:
+        head = handle.read(4096)
+        while head and not head.strip():
+            head = handle.read(4096)
+    return head.lstrip()[:1] not in (b"{", b"[")
 
-    The fast reader (pandas) handles well-formed files; on any fault the file is read again
-    line by line to name the first bad line.
-    """
+
+def _trec_run(path: Path, data: bytes) -> dict[str, list[Hit]]:
+    """Read a TREC run line by line: each query's hits in trec_eval's order."""
     try:
-        frame = pd.read_csv(
-            path,
-            sep=r"\s+",
-            header=None,
-            dtype={i: ("float64" if i == _SCORE else str) for i in range(len(_TREC_COLUMNS))},
-            na_filter=False,
-            quoting=csv.QUOTE_NONE,
-            encoding="utf-8",
-            engine="c",
-        )
-        bad = frame.shape[1] != len(_TREC_COLUMNS) or frame.empty
-        if not bad:
-            frame.columns = pd.Index(_TREC_COLUMNS)
-            # A short line leaves its last fields empty; whitespace-split fields never are.
-            # NaN and the infinities (1e400 parses as inf) are refused by the line reader.
-            bad = bool((frame["tag"] == "").any() or not np.isfinite(frame["score"]).all())
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        bad = True
-    if bad:
-        _raise_first_bad_trec_line(path)
-    frame = frame.sort_values(["qid", "score", "doc"], ascending=[True, False, False])
-    return _TrecColumns(frame["qid"].to_numpy(), frame["doc"].tolist(), frame["score"].tolist())
-
-
-def _raise_first_bad_trec_line(path: Path) -> None:
-    """Find the first malformed line of a TREC run and raise an InputError naming it."""
-    with path.open("rb") as handle:
-        seen = 0
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(path, "UTF-8 text", line=number, found=raw[:40]) from None
-            fields = line.split()
-            if not fields:  # blank lines are skipped, as the fast reader does
-                continue
-            seen += 1
-            if len(fields) != len(_TREC_COLUMNS):
-                raise InputError(path, _TREC_LINE, line=number, found=line.rstrip("\n"))
-            try:
-                score = float(fields[_SCORE])
-            except ValueError:
-                raise InputError(
-                    path, "a numeric score in field 5", line=number, found=fields[_SCORE]
-                ) from None
-            if not math.isfinite(score):
-                raise InputError(path, f"{_FINITE} in field 5", line=number, found=fields[_SCORE])
-    if seen == 0:
-        raise InputError(path, "at least one TREC run line, not an empty file", line=1)
-    raise InputError(path, _TREC_LINE)  # pragma: no cover - the fast reader found a fault
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        number = data[: exc.start].count(b"\n") + 1
+        bad = data[exc.start : exc.start + 40]
+        raise InputError(path, "UTF-8 text", line=number, found=bad) from None
+    rows: dict[str, list[tuple[float, bytes, str]]] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) < len(_TREC_COLUMNS):
+            raise InputError(path, _TREC_LINE, line=number, found=line.rstrip("\r"))
+        qid, doc, literal = fields[0], fields[2], fields[_SCORE]
+        try:
+            score = float(literal)
+        except ValueError:
+            raise InputError(
+                path, "a numeric score in field 5", line=number, found=literal
+            ) from None
+        if not math.isfinite(score):
+            raise InputError(path, f"{_FINITE} in field 5", line=number, found=literal)
+        rows.setdefault(qid, []).append((score, doc.encode("utf-8", "surrogatepass"), doc))
+    run = {}
+    for qid, scored in rows.items():
+        scored.sort(reverse=True)
+        run[qid] = [Hit(doc, score) for score, _, doc in scored]
+    return run
 
 
 def _json_run(path: Path, data: bytes) -> dict[str, list[Hit]]:

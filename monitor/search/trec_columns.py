@@ -1,0 +1,449 @@
+"""Read a TREC run into flat numpy columns, with no Python object per line.
+
+This is the fast path of ``evaluate``: ten million lines in a few seconds and a few hundred
+megabytes. It reads the file in chunks of whole lines and works on the bytes with numpy:
+whitespace splits fields (space, tab, CR, LF, VT, FF, as C's ``isspace``), a line whose first
+field starts with ``#`` is a comment, fields after the sixth are ignored. Scores written as
+plain decimals of at most 15 digits are converted exactly in numpy (an integer mantissa
+divided by a power of ten is the correctly rounded double, as ``strtod`` gives); any other
+score is converted by Python's ``float``. Ids are packed into big-endian 64-bit words, so
+comparing words compares bytes, as ``strcmp`` does.
+
+The ranking is trec_eval's, as in :mod:`monitor.search.saved`: per query by score
+descending, ties by doc id descending (byte order); a repeated doc id counts once, at its
+best position. A file already in that order (the usual case: each query's lines together,
+best first) is not sorted again.
+
+:func:`read_trec_columns` returns None for anything it does not read the same way as the
+line reader of :mod:`monitor.search.saved` would (a short line, a score that is not a
+finite number, bytes that are not UTF-8, control characters): the caller then reads the
+file with that reader, which names the first bad line or gives the same ranking.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.errors import InputError
+from monitor.io import MAX_RUN_BYTES, open_input
+
+#: Rank of a document the run did not retrieve (as monitor.metrics.ranks.NOT_RETRIEVED).
+NOT_RETRIEVED = np.iinfo(np.int64).max
+#: Bytes read at a time; the per-chunk temporaries are a few times this.
+CHUNK_BYTES = 16 << 20
+
+_U64 = npt.NDArray[np.uint64]
+_I64 = npt.NDArray[np.int64]
+_F64 = npt.NDArray[np.float64]
+_U8 = npt.NDArray[np.uint8]
+_FIELDS = 6
+_HASH_Q = np.uint64(0x9E3779B97F4A7C15)
+_HASH_W = np.uint64(0xBF58476D1CE4E5B9)
+_POW10 = 10.0 ** np.arange(23)
+_MAX_DIGITS = 15  # a mantissa below 2**53: exact in a double
+#: A longer line is no TREC run line (a guard against ``/dev/zero``): the line reader decides.
+MAX_LINE_BYTES = 1 << 20
+_PAD = 64  # spaces after a chunk, so a column read past a short token stays in bounds
+
+
+class _NotALineFile(Exception):
+    """The file holds a line longer than :data:`MAX_LINE_BYTES`."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrecColumns:
+    """A TREC run as columns, rows in trec_eval's order with the repeated copies marked.
+
+    ``query_ids[c]`` is query code ``c`` (codes in order of first appearance); rows are
+    grouped by code in that order.
+    """
+
+    query_ids: tuple[str, ...]
+    query: _I64  # (rows,) query code
+    doc_words: _U64  # (rows, words) doc id bytes, big-endian, zero padded
+    score: _F64  # (rows,)
+    copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
+    _codes: dict[str, int]
+
+    @property
+    def n_retrieved(self) -> _I64:
+        """Return, per query code, the distinct doc ids retrieved."""
+        return self._counts() - self.duplicates
+
+    @property
+    def duplicates(self) -> _I64:
+        """Return, per query code, the repeated copies dropped."""
+        return np.bincount(self.query[self.copy], minlength=len(self.query_ids)).astype(np.int64)
+
+    def _counts(self) -> _I64:
+        return np.bincount(self.query, minlength=len(self.query_ids)).astype(np.int64)
+
+    def ranks(self, query_ids: Sequence[str], docs: Sequence[str]) -> _I64:
+        """Return the 1-based rank of each (query id, doc id) pair, NOT_RETRIEVED if absent.
+
+        The rank counts each doc id once, at its best position (later copies dropped).
+        """
+        out = np.full(len(docs), NOT_RETRIEVED, dtype=np.int64)
+        width = self.doc_words.shape[1]
+        codes = np.fromiter(
+            (self._codes.get(q, -1) for q in query_ids), dtype=np.int64, count=len(query_ids)
+        )
+        encoded = [doc.encode("utf-8", "surrogatepass") for doc in docs]
+        usable = codes >= 0
+        usable &= np.fromiter((len(b) <= 8 * width for b in encoded), bool, count=len(docs))
+        pairs = np.flatnonzero(usable)
+        if not len(pairs) or not len(self.query):
+            return out
+        words = _pack_python([encoded[i] for i in pairs.tolist()], width)
+        pair_codes = codes[pairs]
+        wanted = _hash(pair_codes, words)
+        order = np.argsort(wanted, kind="stable")
+        sorted_wanted = wanted[order]
+        if len(wanted) > 1 and bool((sorted_wanted[1:] == sorted_wanted[:-1]).any()):
+            # Two judged pairs share a hash: look every candidate row up exactly instead.
+            self._exact_ranks(wanted, pair_codes, words, out, pairs)
+            return out
+        row_hash = _hash(self.query, self.doc_words)
+        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash), len(wanted) - 1)
+        rows = np.flatnonzero((sorted_wanted[slot] == row_hash) & ~self.copy)
+        pair = order[slot[rows]]
+        # Each candidate row is checked against the one pair of its hash, word by word.
+        exact = (self.query[rows] == pair_codes[pair]) & (self.doc_words[rows] == words[pair]).all(
+            axis=1
+        )
+        rows, pair = rows[exact], pair[exact]
+        counts = self._counts()
+        first_row = np.cumsum(counts) - counts
+        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        q = self.query[rows]
+        out[pairs[pair]] = (
+            rows - first_row[q] + 1 - (copies_before[rows] - copies_before[first_row[q]])
+        )
+        return out
+
+    def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
+        """Fill ``out[pairs]`` from a dict of the candidate rows' exact keys."""
+        row_hash = _hash(self.query, self.doc_words)
+        counts = self._counts()
+        first_row = np.cumsum(counts) - counts
+        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        found: dict[tuple[int, ...], int] = {}
+        for row in np.flatnonzero(np.isin(row_hash, wanted) & ~self.copy).tolist():
+            q = int(self.query[row])
+            start = int(first_row[q])
+            rank = row - start + 1 - int(copies_before[row] - copies_before[start])
+            found[(q, *self.doc_words[row].tolist())] = rank
+        for i, pair in enumerate(pairs.tolist()):
+            out[pair] = found.get((int(codes[i]), *words[i].tolist()), NOT_RETRIEVED)
+
+
+def read_trec_columns(
+    path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES
+) -> TrecColumns | None:
+    """Return the TREC run at ``path`` as columns, or None if the line reader must read it.
+
+    Raise InputError if the file holds more than ``limit`` bytes; OSError passes through.
+    """
+    codes: dict[str, int] = {}
+    parts: list[tuple[_I64, _U64, _F64]] = []
+    with open_input(path) as handle:
+        try:
+            for chunk in _chunks(handle, path, limit):
+                part = _read_chunk(chunk, codes)
+                if part is None:
+                    return None
+                parts.append(part)
+        except _NotALineFile:
+            return None
+    width = max((p[1].shape[1] for p in parts), default=1)
+    # One column at a time, each chunk's part let go as it is copied: the peak is the run
+    # once plus one column, not twice the run.
+    queries, word_parts, scores = (
+        (list(column) for column in zip(*parts, strict=True)) if parts else ([], [], [])
+    )
+    parts.clear()
+    query = _concatenate(queries, np.zeros(0, np.int64))
+    words = _concatenate([_widen(w, width) for w in word_parts], _empty(width))
+    word_parts.clear()
+    score = _concatenate(scores, np.zeros(0, np.float64))
+    query, words, score = _in_trec_order(query, words, score)
+    return TrecColumns(
+        query_ids=tuple(codes),
+        query=query,
+        doc_words=words,
+        score=score,
+        copy=_later_copies(query, words),
+        _codes=codes,
+    )
+
+
+def _concatenate(arrays: list[Any], empty: Any) -> Any:
+    """Return ``arrays`` joined (``empty`` when there are none), emptying the list."""
+    joined = np.concatenate(arrays) if arrays else empty
+    arrays.clear()
+    return joined
+
+
+def _chunks(handle: io.BufferedIOBase, path: str | os.PathLike[str], limit: int) -> Iterator[bytes]:
+    """Yield the file's bytes as chunks of whole lines (each ending with a line feed).
+
+    Chunks are parsed as they come, so only one chunk's bytes are held at a time.
+    """
+    carry = b""
+    total = 0
+    while True:
+        block = handle.read(CHUNK_BYTES)
+        total += len(block)
+        if total > limit:
+            raise InputError(str(path), f"a file of at most {limit} bytes (this one holds more)")
+        if not block:
+            if carry.strip():
+                yield carry + b"\n"
+            return
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        carry = data[cut:]
+        if len(carry) > MAX_LINE_BYTES:
+            raise _NotALineFile
+
+
+def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] | None:
+    """Return (query code, doc words, score) of each line of ``chunk``, or None to fall back."""
+    if not chunk.isascii():
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    a = np.frombuffer(chunk, dtype=np.uint8)
+    control = np.flatnonzero(a < 32)
+    kinds = a[control]
+    if bool(((kinds < 9) | (kinds > 13)).any()):
+        return None
+    newlines = control[kinds == 10]
+    space = a <= 32
+    edges = np.flatnonzero(space[1:] != space[:-1]) + 1
+    if not space[0]:
+        edges = np.concatenate(([0], edges))
+    starts, ends = edges[0::2], edges[1::2]
+    if not len(starts):
+        return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+    # The usual file: six fields on every line. Then line k's first token is token 6k, and
+    # it is so exactly when each line feed falls between tokens 6k-1 and 6k.
+    first: _I64 | None = None
+    if len(starts) == _FIELDS * len(newlines) and bool(
+        (starts[_FIELDS::_FIELDS] > newlines[:-1]).all()
+        and (starts[_FIELDS - 1 :: _FIELDS] < newlines).all()
+        and (a[starts[::_FIELDS]] != ord("#")).all()  # a comment may hold six fields too
+    ):
+        first = None  # every line regular: fields are strided slices
+    else:
+        first = _line_firsts(a, starts, newlines)
+        if first is None:
+            return None
+        if not len(first):
+            return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+    padded = np.frombuffer(chunk + b" " * _PAD, dtype=np.uint8)
+
+    def field(k: int) -> tuple[_I64, _I64]:
+        if first is None:
+            start, end = starts[k::_FIELDS], ends[k::_FIELDS]
+        else:
+            start, end = starts[first + k], ends[first + k]
+        return start, end - start
+
+    score = _parse_scores(chunk, padded, *field(4))
+    if score is None:
+        return None
+    query = _query_codes(chunk, padded, *field(0), codes)
+    doc_words = _pack(padded, *field(2))
+    return query, doc_words, score
+
+
+def _line_firsts(a: _U8, starts: _I64, newlines: _I64) -> _I64 | None:
+    """Return the first token of each line that is not blank or a comment; None if a line
+    has fewer than six fields."""
+    # Tokens before each line feed: a line's tokens are those between two line feeds.
+    before = np.searchsorted(starts, newlines)
+    first = np.concatenate(([0], before[:-1]))
+    count = before - first
+    keep = count > 0
+    first, count = first[keep], count[keep]
+    keep = a[starts[first]] != ord("#")
+    first, count = first[keep], count[keep]
+    if bool((count < _FIELDS).any()):
+        return None
+    return np.asarray(first, dtype=np.int64)
+
+
+def _pack(a: _U8, starts: _I64, lengths: _I64) -> _U64:
+    """Return each token's bytes as big-endian uint64 words, zero padded."""
+    width = max(int(lengths.max()) if len(lengths) else 1, 1)
+    words = np.zeros((len(starts), -(-width // 8)), dtype=np.uint64)
+    uniform = bool((lengths == width).all())
+    position = starts.copy()
+    for j in range(width):
+        byte = _column(a, position, j, width).astype(np.uint64)
+        if not uniform:
+            byte[lengths <= j] = 0
+        words[:, j // 8] |= byte << np.uint64(8 * (7 - j % 8))
+        position += 1
+    return words
+
+
+def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
+    """Return the bytes at ``position`` (column ``j`` of tokens at most ``width`` long)."""
+    if width <= _PAD:  # the chunk ends with a line feed and _PAD spaces: always in bounds
+        return a[position]
+    return a[np.minimum(position, len(a) - 1)]
+
+
+def _pack_python(tokens: list[bytes], width: int) -> _U64:
+    """Return ``tokens`` packed as :func:`_pack` packs them, ``width`` words each."""
+    size = 8 * width
+    flat = b"".join(t.ljust(size, b"\0") for t in tokens)
+    return np.frombuffer(flat, dtype=">u8").astype(np.uint64).reshape(len(tokens), width)
+
+
+def _widen(words: _U64, width: int) -> _U64:
+    if words.shape[1] == width:
+        return words
+    out = np.zeros((len(words), width), dtype=np.uint64)
+    out[:, : words.shape[1]] = words
+    return out
+
+
+def _empty(width: int) -> _U64:
+    return np.zeros((0, width), dtype=np.uint64)
+
+
+def _query_codes(chunk: bytes, a: _U8, starts: _I64, lengths: _I64, codes: dict[str, int]) -> _I64:
+    """Return each line's query code, adding new query ids to ``codes`` in file order."""
+    words = _pack(a, starts, lengths)
+    change = np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1)))
+    heads = np.flatnonzero(change)
+    head_codes = np.empty(len(heads), dtype=np.int64)
+    spans = zip(starts[heads].tolist(), lengths[heads].tolist(), strict=True)
+    for i, (start, length) in enumerate(spans):
+        qid = chunk[start : start + length].decode("utf-8")
+        head_codes[i] = codes.setdefault(qid, len(codes))
+    return np.repeat(head_codes, np.diff(np.append(heads, len(starts))))
+
+
+def _parse_scores(chunk: bytes, a: _U8, starts: _I64, lengths: _I64) -> _F64 | None:
+    """Return each score token as a double, or None if one is not a finite number."""
+    n = len(starts)
+    mantissa = np.zeros(n, dtype=np.int64)
+    digits = np.zeros(n, dtype=np.int64)
+    decimals = np.zeros(n, dtype=np.int64)
+    dot = np.zeros(n, dtype=bool)
+    ok = np.ones(n, dtype=bool)
+    negative = a[starts] == ord("-")
+    signed = negative | (a[starts] == ord("+"))
+    width = int(lengths.max())
+    uniform = bool((lengths == width).all())
+    position = starts.copy()
+    ten = np.int64(10)
+    for j in range(width):
+        digit = _column(a, position, j, width) - np.uint8(48)  # wraps: a non-digit is >= 10
+        is_digit = digit < 10
+        is_dot = digit == np.uint8(254)  # "." (46) - 48, wrapped
+        if not uniform:
+            inside = lengths > j
+            is_digit &= inside
+            is_dot &= inside
+        is_dot &= ~dot
+        if j == 0:
+            ok &= is_digit | is_dot | signed
+        elif uniform:
+            ok &= is_digit | is_dot
+        else:
+            ok &= ~inside | is_digit | is_dot
+        mantissa = np.where(is_digit, mantissa * ten + digit, mantissa)
+        digits += is_digit
+        decimals += is_digit & dot
+        dot |= is_dot
+        position += 1
+    ok &= (digits >= 1) & (digits <= _MAX_DIGITS)
+    value = mantissa / _POW10[np.minimum(decimals, len(_POW10) - 1)]
+    value = np.where(negative, -value, value)
+    for i in np.flatnonzero(~ok).tolist():
+        start = int(starts[i])
+        try:
+            value[i] = float(chunk[start : start + int(lengths[i])])
+        except ValueError:
+            return None
+    if not np.isfinite(value).all():
+        return None
+    return value
+
+
+def _in_trec_order(query: _I64, words: _U64, score: _F64) -> tuple[_I64, _U64, _F64]:
+    """Return the rows by query code, score descending, then doc id descending (bytes)."""
+    same = query[1:] == query[:-1]
+    grouped = bool((query[1:] >= query[:-1]).all()) if len(query) else True
+    if not (grouped and not ((score[1:] > score[:-1]) & same).any()):
+        order = np.lexsort((-score, query))
+        query, words, score = query[order], words[order], score[order]
+        same = query[1:] == query[:-1]
+    tie = np.flatnonzero(same & (score[1:] == score[:-1]))
+    if len(tie):
+        left, right = words[tie], words[tie + 1]
+        differs = left != right
+        column = differs.argmax(axis=1)
+        rows = np.arange(len(tie))
+        wrong = differs.any(axis=1) & (left[rows, column] < right[rows, column])
+        if wrong.any():
+            order = _order_ties(tie, words)
+            query, words, score = query[order], words[order], score[order]
+    return query, words, score
+
+
+def _order_ties(tie: _I64, words: _U64) -> _I64:
+    """Return the row order that sorts each run of tied rows by doc id descending."""
+    order = np.arange(len(words))
+    rows = np.unique(np.concatenate((tie, tie + 1)))
+    starts_tie = np.zeros(len(words), dtype=bool)
+    starts_tie[tie] = True
+    # Row rows[i] continues the run of rows[i - 1] only if the two are a tied pair.
+    continues = (np.diff(rows) == 1) & starts_tie[rows[:-1]]
+    group = np.cumsum(np.concatenate(([True], ~continues)))
+    inverted = ~words[rows]
+    keys = [inverted[:, k] for k in reversed(range(words.shape[1]))]
+    order[rows] = rows[np.lexsort((*keys, group))]
+    return order
+
+
+def _hash(query: _I64, words: _U64) -> _U64:
+    """Return a 64-bit mix of each (query code, doc words); equal pairs hash alike."""
+    with np.errstate(over="ignore"):
+        h = query.astype(np.uint64) * _HASH_Q
+        for k in range(words.shape[1]):
+            h = (h ^ words[:, k]) * _HASH_W
+            h ^= h >> np.uint64(31)
+    return h
+
+
+def _later_copies(query: _I64, words: _U64) -> npt.NDArray[np.bool_]:
+    """Return, per row (in ranking order), whether an earlier row of its query has its id."""
+    copy = np.zeros(len(query), dtype=bool)
+    h = _hash(query, words)
+    ordered = np.sort(h)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(repeated):
+        return copy
+    seen: set[tuple[int, ...]] = set()
+    for row in np.flatnonzero(np.isin(h, repeated)).tolist():
+        key = (int(query[row]), *words[row].tolist())
+        if key in seen:
+            copy[row] = True
+        seen.add(key)
+    return copy
