@@ -205,7 +205,7 @@ def test_the_migration_turns_on_incremental_vacuum(
 def test_a_step_numbered_below_the_applied_ones_is_still_applied(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Versions need not be contiguous: a store at 5 that lacks step 4 gets step 4."""
+    """Versions need not be contiguous: a store past 4 that lacks step 4 gets step 4."""
     without_four = tuple(m for m in schema.MIGRATIONS if m.version != 4)
     four = schema.Migration(4, "a step released beside 5", ("CREATE TABLE four (x TEXT)",))
     monkeypatch.setattr(schema, "MIGRATIONS", without_four)
@@ -216,7 +216,7 @@ def test_a_step_numbered_below_the_applied_ones_is_still_applied(
     with open_store(store_url) as new, new._db.transaction(write=False) as tx:  # type: ignore[attr-defined]
         versions = [row[0] for row in tx.all("SELECT version FROM schema_version ORDER BY version")]
         tx.scalar("SELECT COUNT(*) FROM four")
-    assert [1, 2, 3, 4, 5] == versions
+    assert [m.version for m in schema.MIGRATIONS] == versions
 
 
 @pytest.mark.parametrize(
