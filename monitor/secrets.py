@@ -142,12 +142,15 @@ def secret_values(value: object) -> set[str]:
 
 def suite_scrubber(suite: SuiteConfig, environ: Mapping[str, str] | None = None) -> Scrubber:
     """Return the scrubber that knows every secret of ``suite``: its search (and reference
-    search), its exporters, its notifiers (a webhook URL's path too) and their signing
-    secrets, read from ``environ`` (default ``os.environ``)."""
+    search), its judge (headers, tokens, the URL's credentials), its exporters, its
+    notifiers (a webhook URL's path too) and their signing secrets, read from ``environ``
+    (default ``os.environ``)."""
     env = os.environ if environ is None else environ
     found = secret_values(suite.search.options)
     if suite.evalset.reference is not None:
         found |= secret_values(suite.evalset.reference.options)
+    if suite.judge is not None:
+        found |= secret_values(suite.judge.options)
     for exporter in suite.exporters:
         found |= secret_values(getattr(exporter, "url", None))
     for notifier in suite.notifiers:

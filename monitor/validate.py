@@ -2,11 +2,12 @@
 
 This stage sits after the config and the plug-in registries (search, notifiers), which it
 reads; the config itself knows none of them. :func:`check_config` loads and checks a file;
-:func:`check_builds` builds every search (the suite's and its eval set's ``reference``) and
-every notifier through the same registries a run uses, then closes them. Building connects
-nowhere: the ``http`` search makes its client (which connects on the first query) and the
-HTTP notifiers make their transport on first use. A ``python`` search is imported and, with
-``factory: true``, its factory called, as at the start of a run.
+:func:`check_builds` builds every search (the suite's and its eval set's ``reference``), the
+suite's ``judge`` and every notifier through the same registries a run uses, then closes
+them. Building connects nowhere: the ``http`` search and judge make their client (which
+connects on the first request) and the HTTP notifiers make their transport on first use. A
+``python`` search or judge is imported and, with ``factory: true``, its factory called, as
+at the start of a run.
 
 A plug-in that refuses its options becomes one ConfigError naming the file, the key path and
 the line of the option at fault (or of the plug-in's section when the plug-in names none).
@@ -18,6 +19,7 @@ import os
 from collections.abc import Mapping
 
 from monitor.config.model import (
+    JudgeConfig,
     MonitorConfig,
     NotifierConfig,
     Origin,
@@ -56,6 +58,8 @@ def check_suite_builds(
     _search(suite.search, source, f"suites.{suite.name}.search")
     if suite.evalset.reference is not None:
         _search(suite.evalset.reference, source, f"suites.{suite.name}.evalset.reference")
+    if suite.judge is not None:
+        _judge(suite.judge, source, f"suites.{suite.name}.judge")
     _notifiers(suite, source, environ)
 
 
@@ -69,6 +73,20 @@ def _search(config: SearchConfig, source: str, path: str) -> None:
         reason = _masked(error.reason, config)
         raise _refused(config.origin, source, path, error.option, reason, "search") from None
     close_search(search)
+
+
+def _judge(config: JudgeConfig, source: str, path: str) -> None:
+    # Imported here: the judges import the search package.
+    from monitor.judgments.judges import JudgeError, build_judge
+
+    try:
+        judge = build_judge(config)
+    except JudgeError as error:
+        reason = _masked(error.reason, config)
+        raise _refused(config.origin, source, path, error.option, reason, "judge") from None
+    close = getattr(judge, "close", None)
+    if callable(close):
+        close()
 
 
 def _notifiers(suite: SuiteConfig, source: str, environ: Mapping[str, str] | None) -> None:
@@ -104,9 +122,9 @@ def _refused(
     return ConfigError(origin.source, key, f"a {what} that builds ({reason})", line=line)
 
 
-def _masked(reason: str, config: SearchConfig | NotifierConfig) -> str:
+def _masked(reason: str, config: SearchConfig | NotifierConfig | JudgeConfig) -> str:
     """Return ``reason`` with the section's secret values (header values, tokens, a notifier's
-    URL) masked: a plug-in may quote the value it refuses."""
+    URL, a judge URL's credentials) masked: a plug-in may quote the value it refuses."""
     found: list[str] = []
 
     def collect(value: object) -> None:
@@ -122,6 +140,10 @@ def _masked(reason: str, config: SearchConfig | NotifierConfig) -> str:
     collect(config.options)
     if isinstance(config, NotifierConfig):
         collect(config.url)
+    if isinstance(config, JudgeConfig):
+        from monitor.secrets import secret_values
+
+        found.extend(secret_values(config.options))
     # Longest first, so that a secret holding a shorter one is masked whole.
     for secret in sorted(found, key=len, reverse=True):
         if len(secret) >= 4:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from monitor.config.fields import Fields
+from monitor.config.fields import Fields, is_secret_key
 from monitor.config.model import JudgeConfig, OptionValue
 from monitor.config.nodes import Node
 
@@ -41,7 +41,9 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
     if "max_per_run" in entries:
         most = f.integer(entries["max_per_run"], minimum=0, maximum=1_000_000)
     options: dict[str, OptionValue] = {
-        key: f.options(child) for key, child in entries.items() if key not in JUDGE_KEYS
+        key: f.options(child, is_secret_key(key))
+        for key, child in entries.items()
+        if key not in JUDGE_KEYS
     }
     return JudgeConfig(
         kind=kind,
@@ -51,6 +53,7 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
         max_per_run=most,
         options=options,
         base_dir=f.base_dir,
+        origin=f.origin(node),
     )
 
 

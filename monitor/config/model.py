@@ -442,6 +442,8 @@ class JudgeConfig:
     max_per_run: int = 100
     options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
     base_dir: Path = Path()
+    #: Where the section was written (for errors at build time); not part of comparisons.
+    origin: Origin | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,11 +40,15 @@ DEFAULT_PROMPT = (
 
 
 class JudgeError(MonitorError):
-    """A judge could not be built, or its answer held no grade."""
+    """A judge could not be built, or its answer held no grade.
 
-    def __init__(self, judge: str, reason: str) -> None:
+    ``option`` is the option at fault (``url``, ``headers``) when building refused one.
+    """
+
+    def __init__(self, judge: str, reason: str, *, option: str | None = None) -> None:
         self.judge = judge
         self.reason = reason
+        self.option = option
         super().__init__(f"judge {judge!r}: {reason}")
 
 
@@ -129,15 +133,23 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
     if config.kind == "http":
         url = options.get("url")
         if not isinstance(url, str) or not url:
-            raise JudgeError(config.judge_id, "expected a 'url' (the chat-completions endpoint)")
+            raise JudgeError(
+                config.judge_id, "expected a 'url' (the chat-completions endpoint)", option="url"
+            )
         timeout = options.get("timeout_seconds", 30.0)
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise JudgeError(config.judge_id, f"expected timeout_seconds > 0, found {timeout!r}")
+            raise JudgeError(
+                config.judge_id,
+                f"expected timeout_seconds > 0, found {timeout!r}",
+                option="timeout_seconds",
+            )
         headers = options.get("headers", {})
         if not isinstance(headers, dict) or not all(
             isinstance(value, str) for value in headers.values()
         ):
-            raise JudgeError(config.judge_id, "expected 'headers' to map names to strings")
+            raise JudgeError(
+                config.judge_id, "expected 'headers' to map names to strings", option="headers"
+            )
         return HttpJudge(
             url,
             model=config.model,
@@ -159,7 +171,7 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
         try:
             built = build_search("python", options)
         except SearchSetupError as error:
-            raise JudgeError(config.judge_id, str(error)) from None
+            raise JudgeError(config.judge_id, str(error), option=error.option) from None
         return cast(Judge, built)
     if config.kind.startswith("entrypoint:"):
         from importlib.metadata import entry_points
@@ -169,8 +181,11 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
         if name not in found:
             known = ", ".join(sorted(found)) or "none installed"
             raise JudgeError(config.judge_id, f"no entry point {name!r} in {JUDGE_GROUP} ({known})")
-        factory: Any = found[name].load()
-        return cast(Judge, factory(**options))
+        try:
+            factory: Any = found[name].load()
+            return cast(Judge, factory(**options))
+        except Exception as error:  # a plug-in's own refusal, reported as the judge's
+            raise JudgeError(config.judge_id, f"raised {type(error).__name__}: {error}") from None
     raise UsageError(f"unknown judge kind {config.kind!r}; known: python, http, entrypoint:NAME")
 
 

@@ -12,6 +12,7 @@ from monitor.judgments.merge import labels_of
 from monitor.judgments.rescore import align_baseline, rescore
 from monitor.judgments.todo import DocText
 from monitor.logs import get_logger
+from monitor.secrets import suite_scrubber
 from monitor.store import RunRecord, Store
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ def judge_after_run(
     """Let the suite's judge grade the run's label holes; return lines for the report.
 
     The lines say how many pairs the judge graded and the rule metrics under human labels
-    only and with the judge's labels. A judge that fails is logged and reported in a line:
+    only and with the judge's labels. A judge that fails is logged and reported in a line,
+    with the suite's secrets (the judge's headers and URL credentials among them) masked:
     the run itself stands.
     """
     config = suite.judge
@@ -90,8 +92,9 @@ def judge_after_run(
             if callable(close):
                 close()
     except JudgeError as error:
-        log.error("judge_failed", suite=suite.name, error=str(error))
-        return (f"judge failed: {error}",)
+        said = suite_scrubber(suite)(str(error))
+        log.error("judge_failed", suite=suite.name, error=said)
+        return (f"judge failed: {said}",)
     lines = []
     if layer is not None:
         lines.append(f"judge {config.judge_id} graded {layer.size} pairs (layer {layer.layer_id})")
