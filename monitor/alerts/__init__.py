@@ -33,6 +33,7 @@ from monitor.alerts.model import (
     AlertKind,
     FailureReason,
     InvariantDetails,
+    LabelsNeededDetails,
     RegressionDetails,
     failures_checked,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "DeliveryPolicy",
     "FailureReason",
     "InvariantDetails",
+    "LabelsNeededDetails",
     "LifecycleReport",
     "Notification",
     "Notifier",

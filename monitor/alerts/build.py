@@ -9,6 +9,7 @@ the rule's own metric. A breached invariant gets an alert of its own, rule
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -19,6 +20,7 @@ from monitor.alerts.model import (
     AlertIdentity,
     FailureReason,
     InvariantDetails,
+    LabelsNeededDetails,
     RegressionDetails,
 )
 from monitor.compare.coverage import labels_todo
@@ -175,19 +177,39 @@ def labels_needed_alerts(
     if coverage.queue_url is not None:
         run_id = "" if comparison.run_id is None else str(comparison.run_id)
         queue = coverage.queue_url.format(suite=suite, run_id=run_id)
+    todo = labels_todo(suite, comparison.run_id)
     return [
         Alert(
             identity=AlertIdentity("labels_needed", suite, LABELS_NEEDED_RULE),
             severity=coverage.severity,
             summary=text.labels_needed_summary(suite, comparison),
-            description=text.labels_needed_description(
-                comparison, labels_todo(suite, comparison.run_id), queue
-            ),
+            description=text.labels_needed_description(comparison, todo, queue),
+            details=labels_needed_details(comparison, todo, queue),
             starts_at=at,
             labels=_with_pipeline(labels, pipeline),
             links=links or LinksConfig(),
         )
     ]
+
+
+def labels_needed_details(
+    comparison: Comparison, todo: str, queue: str | None = None
+) -> LabelsNeededDetails:
+    """Return the evidence of a labels-needed alert: the coverage change at the largest held
+    cutoff (nothing came in, coverage unknown, when the comparison measured none)."""
+    change = max(comparison.coverage, key=lambda c: c.k, default=None)
+    return LabelsNeededDetails(
+        k=0 if change is None else change.k,
+        unjudged=0 if change is None else change.unjudged_added,
+        queries=0 if change is None else change.queries,
+        baseline=math.nan if change is None else change.baseline,
+        current=math.nan if change is None else change.current,
+        todo=todo,
+        rules=tuple(outcome.rule for outcome in comparison.held),
+        queue=queue,
+        run_id=comparison.run_id,
+        baseline_run_id=comparison.baseline_run_id,
+    )
 
 
 def checked_rules(comparison: Comparison) -> frozenset[str]:

@@ -160,8 +160,30 @@ class InvariantDetails:
     baseline_run_id: int | None = None
 
 
-#: The evidence a regression alert carries: a rule's or an invariant's.
-Details = RegressionDetails | InvariantDetails
+@dataclass(frozen=True, slots=True)
+class LabelsNeededDetails:
+    """The evidence behind a labels-needed alert: at the largest held cutoff ``k``,
+    ``unjudged`` more unjudged documents entered the top k in ``queries`` queries, coverage
+    (``judged@k``) going from ``baseline`` to ``current``; ``rules`` were held, ``todo`` is
+    the command that lists the documents and ``queue`` the labeling queue's URL when set."""
+
+    k: int
+    unjudged: int
+    queries: int
+    baseline: float
+    current: float
+    todo: str
+    rules: tuple[str, ...] = ()
+    queue: str | None = None
+    run_id: int | None = None
+    baseline_run_id: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", tuple(self.rules))
+
+
+#: The evidence an alert carries: a rule's, an invariant's, or the labels it needs.
+Details = RegressionDetails | InvariantDetails | LabelsNeededDetails
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +192,8 @@ class Alert:
 
     ``labels`` are the suite's static labels (from config); :meth:`label_set` adds the
     identity labels, which win over static ones of the same name. ``description`` is the
-    longer text; ``details`` the evidence of a regression, a rule's or an invariant's (None for
-    monitor failures).
+    longer text; ``details`` the evidence of a regression, a rule's or an invariant's, or of
+    the labels needed (None for monitor failures).
     """
 
     identity: AlertIdentity
@@ -322,6 +344,23 @@ def _json_ready(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _details_dict(details: Details) -> dict[str, Any]:
+    if isinstance(details, LabelsNeededDetails):
+        return {
+            "labels_needed": {
+                "k": details.k,
+                "unjudged_documents": details.unjudged,
+                "queries": details.queries,
+                "coverage": {
+                    "baseline": _finite(details.baseline),
+                    "current": _finite(details.current),
+                },
+                "rules": list(details.rules),
+                "todo": details.todo,
+                "queue": details.queue,
+            },
+            "run_id": details.run_id,
+            "baseline_run_id": details.baseline_run_id,
+        }
     if isinstance(details, InvariantDetails):
         return {
             "invariant": details.invariant.to_dict(),
@@ -346,6 +385,21 @@ def _not_a_number(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, 
 
 
 def _details_from(data: Mapping[str, Any], alert: Mapping[str, Any]) -> Details:
+    if "labels_needed" in data:
+        needed = data["labels_needed"]
+        coverage = needed["coverage"]
+        return LabelsNeededDetails(
+            k=int(needed["k"]),
+            unjudged=int(needed["unjudged_documents"]),
+            queries=int(needed["queries"]),
+            baseline=math.nan if coverage["baseline"] is None else float(coverage["baseline"]),
+            current=math.nan if coverage["current"] is None else float(coverage["current"]),
+            todo=needed["todo"],
+            rules=tuple(needed.get("rules", ())),
+            queue=needed.get("queue"),
+            run_id=data.get("run_id"),
+            baseline_run_id=data.get("baseline_run_id"),
+        )
     if "invariant" in data:
         return InvariantDetails(
             invariant=InvariantOutcome.from_dict(data["invariant"]),

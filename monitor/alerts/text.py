@@ -13,7 +13,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from monitor.alerts.model import Alert, FailureReason, InvariantDetails, RegressionDetails
+from monitor.alerts.model import (
+    Alert,
+    FailureReason,
+    InvariantDetails,
+    LabelsNeededDetails,
+    RegressionDetails,
+)
 from monitor.compare.records import (
     Comparison,
     InvariantOutcome,
@@ -246,7 +252,16 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
     if alert.description:
         out["description"] = alert.description
     details = alert.details
-    if isinstance(details, InvariantDetails):
+    if isinstance(details, LabelsNeededDetails):
+        out["unjudged_documents"] = str(details.unjudged)
+        out["queries"] = str(details.queries)
+        out["k"] = str(details.k)
+        out["coverage_baseline"] = number(details.baseline)
+        out["coverage_current"] = number(details.current)
+        out["todo"] = details.todo
+        if details.queue:
+            out["labeling_queue"] = details.queue
+    elif isinstance(details, InvariantDetails):
         out["invariant"] = details.invariant.name
         out["queries"] = ", ".join(q.query_id for q in details.invariant.queries)
     elif details is not None:
