@@ -443,6 +443,7 @@ def _compared(
     from monitor.evalset.corpus import corpus_for
     from monitor.judgments import align_baseline, labels_of
     from monitor.judgments.suite import judge_after_run
+    from monitor.report.history import record_overlap
     from monitor.store.prune import apply_retention
 
     store.set_run_labels(run_id, labels_of(evalset))
@@ -474,6 +475,7 @@ def _compared(
     if notes:
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     _record_rule_flags(store, suite.name, run_id, comparison)
+    record_overlap(store, suite.name, run_id, comparison.overlap)
     apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
 

@@ -145,10 +145,12 @@ def test_csv_deltas_are_current_minus_baseline(
 
 
 def test_html_has_the_trend_charts(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The page charts the three rule metrics, coverage and latency p95 as inline SVG."""
+    """The page charts the three rule metrics, coverage, the overlap with the baseline and
+    latency p95 as inline SVG."""
     _, out, _ = _report(store_path, capsys, "--format", "html")
-    assert 5 == out.count('<svg class="chart"')
-    for label in ("recall@5", "mrr@10", "ndcg@10", "judged@10", "latency p95"):
+    assert 7 == out.count('<svg class="chart"')
+    charted = ("recall@5", "mrr@10", "ndcg@10", "judged@10", "rbo@10", "jaccard@10", "latency p95")
+    for label in charted:
         assert f"<title>{label} across runs</title>" in out
 
 

@@ -36,7 +36,7 @@ def compose_report(
     """
     from monitor.compare import compare_runs
     from monitor.evalset.suite import load_evalset
-    from monitor.report.history import build_trends, chart_metrics
+    from monitor.report.history import build_trends, chart_metrics, with_overlap
 
     baseline = store.get_baseline(suite.name)
     baseline_id = baseline.run_id if baseline is not None else None
@@ -121,6 +121,8 @@ def compose_report(
                     f"trends: {count} earlier run(s) re-scored under the judgments in force",
                 ),
             )
+    history_frame, overlaps = with_overlap(store, suite.name, history_frame)
+    charted = (*charted, *overlaps)
     trends = build_trends(
         history_frame,
         charted,
