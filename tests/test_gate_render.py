@@ -549,3 +549,37 @@ def test_a_broken_invariant_is_in_every_output_query_by_query() -> None:
     assert line.startswith("::error title=docs%3A invariant no_lost_hits@5::")
     assert "Q34" in line
     assert ["Failure"] == outcome["invariant no_lost_hits@5"]
+
+
+def held() -> GateResult:
+    """Return a suite whose ndcg@10 drop was held: 12 unjudged documents came into its top 10."""
+    from monitor.compare.coverage import CoverageChange
+
+    return gated(
+        Comparison(
+            "docs",
+            7,
+            3,
+            "unjudged",
+            rules=(rule("unjudged"), error_rate_ok()),
+            coverage=(CoverageChange(10, 1.0, 0.85, 40, 12, 6),),
+            primary_metric="ndcg@10",
+        )
+    )
+
+
+def test_markdown_summary_of_a_held_suite_gives_the_labeling_command() -> None:
+    """An unjudged verdict adds a labels-needed part: coverage, counts and the todo command."""
+    summary = markdown_summary([held()])
+    part = summary.split("### Labels needed\n\n", 1)[1].split("\n\n", 1)[0]
+    assert (
+        "- judged\\@10\\: 1 in the baseline\\, 0\\.85 now\\; 12 unjudged documents entered "
+        "the top 10 in 6 of 40 queries\\.\n"
+        "- Label them: `retrieval-monitor judgments todo --suite docs --run 7`"
+    ) == part.rstrip("\n").split("\n\n")[0]
+
+
+@pytest.mark.parametrize("result", [passing(), regressed(), insufficient()])
+def test_markdown_summary_without_held_rules_has_no_labeling_part(result: GateResult) -> None:
+    """Suites with every rule judged show no labels-needed part."""
+    assert "Labels needed" not in markdown_summary([result])

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 from monitor.alerts import text
 from monitor.alerts.model import RegressionDetails
+from monitor.compare.coverage import labels_todo
 from monitor.compare.records import (
     Comparison,
     InvariantOutcome,
@@ -184,12 +185,37 @@ def _markdown_suite(result: GateResult) -> list[str]:
         if comparison.verdict in _NOT_COMPARED:
             lines += ["", f"Not compared: {_NOT_COMPARED[comparison.verdict]}"]
         lines += _markdown_rules(comparison.rules)
+        lines += _markdown_labels_needed(comparison)
         lines += _markdown_invariants(comparison.invariants)
         lines += _markdown_worst(comparison)
         if comparison.warnings:
             lines += ["", "### Warnings", ""]
             lines += [f"- {_md(warning)}" for warning in comparison.warnings]
     return lines + _markdown_links(result.links)
+
+
+def _markdown_labels_needed(comparison: Comparison) -> list[str]:
+    """Return, when a breach was held for unjudged documents, how coverage fell and the
+    command that lists the documents to label."""
+    if comparison.verdict != "unjudged" and not comparison.held:
+        return []
+    lines = ["", "### Labels needed", ""]
+    for change in comparison.coverage:
+        sentence = (
+            f"{change.metric}: {text.number(change.baseline)} in the baseline, "
+            f"{text.number(change.current)} now; {change.unjudged_added} unjudged documents "
+            f"entered the top {change.k} in {change.queries} of {change.n} queries."
+        )
+        lines.append(f"- {_md(sentence)}")
+    command = labels_todo(comparison.suite, comparison.run_id)
+    lines.append(f"- Label them: {_code(command)}")
+    return lines
+
+
+def _code(value: str) -> str:
+    """Return ``value`` as an inline code span on one line (a backtick cannot end it)."""
+    one_line = _LINE_BREAKS.sub(" ", value).replace("\t", " ").replace("`", "'")
+    return f"`{printable(one_line).strip()}`"
 
 
 def _markdown_invariants(invariants: Sequence[InvariantOutcome]) -> list[str]:
