@@ -17,9 +17,12 @@ from monitor.errors import MonitorError, StoreLookupError, UsageError
 from monitor.report.records import Report
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from monitor.compare.records import RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
+    from monitor.evalset.power import PowerFigure
     from monitor.store import RunRecord, Store
 
 #: How many recent runs are searched for the latest one that is not the baseline.
@@ -96,7 +99,7 @@ def compose_report(
     comparison = replace(
         comparison,
         warnings=(*comparison.warnings, *warnings),
-        rules=_with_power(comparison.rules, suite, baseline, run),
+        rules=with_power(comparison.rules, _powers(suite, baseline, run)),
     )
 
     errors = {
@@ -213,22 +216,13 @@ def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str,
     return rule_history(store, suite.name, before=run.run_id)
 
 
-def _with_power(
-    rules: tuple[RuleOutcome, ...],
-    suite: SuiteConfig,
-    baseline: RunRecord | None,
-    run: RunRecord,
+def with_power(
+    rules: tuple[RuleOutcome, ...], figures: Mapping[str, PowerFigure]
 ) -> tuple[RuleOutcome, ...]:
-    """Return ``rules`` with each drop rule's minimal detectable drop added to its message."""
-    from monitor.evalset.power import rule_power
+    """Return ``rules`` with each drop rule's minimal detectable drop added to its message.
 
-    if baseline is None:
-        return rules
-    figures = {}
-    for config in suite.rules:
-        figure = rule_power(config, baseline, run, suite.significance.alpha)
-        if figure is not None:
-            figures[config.name] = figure
+    ``figures`` are :func:`monitor.evalset.power.rule_powers` of the run and its baseline.
+    """
     out = []
     for outcome in rules:
         figure = figures.get(outcome.rule)
@@ -236,3 +230,13 @@ def _with_power(
             outcome = replace(outcome, message=f"{outcome.message}; {figure.clause()}")
         out.append(outcome)
     return tuple(out)
+
+
+def _powers(
+    suite: SuiteConfig, baseline: RunRecord | None, run: RunRecord
+) -> dict[str, PowerFigure]:
+    from monitor.evalset.power import rule_powers
+
+    if baseline is None:
+        return {}
+    return rule_powers(suite.rules, baseline, run, suite.significance.alpha)
