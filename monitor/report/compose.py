@@ -19,7 +19,7 @@ from monitor.report.records import Report
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from monitor.compare.records import RuleOutcome
+    from monitor.compare.records import Comparison, RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evalset.power import PowerFigure
@@ -136,6 +136,9 @@ def compose_report(
         for name in ("dashboard", "runbook", "report")
         if (url := getattr(suite.links, name)) is not None
     }
+    texts, problem = diff_texts(suite, comparison)
+    if problem:
+        comparison = replace(comparison, warnings=(*comparison.warnings, problem))
     return Report(
         comparison=comparison,
         run=run,
@@ -143,7 +146,27 @@ def compose_report(
         trends=trends,
         links=links,
         generated_at=now or datetime.now(timezone.utc),
+        doc_texts=texts,
     )
+
+
+def diff_texts(suite: SuiteConfig, comparison: Comparison) -> tuple[dict[str, str], str]:
+    """Return the text of each document the comparison's query diffs name, and a warning
+    (empty when none) if the suite's corpus could not be read."""
+    from monitor.judgments.suite import doc_texts
+
+    ids = {
+        doc
+        for diff in comparison.worse_queries
+        for doc in (*diff.expected_ids, *diff.baseline_ids, *diff.current_ids)
+    }
+    if not ids:
+        return {}, ""
+    try:
+        text_of = doc_texts(suite)
+    except (MonitorError, OSError) as error:
+        return {}, f"the corpus could not be read ({error}): query diffs show ids only"
+    return {doc: text for doc in sorted(ids) if (text := text_of(doc))}, ""
 
 
 def no_run_error(suite: str) -> UsageError:
