@@ -20,16 +20,19 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from monitor.config.model import MonitorConfig
+    from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.evalset.power import PowerFigure
     from monitor.exits import ExitCode
     from monitor.exporters import SuiteSnapshot
-    from monitor.outcome import Published
+    from monitor.outcome import Published, SuiteOutcome
     from monitor.shards import Shard, ShardOutcome
+    from monitor.store import Store
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
 LOCAL_CONFIG = Path("config/monitor.yaml")
@@ -183,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_shard, run_suite
     from monitor.report import render_comparison
+    from monitor.report.compose import with_power
     from monitor.secrets import suite_scrubber
     from monitor.store import open_store
 
@@ -235,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
                 codes.append(row.code)
                 reports.append({"suite": suite.name, row.outcome: said})
                 continue
-            comparison = outcome.comparison
+            powers = _powers(store, suite, outcome)
+            comparison = replace(
+                outcome.comparison, rules=with_power(outcome.comparison.rules, powers)
+            )
             published = outcome.published
             if args.failed_queries:
                 from monitor.runner import write_failed_queries
@@ -250,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
                         "run_id": outcome.run_id,
                         "means": dict(outcome.run.means),
                         "comparison": comparison.to_dict(),
+                        "power": [figure.to_dict() for figure in powers.values()],
                         "alerts": {
                             "firing": list(published.firing),
                             "resolved": list(published.resolved),
@@ -282,6 +290,21 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"suites": reports}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return int(most_serious(codes))
+
+
+def _powers(store: Store, suite: SuiteConfig, outcome: SuiteOutcome) -> dict[str, PowerFigure]:
+    """Return the power figure of each drop rule of the run, by rule name.
+
+    The baseline the run was compared with is read once; each figure comes from its
+    per-query values and the run's, as ``report`` gives it.
+    """
+    from monitor.evalset.power import rule_powers
+
+    baseline_id = outcome.comparison.baseline_run_id
+    if baseline_id is None:
+        return {}
+    baseline = outcome.run if baseline_id == outcome.run_id else store.get_run(baseline_id)
+    return rule_powers(suite.rules, baseline, outcome.run, suite.significance.alpha)
 
 
 def _report_part(

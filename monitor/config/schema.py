@@ -16,7 +16,7 @@ from monitor.config import vocab
 from monitor.config.model import METRIC_CHECKS, Check
 from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.names import alias_pattern
-from monitor.metrics.spec import AVERAGES, MEASURES, Cutoff
+from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
 from monitor.store.location import SCHEMES
 from monitor.store.retention import KEEP_REASONS
@@ -207,10 +207,10 @@ def _suite() -> Schema:
                 }
             ),
             "unit": _text(
-                r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*",
+                UNIT_PATTERN.pattern,
                 "What metrics count: passage, section, document or corpus fields joined by +.",
             ),
-            "unit_cut": {"enum": ["passages", "units"]},
+            "unit_cut": {"enum": list(UNIT_CUTS)},
             "segments": {
                 "type": "array",
                 "uniqueItems": True,

@@ -17,7 +17,7 @@ the comparison are fractions.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
@@ -145,3 +145,18 @@ def rule_power(
         alpha=alpha,
         source=source,
     )
+
+
+def rule_powers(
+    rules: Iterable[RuleConfig], baseline: RunRecord, latest: RunRecord | None, alpha: float
+) -> dict[str, PowerFigure]:
+    """Return the power figure of each drop rule of ``rules`` by rule name.
+
+    Everything is computed from the two records in memory: no store is read.
+    """
+    figures = {}
+    for rule in rules:
+        figure = rule_power(rule, baseline, latest, alpha)
+        if figure is not None:
+            figures[figure.rule] = figure
+    return figures

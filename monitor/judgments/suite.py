@@ -48,16 +48,25 @@ def hit_texts(result: RunResult) -> dict[str, str]:
 
 
 def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:
-    """Return the suite's ``doc_text`` seam: the texts the run's hits carried, then the
-    bundled passages for the bundled Larkfield set (a corpus beside the eval set fills it
-    for other sets)."""
-    texts = {} if result is None else hit_texts(result)
-    if suite.evalset.bundled == "larkfield":
-        from monitor import bundled
+    """Return the suite's ``doc_text`` seam: the text a run's hit carried, else the text of
+    the suite's corpus (``evalset.corpus``, or the passages a bundled set brings).
 
-        for passage in bundled.larkfield_passages():
-            texts.setdefault(passage["id"], passage["text"])
-    return texts.get
+    The corpus is read whether or not a metric counts units: it is what shows a hit whose
+    search returned no text.
+    """
+    from monitor.evalset.corpus import load_corpus
+
+    texts = {} if result is None else hit_texts(result)
+    corpus = load_corpus(suite.evalset)
+    if corpus is None:
+        return texts.get
+    from_corpus = corpus.text
+
+    def text_of(doc_id: str) -> str | None:
+        found = texts.get(doc_id)
+        return found if found is not None else from_corpus(doc_id)
+
+    return text_of
 
 
 def judge_after_run(

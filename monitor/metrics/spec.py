@@ -69,9 +69,10 @@ DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "recall", "precision", "mrr", "
 DEFAULT_CUTOFFS: tuple[int, ...] = (1, 3, 5, 10)
 
 _NAME = re.compile(r"(?P<measure>[a-z_0-9]+?)(?:@(?P<k>[^@\[]*))?(?:\[(?P<unit>[^\]]*)\])?")
-#: An evaluation unit: ``passage``, ``section``, ``document`` or corpus fields joined by ``+``,
-#: optionally followed by ``:units`` (collapse the ranking to units, then cut at k).
-_UNIT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*")
+#: An evaluation unit: ``passage``, ``section``, ``document`` or corpus fields joined by ``+``
+#: (in a metric name optionally followed by ``:units``). The one owner of the unit grammar: the
+#: config schema reads it from here.
+UNIT_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\+[A-Za-z_][A-Za-z0-9_]*)*")
 #: The two ways a unit metric cuts: k returned passages (the default) or k distinct units.
 UNIT_CUTS = ("passages", "units")
 
@@ -93,7 +94,7 @@ class Metric:
     def __post_init__(self) -> None:
         if self.unit == "passage":
             object.__setattr__(self, "unit", None)
-        if self.unit is not None and not _UNIT.fullmatch(self.unit):
+        if self.unit is not None and not UNIT_PATTERN.fullmatch(self.unit):
             raise MetricError(str(self), "a unit is a field name or fields joined by +")
         if self.unit_cut not in UNIT_CUTS:
             raise MetricError(self.measure, f"unit_cut is one of {', '.join(UNIT_CUTS)}")
@@ -160,7 +161,7 @@ def _parse_unit(text: str, written: str | None) -> tuple[str | None, str]:
     if written is None:
         return None, "passages"
     unit, _, cut = written.partition(":")
-    if not _UNIT.fullmatch(unit) or (cut and cut != "units") or unit == "passage":
+    if not UNIT_PATTERN.fullmatch(unit) or (cut and cut != "units") or unit == "passage":
         # [passage] is refused: the passage unit is written without a suffix, so names round-trip.
         raise MetricError(
             text, "a unit suffix [FIELD] or [FIELD:units], e.g. recall@5[section]; no [passage]"

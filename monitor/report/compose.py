@@ -17,9 +17,12 @@ from monitor.errors import MonitorError, StoreLookupError, UsageError
 from monitor.report.records import Report
 
 if TYPE_CHECKING:
-    from monitor.compare.records import RuleOutcome
+    from collections.abc import Mapping
+
+    from monitor.compare.records import Comparison, RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
+    from monitor.evalset.power import PowerFigure
     from monitor.store import RunRecord, Store
 
 #: How many recent runs are searched for the latest one that is not the baseline.
@@ -96,7 +99,7 @@ def compose_report(
     comparison = replace(
         comparison,
         warnings=(*comparison.warnings, *warnings),
-        rules=_with_power(comparison.rules, suite, baseline, run),
+        rules=with_power(comparison.rules, _powers(suite, baseline, run)),
     )
 
     errors = {
@@ -135,6 +138,9 @@ def compose_report(
         for name in ("dashboard", "runbook", "report")
         if (url := getattr(suite.links, name)) is not None
     }
+    texts, problem = diff_texts(suite, comparison)
+    if problem:
+        comparison = replace(comparison, warnings=(*comparison.warnings, problem))
     return Report(
         comparison=comparison,
         run=run,
@@ -142,7 +148,27 @@ def compose_report(
         trends=trends,
         links=links,
         generated_at=now or datetime.now(timezone.utc),
+        doc_texts=texts,
     )
+
+
+def diff_texts(suite: SuiteConfig, comparison: Comparison) -> tuple[dict[str, str], str]:
+    """Return the text of each document the comparison's query diffs name, and a warning
+    (empty when none) if the suite's corpus could not be read."""
+    from monitor.judgments.suite import doc_texts
+
+    ids = {
+        doc
+        for diff in comparison.worse_queries
+        for doc in (*diff.expected_ids, *diff.baseline_ids, *diff.current_ids)
+    }
+    if not ids:
+        return {}, ""
+    try:
+        text_of = doc_texts(suite)
+    except (MonitorError, OSError) as error:
+        return {}, f"the corpus could not be read ({error}): query diffs show ids only"
+    return {doc: text for doc in sorted(ids) if (text := text_of(doc))}, ""
 
 
 def no_run_error(suite: str) -> UsageError:
@@ -215,22 +241,13 @@ def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str,
     return rule_history(store, suite.name, before=run.run_id)
 
 
-def _with_power(
-    rules: tuple[RuleOutcome, ...],
-    suite: SuiteConfig,
-    baseline: RunRecord | None,
-    run: RunRecord,
+def with_power(
+    rules: tuple[RuleOutcome, ...], figures: Mapping[str, PowerFigure]
 ) -> tuple[RuleOutcome, ...]:
-    """Return ``rules`` with each drop rule's minimal detectable drop added to its message."""
-    from monitor.evalset.power import rule_power
+    """Return ``rules`` with each drop rule's minimal detectable drop added to its message.
 
-    if baseline is None:
-        return rules
-    figures = {}
-    for config in suite.rules:
-        figure = rule_power(config, baseline, run, suite.significance.alpha)
-        if figure is not None:
-            figures[config.name] = figure
+    ``figures`` are :func:`monitor.evalset.power.rule_powers` of the run and its baseline.
+    """
     out = []
     for outcome in rules:
         figure = figures.get(outcome.rule)
@@ -238,3 +255,13 @@ def _with_power(
             outcome = replace(outcome, message=f"{outcome.message}; {figure.clause()}")
         out.append(outcome)
     return tuple(out)
+
+
+def _powers(
+    suite: SuiteConfig, baseline: RunRecord | None, run: RunRecord
+) -> dict[str, PowerFigure]:
+    from monitor.evalset.power import rule_powers
+
+    if baseline is None:
+        return {}
+    return rule_powers(suite.rules, baseline, run, suite.significance.alpha)

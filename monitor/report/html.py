@@ -10,7 +10,7 @@ links) is escaped; a Content-Security-Policy forbids scripts and remote loads be
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from html import escape
 from urllib.parse import urlsplit
@@ -68,6 +68,8 @@ _FIGURES: tuple[tuple[str, bool, Callable[[RunFigures], float | int | None]], ..
     ("failed queries", False, lambda f: f.failed),
 )
 _LINK_SCHEMES = ("http", "https")
+#: How much of a document's text a query diff shows (the rest on hover).
+_DOC_TEXT_CHARS = 90
 
 _CSS = """
 :root { --ink:#0f172a; --soft:#475569; --line:#e2e8f0; --bg:#f8fafc; --red:#dc2626;
@@ -134,6 +136,7 @@ ol.ids li, ul.ids li { font-family: ui-monospace, SFMono-Regular, Menlo, Consola
 li.hit { color: var(--green); font-weight: 600; }
 li.hit::after { content: " \\2713"; }
 .qtext { max-width: 320px; }
+.dtext { color: var(--soft); font-size: 11.5px; max-width: 240px; }
 .qid { font-weight: 600; }
 .driver { color: var(--red); font-weight: 600; font-size: 12px; }
 footer { margin-top: 36px; color: var(--soft); font-size: 12px; }
@@ -155,7 +158,7 @@ def render_html(report: Report) -> str:
         _coverage(comparison),
         _overlap(comparison),
         _figures(report.run, report.baseline),
-        _queries(comparison),
+        _queries(comparison, report.doc_texts),
         _segments(comparison),
         _footer(report),
     ]
@@ -470,13 +473,13 @@ def _figures(run: RunRecord, baseline: RunRecord | None) -> str:
     )
 
 
-def _queries(comparison: Comparison) -> str:
+def _queries(comparison: Comparison, texts: Mapping[str, str]) -> str:
     diffs = comparison.worse_for()
     if not diffs:
         if comparison.baseline_run_id is None or comparison.verdict == "evalset_changed":
             return ""
         return '<h2 id="queries">Queries that got worse</h2><p class="meta">None.</p>'
-    rows = "".join(_query_row(diff) for diff in diffs)
+    rows = "".join(_query_row(diff, texts) for diff in diffs)
     return (
         '<h2 id="queries">Queries that got worse</h2>'
         f'<p class="meta">The {len(diffs)} queries that lost most on '
@@ -489,7 +492,7 @@ def _queries(comparison: Comparison) -> str:
     )
 
 
-def _query_row(diff: QueryDiff) -> str:
+def _query_row(diff: QueryDiff, texts: Mapping[str, str]) -> str:
     label, meaning = _CHANGE.get(diff.change, (diff.change, ""))
     relevant = set(diff.expected_ids)
     text = f'<div class="qtext">{_e(diff.query)}</div>' if diff.query else ""
@@ -500,21 +503,32 @@ def _query_row(diff: QueryDiff) -> str:
         f'<td title="{_e(meaning)}">{_e(label)}</td>'
         f'<td class="num">{_e(_rank(diff.baseline_first_rank))} &rarr; '
         f"{_e(_rank(diff.current_first_rank))}</td>"
-        f"<td>{_ids(diff.expected_ids, relevant, ordered=False)}</td>"
-        f"<td>{_ids(diff.baseline_ids, relevant)}</td>"
-        f"<td>{_ids(diff.current_ids, relevant)}</td></tr>"
+        f"<td>{_ids(diff.expected_ids, relevant, texts, ordered=False)}</td>"
+        f"<td>{_ids(diff.baseline_ids, relevant, texts)}</td>"
+        f"<td>{_ids(diff.current_ids, relevant, texts)}</td></tr>"
     )
 
 
-def _ids(ids: Iterable[str], relevant: set[str], *, ordered: bool = True) -> str:
+def _ids(
+    ids: Iterable[str], relevant: set[str], texts: Mapping[str, str], *, ordered: bool = True
+) -> str:
     items = "".join(
-        f'<li class="hit">{_e(doc)}</li>' if ordered and doc in relevant else f"<li>{_e(doc)}</li>"
+        ('<li class="hit">' if ordered and doc in relevant else "<li>")
+        + f"{_e(doc)}{_doc_text(texts.get(doc))}</li>"
         for doc in ids
     )
     if not items:
         return '<span class="meta">none</span>'
     tag = "ol" if ordered else "ul"
     return f'<{tag} class="ids">{items}</{tag}>'
+
+
+def _doc_text(text: str | None) -> str:
+    """Return a document's text shortened to a line, the whole of it on hover."""
+    if not text:
+        return ""
+    short = text if len(text) <= _DOC_TEXT_CHARS else text[: _DOC_TEXT_CHARS - 3] + "..."
+    return f'<div class="dtext" title="{_e(text)}">{_e(short)}</div>'
 
 
 def _segments(comparison: Comparison) -> str:

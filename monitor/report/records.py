@@ -62,6 +62,8 @@ class Report:
     """Everything a report shows: the comparison of ``run`` with ``baseline`` and the trends.
 
     ``links`` maps a label (``dashboard``, ``runbook``, ``report``) to a URL from the config.
+    ``doc_texts`` maps each document the query diffs name to its text (the suite's corpus,
+    or the passages a bundled set brings), so a diff shows what was lost, not only ids.
     """
 
     comparison: Comparison
@@ -70,7 +72,9 @@ class Report:
     trends: tuple[Trend, ...] = ()
     links: Mapping[str, str] = field(default_factory=dict)
     generated_at: datetime | None = None
+    doc_texts: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trends", tuple(self.trends))
         object.__setattr__(self, "links", MappingProxyType(dict(self.links)))
+        object.__setattr__(self, "doc_texts", MappingProxyType(dict(self.doc_texts)))

@@ -36,6 +36,7 @@ def report_dict(report: Report) -> dict[str, Any]:
     data["run"] = _run_dict(report.run)
     data["baseline"] = None if report.baseline is None else _run_dict(report.baseline)
     data["links"] = dict(report.links)
+    data["doc_texts"] = dict(report.doc_texts)
     cleaned: dict[str, Any] = _finite(data)
     return cleaned
 
