@@ -31,11 +31,14 @@ from pathlib import Path
 
 from monitor.config import load_config
 from monitor.evalset import EvalSet
-from monitor.records import Query
+from monitor.evalset.suite import load_evalset
+from monitor.judgments.merge import labels_of
 from monitor.store import QueryRecord, RunFigures, RunRecord, open_store
 from monitor.web import WebSettings, create_app
 
 METRICS = ("hit_rate@1", "recall@5", "recall@10", "ndcg@10", "mrr@10", "map@10")
+#: What the job records beside the suite's metrics: judgment coverage at the largest k.
+RECORDED = (*METRICS, "judged@10")
 TARGET_MS = 300.0
 
 
@@ -47,8 +50,8 @@ def _config(folder: Path, queries: int) -> Path:
             judged = {f"d{i}-{j}": rng.choice((1, 1, 2, 3)) for j in range(3)}
             row = {
                 "id": f"q{i}",
-                "text": f"question number {i}",
-                "judgments": judged,
+                "query": f"question number {i}",
+                "relevant": judged,
                 "metadata": {"lang": rng.choice(("en", "en", "fr", "de"))},
             }
             out.write(json.dumps(row) + "\n")
@@ -81,12 +84,13 @@ def _run(
         if rng.random() < quality:
             retrieved[rng.randrange(5)] = relevant[0]
         values = {m: (1.0 if relevant[0] in retrieved else 0.0) * rng.random() for m in METRICS}
+        values["judged@10"] = sum(doc in query.judgments for doc in retrieved) / 10
         records.append(
             QueryRecord(query.id, values, tuple(retrieved), tuple(relevant), rng.random() / 10)
         )
-    means = {m: quality * 0.5 + rng.random() * 0.05 for m in METRICS}
+    means = {m: quality * 0.5 + rng.random() * 0.05 for m in RECORDED}
     if records:
-        means = {m: sum(r.values[m] for r in records) / len(records) for m in METRICS}
+        means = {m: sum(r.values[m] for r in records) / len(records) for m in RECORDED}
     moment = start + timedelta(hours=index)
     return RunRecord(
         suite="big",
@@ -105,13 +109,8 @@ def fill(config_path: Path, runs: int, queries: int, middle: int) -> tuple[str, 
     started = time.perf_counter()
     config = load_config(config_path)
     suite = config.suite("big")
-    lines = Path(suite.evalset.path).read_text().splitlines()  # type: ignore[arg-type]
-    evalset = EvalSet(
-        name="big",
-        queries=[
-            Query(r["id"], r["text"], r["judgments"], r["metadata"]) for r in map(json.loads, lines)
-        ],
-    )
+    evalset = load_evalset(suite.evalset)  # the very set the pages read: same fingerprint
+    labels = labels_of(evalset)
     rng = random.Random(0)
     start = datetime(2025, 1, 1, tzinfo=timezone.utc)
     target = config.store.url.reveal()
@@ -122,6 +121,7 @@ def fill(config_path: Path, runs: int, queries: int, middle: int) -> tuple[str, 
             run_id = store.save_run(
                 _run(evalset, index, start, queries if full else middle, rng, quality)
             )
+            store.set_run_labels(run_id, labels)  # as the job records them
             if index == 0:
                 store.set_baseline("big", run_id)
     return target, time.perf_counter() - started

@@ -111,6 +111,81 @@ def test_the_query_page_shows_both_rankings_and_what_changed(client: TestClient)
     assert "<code>d9a5bd8ea531</code> (was 1, grade" in text
 
 
+class _OneQueryAtATime:
+    """A store whose whole-run read fails: the pages that need one query must not call it."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get_run(self, run_id: int) -> RunRecord:
+        raise AssertionError(f"read the whole of run {run_id}")
+
+    def latest_run(self, suite: str, status: str | None = "ok") -> RunRecord | None:
+        raise AssertionError("read the whole of the latest run")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def __enter__(self) -> _OneQueryAtATime:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._store.close()
+
+
+def test_a_query_page_reads_that_query_alone(store_path: Path) -> None:
+    """A query page of a run not yet shown reads that query of it and of the baseline only."""
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: _OneQueryAtATime(open_store(store_path)),  # type: ignore[arg-type,return-value]
+        warm=False,
+    )
+    with TestClient(create_app(settings)) as c:
+        text = c.get("/suites/larkfield/runs/2/queries/Q34").text
+    assert "<code>d9a5bd8ea531</code> (was 1, grade" in text
+
+
+def test_a_query_of_another_suites_run_is_a_404(tmp_path: Path) -> None:
+    """A run id that is not one of the suite's is refused, naming the suite."""
+    path = tmp_path / "other.db"
+    now = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    with open_store(path) as store:
+        run_id = store.save_run(
+            RunRecord(
+                suite="elsewhere",
+                pipeline="p",
+                started_at=now,
+                finished_at=now,
+                means={"recall@5": 0.5},
+                queries=(QueryRecord("Q34", {"recall@5": 0.5}, retrieved_ids=("d1",)),),
+            )
+        )
+    with _client(path) as c:
+        response = c.get(f"/suites/{SUITE}/runs/{run_id}/queries/Q34")
+    assert (404, True) == (response.status_code, "is not a run of suite" in response.text)
+
+
+def test_the_suite_page_shows_the_latest_judgment_coverage(client: TestClient) -> None:
+    """The job records judged@10 with every run: the suite page gives the newest and charts it."""
+    text = client.get("/suites/larkfield").text
+    section = text.split('id="coverage"', 1)[1].split("</section>", 1)[0]
+    assert "judged@10 0.1121 in" in section
+    assert 'aria-label="judged@10 across runs"' in section
+
+
+def test_a_suite_without_recorded_coverage_shows_none(tmp_path: Path) -> None:
+    """Runs stored without judged@k give the suite page no coverage section."""
+    path = tmp_path / "plain.db"
+    now = datetime(2024, 5, 1, tzinfo=timezone.utc)
+    with open_store(path) as store:
+        store.save_run(
+            RunRecord(suite=SUITE, pipeline="p", started_at=now, finished_at=now, means={})
+        )
+    with _client(path) as c:
+        text = c.get(f"/suites/{SUITE}").text
+    assert (False, False) == ('id="coverage"' in text, "judged@10 across runs" in text)
+
+
 def test_rankings_diff_into_moved_new_and_lost() -> None:
     """A document in both runs at other ranks moved; one only now is new; one only before lost."""
     current, baseline, lost = diff_rankings(("b", "c", "a"), ("a", "b", "d"), {"a": 1})

@@ -7,7 +7,14 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.store.layers import JudgmentLayer, RunLabels
-from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
+from monitor.store.records import (
+    Baseline,
+    LockHolder,
+    OutboxMessage,
+    QueryRecord,
+    RunRecord,
+    RunSummary,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,6 +106,13 @@ class Store(Protocol):
 
         A run whose detail retention dropped has no queries. Raise StoreLookupError when
         there is no such run.
+        """
+        ...
+
+    def query_record(self, run_id: int, query_id: str) -> QueryRecord | None:
+        """Return query ``query_id`` of the run as stored, reading no other query's record;
+        None when the run has no such query (or its detail retention dropped). Raise
+        StoreLookupError when there is no such run.
         """
         ...
 

@@ -142,6 +142,42 @@ def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
     )
 
 
+def decode_query(blobs: Mapping[str, bytes], query_id: str) -> QueryRecord | None:
+    """Return the one query ``query_id`` of :func:`encode_queries`'s blobs (None when the run
+    has no such query), building no record for the others."""
+    query_ids = _texts(_unpack(blobs[QUERY_IDS]))
+    try:
+        i = query_ids.index(query_id)
+    except ValueError:
+        return None
+    n = len(query_ids)
+    (latency,) = _unpack(blobs[LATENCY])
+    docs = _texts(_unpack(blobs[DOC_IDS]))
+    rankings = [_ranking(_unpack(blobs[name]), docs, i) for name in (RETRIEVED, RELEVANT)]
+    values = {}
+    for metric in _metric_names(blobs):
+        present, column = _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
+        if present[i]:
+            values[metric] = float(column[int(np.count_nonzero(present[:i]))])
+    seconds = float(latency[i])
+    return stored_query(
+        query_id,
+        values,
+        rankings[0],
+        rankings[1],
+        None if seconds != seconds else seconds,
+        _unstrings(_unpack(blobs[ERROR_TYPE]))[i],
+        _unstrings(_unpack(blobs[ERROR_MESSAGE]))[i],
+    )
+
+
+def _ranking(arrays: list[NDArray[Any]], docs: list[str], i: int) -> tuple[str, ...]:
+    """Return ranking ``i`` of a rankings column."""
+    counts, codes = arrays
+    start = int(counts[:i].sum())
+    return tuple(docs[c] for c in codes[start : start + int(counts[i])].tolist())
+
+
 def _value_dicts(
     columns: Mapping[str, tuple[NDArray[np.bool_], NDArray[np.float64]]], n: int
 ) -> list[dict[str, float]]:

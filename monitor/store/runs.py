@@ -124,6 +124,12 @@ def load_queries(tx: Transaction, run_id: int) -> tuple[QueryRecord, ...]:
     return columnar.decode_queries(blobs) if blobs else ()
 
 
+def load_query(tx: Transaction, run_id: int, query_id: str) -> QueryRecord | None:
+    """Return one query of the run (None when it has no such query stored)."""
+    blobs = read_blobs(tx, run_id)
+    return columnar.decode_query(blobs, query_id) if blobs else None
+
+
 def load_arrays(tx: Transaction, run_id: int) -> columnar.QueryArrays:
     """Return the run's query ids and per-query metric values as arrays."""
     blobs = read_blobs(tx, run_id, (columnar.QUERY_IDS, columnar.ERROR_TYPE, columnar.METRIC_NAMES))

@@ -15,7 +15,14 @@ from monitor.store import frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
 from monitor.store.layers import JudgmentLayer, RunLabels
-from monitor.store.records import Baseline, LockHolder, OutboxMessage, RunRecord, RunSummary
+from monitor.store.records import (
+    Baseline,
+    LockHolder,
+    OutboxMessage,
+    QueryRecord,
+    RunRecord,
+    RunSummary,
+)
 from monitor.store.schema import migrate, schema_version
 from monitor.store.sql import Database, Transaction
 
@@ -106,6 +113,13 @@ class SqlStore:
             if tx.scalar("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)) is None:
                 raise StoreLookupError(self.location, "run", run_id)
             return runs.load_arrays(tx, run_id)
+
+    def query_record(self, run_id: int, query_id: str) -> QueryRecord | None:
+        """Return one query of the run (see ``Store.query_record``)."""
+        with self._read("reading a query of a run") as tx:
+            if tx.scalar("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)) is None:
+                raise StoreLookupError(self.location, "run", run_id)
+            return runs.load_query(tx, run_id, query_id)
 
     # Retention ----------------------------------------------------------------------------
 

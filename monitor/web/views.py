@@ -49,6 +49,13 @@ class Cache:
         self._items: OrderedDict[object, object] = OrderedDict()
         self._lock = threading.Lock()
 
+    def peek(self, key: object) -> Any:
+        """Return the value kept under ``key`` (None when absent), computing nothing."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+            return self._items.get(key)
+
     def get(self, key: object, compute: Callable[[], _T]) -> _T:
         """Return the value kept under ``key``, computing and keeping it when absent."""
         with self._lock:
@@ -88,11 +95,22 @@ class SuitePage:
     firing: tuple[Alert, ...]
     outbox: tuple[OutboxMessage, ...]
     total_runs: int
+    coverage: CoverageFigure | None = None
 
     @property
     def baseline_id(self) -> int | None:
         """Return the baseline's run id, or None."""
         return None if self.baseline is None else self.baseline.run_id
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageFigure:
+    """A suite's judgment coverage: ``metric`` (``judged@k``) of its newest run measuring it."""
+
+    metric: str
+    value: float
+    run_id: int
+    trend: Trend
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +148,8 @@ class QueryPage:
     """One query of a run beside the same query of the baseline."""
 
     suite: str
-    run: RunRecord
-    baseline: RunRecord | None
+    run_id: int
+    baseline_id: int | None
     query_id: str
     text: str
     metadata: Mapping[str, Any]
@@ -208,19 +226,15 @@ class Views:
         for its error, and it has none).
         """
         from monitor.alerts.outbox import OUTBOX_KIND
-        from monitor.report.history import build_trends, chart_metrics
+        from monitor.report.history import build_trends
 
         suite = self.suite(name)
         if page < 1:
             raise UsageError(f"page: expected 1 or more, got {page}")
-        charted = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+        charted = charted_figures(suite)
         with self._open() as store:
             baseline_id = _baseline_id(store, suite.name)
-            newest = store.list_runs(suite.name, limit=1)
-            history, rows = self._cache.get(
-                ("history", suite.name, newest[0].run_id if newest else None, charted),
-                lambda: _history(store, suite.name, charted),
-            )
+            history, rows = self._suite_history(store, suite)
             start = (page - 1) * RUNS_PER_PAGE
             shown = tuple(
                 _with_error(store, row)
@@ -232,6 +246,7 @@ class Views:
             trends = build_trends(
                 history, charted, baseline=_as_record(suite.name, baseline), rules=suite.rules
             )
+            trends, coverage = _coverage(trends, rows)
             firing = tuple(_firing(store, suite.name))
             outbox = tuple(
                 message
@@ -249,6 +264,7 @@ class Views:
             firing=firing,
             outbox=outbox,
             total_runs=len(rows),
+            coverage=coverage,
         )
 
     def run_page(self, name: str, run_id: int) -> Report:
@@ -273,14 +289,14 @@ class Views:
         """
         suite = self.suite(name)
         with self._open() as store:
-            run = self._run(store, suite.name, run_id)
+            current = self._query(store, suite, run_id, query_id)
+            if current is None:
+                raise UsageError(f"run {run_id} has no query {query_id!r}")
             baseline_id = _baseline_id(store, suite.name)
-            baseline = None if baseline_id is None else self._run(store, suite.name, baseline_id)
+            before = (
+                None if baseline_id is None else self._query(store, suite, baseline_id, query_id)
+            )
             evalset = self._effective(store, suite)
-        current = _query_of(run, query_id)
-        if current is None:
-            raise UsageError(f"run {run_id} has no query {query_id!r}")
-        before = None if baseline is None else _query_of(baseline, query_id)
         found = None if evalset is None else _find(evalset, query_id)
         judgments: dict[str, int] = dict.fromkeys(current.relevant_ids, 1)
         names = tuple(dict.fromkeys([*current.values, *(before.values if before else {})]))
@@ -298,8 +314,8 @@ class Views:
         )
         return QueryPage(
             suite=suite.name,
-            run=run,
-            baseline=baseline,
+            run_id=run_id,
+            baseline_id=baseline_id,
             query_id=query_id,
             text=found.text if found is not None else "",
             metadata=dict(found.metadata) if found is not None else {},
@@ -380,10 +396,83 @@ class Views:
 
         return self._runs.get(("run", run_id), load)
 
+    def _query(
+        self, store: Store, suite: SuiteConfig, run_id: int, query_id: str
+    ) -> QueryRecord | None:
+        """Return one query of a run of ``suite``: from a run kept for its run page, else
+        read alone from the store (no other query's record is built)."""
+        from monitor.errors import StoreLookupError
+
+        kept = self._runs.peek(("run", run_id))
+        if kept is not None:
+            if kept.suite != suite.name:
+                raise UsageError(f"run {run_id} is not a run of suite {suite.name!r}")
+            return _query_of(kept, query_id)
+        if run_id not in self._run_ids(store, suite):
+            try:
+                store.query_record(run_id, query_id)
+            except StoreLookupError:
+                raise UsageError(f"no run {run_id} in the store") from None
+            raise UsageError(f"run {run_id} is not a run of suite {suite.name!r}")
+        return self._cache.get(
+            ("query", run_id, query_id), lambda: store.query_record(run_id, query_id)
+        )
+
+    def _run_ids(self, store: Store, suite: SuiteConfig) -> frozenset[int]:
+        """Return the ids of the suite's runs (from its history, read once per new run)."""
+        _, rows = self._suite_history(store, suite)
+        return self._cache.get(
+            ("run_ids", suite.name, rows[-1].run_id if rows else None),
+            lambda: frozenset(row.run_id for row in rows),
+        )
+
+    def _suite_history(self, store: Store, suite: SuiteConfig) -> tuple[pd.DataFrame, list[RunRow]]:
+        """Return the suite's history of its charted figures and its runs as rows."""
+
+        charted = charted_figures(suite)
+        newest = store.list_runs(suite.name, limit=1)
+        return self._cache.get(
+            ("history", suite.name, newest[0].run_id if newest else None, charted),
+            lambda: _history(store, suite.name, charted),
+        )
+
     def forget_runs(self) -> None:
         """Drop every kept value (after the judgments changed)."""
         self._cache = Cache(self._cache.size)
         self._runs = Cache(self._runs.size)
+
+
+def charted_figures(suite: SuiteConfig) -> tuple[str, ...]:
+    """Return the figures a suite page charts: the rules' and watched metrics, then the
+    judgment coverage (``judged@k``) the job records with every run, which tells whether a
+    fall of the others can be trusted."""
+    from monitor.job import recorded_metrics
+    from monitor.report.history import chart_metrics
+
+    watched = chart_metrics(suite.rules, [str(m) for m in suite.metrics])
+    coverage = [str(m) for m in recorded_metrics(suite) if str(m).startswith("judged@")]
+    return tuple(dict.fromkeys((*watched, *coverage)))
+
+
+def _coverage(
+    trends: tuple[Trend, ...], rows: Sequence[RunRow]
+) -> tuple[tuple[Trend, ...], CoverageFigure | None]:
+    """Return the trends without a coverage trend no run measured, and the newest run's
+    coverage when one did (a store from before coverage was recorded has none)."""
+    kept: list[Trend] = []
+    figure: CoverageFigure | None = None
+    for trend in trends:
+        if not trend.figure.startswith("judged@"):
+            kept.append(trend)
+            continue
+        measured = [row for row in rows if not math.isnan(row.means.get(trend.figure, math.nan))]
+        if not measured:
+            continue
+        kept.append(trend)
+        if figure is None:
+            newest = measured[-1]
+            figure = CoverageFigure(trend.figure, newest.means[trend.figure], newest.run_id, trend)
+    return tuple(kept), figure
 
 
 def diff_rankings(
