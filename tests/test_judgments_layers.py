@@ -121,3 +121,9 @@ def test_the_human_view_leaves_judge_layers_out(store: SqlStore) -> None:
         for view, src in (("human", "judge:j:m:0"), ("all", "judge:j:m:0"), ("all", "judge:j:m:1"))
     ]
     assert [{"d1": 1}, {"d1": 1, "d8": 1}, {"d1": 1}] == views
+
+
+def test_a_suite_without_layers_uses_its_frozen_set_as_it_is(store: SqlStore) -> None:
+    """With no layer, the effective set is the frozen set itself: nothing is copied."""
+    evalset = frozen()
+    assert evalset is effective_evalset(store, "s", evalset)

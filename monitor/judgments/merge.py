@@ -71,8 +71,11 @@ def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:
     A human layer's grade replaces the frozen one for its (query, doc): layers are only
     stored once checked for conflicts, or added with ``override``. A judge layer fills holes
     only: it never replaces a grade that a person or the frozen file gave. Grades for
-    queries the set does not hold are ignored (the queries decide what is measured).
+    queries the set does not hold are ignored (the queries decide what is measured). With no
+    layer, ``frozen`` itself is returned: nothing to apply, nothing to copy.
     """
+    if not layers:
+        return frozen
     grades: dict[str, dict[str, int]] = {query.id: dict(query.judgments) for query in frozen}
     human = {qid: set(docs) for qid, docs in grades.items()}
     for layer in layers:
