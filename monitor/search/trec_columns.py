@@ -41,6 +41,7 @@ CHUNK_BYTES = 16 << 20
 
 _U64 = npt.NDArray[np.uint64]
 _I64 = npt.NDArray[np.int64]
+_I32 = npt.NDArray[np.int32]
 _F64 = npt.NDArray[np.float64]
 _U8 = npt.NDArray[np.uint8]
 _FIELDS = 6
@@ -66,7 +67,7 @@ class TrecColumns:
     """
 
     query_ids: tuple[str, ...]
-    query: _I64  # (rows,) query code
+    query: _I32  # (rows,) query code
     doc_words: _U64  # (rows, words) doc id bytes, big-endian, zero padded
     score: _F64  # (rows,)
     copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
@@ -111,9 +112,10 @@ class TrecColumns:
             self._exact_ranks(wanted, pair_codes, words, out, pairs)
             return out
         row_hash = _hash(self.query, self.doc_words)
-        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash), len(wanted) - 1)
-        rows = np.flatnonzero((sorted_wanted[slot] == row_hash) & ~self.copy)
-        pair = order[slot[rows]]
+        rows = _maybe_in(row_hash, wanted)
+        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash[rows]), len(wanted) - 1)
+        hit = (sorted_wanted[slot] == row_hash[rows]) & ~self.copy[rows]
+        rows, pair = rows[hit], order[slot[hit]]
         # Each candidate row is checked against the one pair of its hash, word by word.
         exact = (self.query[rows] == pair_codes[pair]) & (self.doc_words[rows] == words[pair]).all(
             axis=1
@@ -135,7 +137,9 @@ class TrecColumns:
         first_row = np.cumsum(counts) - counts
         copies_before = np.concatenate(([0], np.cumsum(self.copy)))
         found: dict[tuple[int, ...], int] = {}
-        for row in np.flatnonzero(np.isin(row_hash, wanted) & ~self.copy).tolist():
+        rows = _maybe_in(row_hash, wanted)
+        rows = rows[np.isin(row_hash[rows], wanted) & ~self.copy[rows]]
+        for row in rows.tolist():
             q = int(self.query[row])
             start = int(first_row[q])
             rank = row - start + 1 - int(copies_before[row] - copies_before[start])
@@ -152,7 +156,7 @@ def read_trec_columns(
     Raise InputError if the file holds more than ``limit`` bytes; OSError passes through.
     """
     codes: dict[str, int] = {}
-    parts: list[tuple[_I64, _U64, _F64]] = []
+    parts: list[tuple[_I32, _U64, _F64]] = []
     with open_input(path) as handle:
         try:
             for chunk in _chunks(handle, path, limit):
@@ -162,14 +166,20 @@ def read_trec_columns(
                 parts.append(part)
         except _NotALineFile:
             return None
+    return assemble(parts, codes)
+
+
+def assemble(parts: list[tuple[_I32, _U64, _F64]], codes: dict[str, int]) -> TrecColumns:
+    """Return the columns of the parts read in file order, put in trec_eval's order.
+
+    ``parts`` is emptied as it is joined: the peak is the run once plus one column.
+    """
     width = max((p[1].shape[1] for p in parts), default=1)
-    # One column at a time, each chunk's part let go as it is copied: the peak is the run
-    # once plus one column, not twice the run.
     queries, word_parts, scores = (
         (list(column) for column in zip(*parts, strict=True)) if parts else ([], [], [])
     )
     parts.clear()
-    query = _concatenate(queries, np.zeros(0, np.int64))
+    query = _concatenate(queries, np.zeros(0, np.int32))
     words = _concatenate([_widen(w, width) for w in word_parts], _empty(width))
     word_parts.clear()
     score = _concatenate(scores, np.zeros(0, np.float64))
@@ -216,7 +226,7 @@ def _chunks(handle: io.BufferedIOBase, path: str | os.PathLike[str], limit: int)
             raise _NotALineFile
 
 
-def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] | None:
+def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I32, _U64, _F64] | None:
     """Return (query code, doc words, score) of each line of ``chunk``, or None to fall back."""
     if not chunk.isascii():
         try:
@@ -235,7 +245,7 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]
     if not len(starts):
-        return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+        return np.zeros(0, np.int32), _empty(1), np.zeros(0, np.float64)
     # The usual file: six fields on every line. Then line k's first token is token 6k, and
     # it is so exactly when each line feed falls between tokens 6k-1 and 6k.
     first: _I64 | None = None
@@ -250,7 +260,7 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
         if first is None:
             return None
         if not len(first):
-            return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+            return np.zeros(0, np.int32), _empty(1), np.zeros(0, np.float64)
     padded = np.frombuffer(chunk + b" " * _PAD, dtype=np.uint8)
 
     def field(k: int) -> tuple[_I64, _I64]:
@@ -325,12 +335,12 @@ def _empty(width: int) -> _U64:
     return np.zeros((0, width), dtype=np.uint64)
 
 
-def _query_codes(chunk: bytes, a: _U8, starts: _I64, lengths: _I64, codes: dict[str, int]) -> _I64:
+def _query_codes(chunk: bytes, a: _U8, starts: _I64, lengths: _I64, codes: dict[str, int]) -> _I32:
     """Return each line's query code, adding new query ids to ``codes`` in file order."""
     words = _pack(a, starts, lengths)
     change = np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1)))
     heads = np.flatnonzero(change)
-    head_codes = np.empty(len(heads), dtype=np.int64)
+    head_codes = np.empty(len(heads), dtype=np.int32)
     spans = zip(starts[heads].tolist(), lengths[heads].tolist(), strict=True)
     for i, (start, length) in enumerate(spans):
         qid = chunk[start : start + length].decode("utf-8")
@@ -386,7 +396,7 @@ def _parse_scores(chunk: bytes, a: _U8, starts: _I64, lengths: _I64) -> _F64 | N
     return value
 
 
-def _in_trec_order(query: _I64, words: _U64, score: _F64) -> tuple[_I64, _U64, _F64]:
+def _in_trec_order(query: _I32, words: _U64, score: _F64) -> tuple[_I32, _U64, _F64]:
     """Return the rows by query code, score descending, then doc id descending (bytes)."""
     same = query[1:] == query[:-1]
     grouped = bool((query[1:] >= query[:-1]).all()) if len(query) else True
@@ -422,7 +432,7 @@ def _order_ties(tie: _I64, words: _U64) -> _I64:
     return order
 
 
-def _hash(query: _I64, words: _U64) -> _U64:
+def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
     """Return a 64-bit mix of each (query code, doc words); equal pairs hash alike."""
     with np.errstate(over="ignore"):
         h = query.astype(np.uint64) * _HASH_Q
@@ -432,16 +442,55 @@ def _hash(query: _I64, words: _U64) -> _U64:
     return h
 
 
-def _later_copies(query: _I64, words: _U64) -> npt.NDArray[np.bool_]:
+def _maybe_in(hashes: _U64, wanted: _U64) -> _I64:
+    """Return the rows whose hash may be one of ``wanted`` (every row whose hash is).
+
+    A bit table indexed by the hash's top bits, about sixteen slots per wanted hash, lets
+    through the rows that are wanted and a few others; only those are looked up exactly.
+    This reads each row once instead of a binary search per row.
+    """
+    bits = min(max(len(wanted) * 16, 1 << 10).bit_length(), 26)
+    shift = np.uint64(64 - bits)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[wanted >> shift] = True
+    return np.flatnonzero(table[hashes >> shift])
+
+
+def _maybe_repeated(hashes: _U64) -> _I64:
+    """Return, in row order, the rows whose hash may occur twice (every row whose hash does).
+
+    Each round writes every candidate's index into a table slot picked by some bits of its
+    hash; a row that did not keep its slot shares it, and so does the row that kept it. A
+    repeated hash shares its slot in every round, so it is never dropped; a round leaves
+    about a fifth of the rest. Sorting the few left finds the repeats without a sort of
+    every row.
+    """
+    rows = np.arange(len(hashes), dtype=np.int64)
+    for shift in (0, 22, 44):
+        if len(rows) < 1 << 16:
+            break
+        bits = min(max(4 * len(rows), 1 << 10).bit_length(), 23)
+        mask = np.uint64((1 << bits) - 1)
+        picked = hashes if len(rows) == len(hashes) else hashes[rows]
+        slot = (picked >> np.uint64(shift)) & mask
+        del picked
+        table = np.empty(1 << bits, dtype=np.int32)
+        table[slot] = np.arange(len(rows), dtype=np.int32)
+        keeper = table[slot]
+        del table, slot
+        shared = keeper != np.arange(len(rows), dtype=np.int32)
+        shared[keeper[shared]] = True
+        rows = rows[shared]
+    ordered = np.sort(hashes[rows])
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    return rows[np.isin(hashes[rows], repeated)]
+
+
+def _later_copies(query: _I32, words: _U64) -> npt.NDArray[np.bool_]:
     """Return, per row (in ranking order), whether an earlier row of its query has its id."""
     copy = np.zeros(len(query), dtype=bool)
-    h = _hash(query, words)
-    ordered = np.sort(h)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not len(repeated):
-        return copy
     seen: set[tuple[int, ...]] = set()
-    for row in np.flatnonzero(np.isin(h, repeated)).tolist():
+    for row in _maybe_repeated(_hash(query, words)).tolist():
         key = (int(query[row]), *words[row].tolist())
         if key in seen:
             copy[row] = True
