@@ -58,12 +58,14 @@ def test_repeated_ids_are_found_among_many_rows(tmp_path: Path) -> None:
 
 
 def test_repeats_survive_every_filter_round() -> None:
-    """Hashes that repeat are always kept by the filter; unique ones are mostly dropped."""
+    """Hashes that repeat within a query are always found; the same hash in two is not."""
     rng = np.random.default_rng(3)
     hashes = rng.integers(0, 2**63, size=300_000, dtype=np.int64).astype(np.uint64)
-    hashes[[5, 299_999, 70_000]] = hashes[[123, 4, 150_000]]
-    rows = trec_columns._maybe_repeated(hashes)
-    assert [4, 5, 123, 70_000, 150_000, 299_999] == rows.tolist()
+    query = np.repeat(np.arange(3000, dtype=np.int32), 100)
+    hashes[[5, 70_000]] = hashes[[23, 70_050]]
+    hashes[299_999] = hashes[0]  # another query's hash: no repeat
+    rows = trec_columns._maybe_repeated(hashes, query)
+    assert [5, 23, 70_000, 70_050] == rows.tolist()
 
 
 def test_wanted_hashes_pass_the_bit_table() -> None:

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from monitor.io import MAX_RUN_BYTES
-from monitor.search.trec_columns import TrecColumns, assemble
+from monitor.search.trec_columns import ColumnBuilder, TrecColumns
 
 _NAMES = ["query", "q0", "doc", "rank", "score", "tag"]
-_BLOCK_BYTES = 16 << 20
+_BLOCK_BYTES = 8 << 20
 #: Smaller files are read by the numpy tokeniser: importing pyarrow costs about 0.3 s.
 ARROW_MIN_BYTES = 64 << 20
 _COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst")
@@ -52,7 +52,10 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
     if os.path.getsize(path) > limit or not _plain_lines(path):
         return None
     codes: dict[str, int] = {}
-    parts: list[tuple[Any, Any, Any]] = []
+    # A line of six fields is at least 12 bytes ("q 0 d 1 2 t" and its line feed).
+    builder = ColumnBuilder(os.path.getsize(path) // 12 + 1)
+    rows = 0
+    pool = pa.default_memory_pool()
     try:
         # Batch by batch, each packed and let go: the text columns of the whole file are
         # never held at once. Read in blocks: a memory map would count the file in RSS.
@@ -76,12 +79,15 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
             part = _pack_batch(batch, codes)
             if part is None:
                 return None
-            parts.append(part)
+            builder.append(*part)
+            rows += len(part[2])
+            del batch, part
+            pool.release_unused()  # the batch's memory back to the system, not kept idle
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if not sum(len(part[2]) for part in parts):
+    if not rows:
         return None
-    return assemble(parts, codes)
+    return builder.build(codes)
 
 
 def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | None:
@@ -119,7 +125,7 @@ def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | Non
         count=len(starts) - 1,
     )
     query = known[_numbers(encoded.indices, np.int32)]
-    return query, _pack_binary(doc_col), score.copy()
+    return query, _pack_binary(doc_col), score
 
 
 def _utf8(column: Any) -> bool:

@@ -23,6 +23,7 @@ file with that reader, which names the first bad line or gives the same ranking.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -123,10 +124,11 @@ class TrecColumns:
         rows, pair = rows[exact], pair[exact]
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
-        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        copies = np.flatnonzero(self.copy)  # copies before a row: a search among these
         q = self.query[rows]
+        start = first_row[q]
         out[pairs[pair]] = (
-            rows - first_row[q] + 1 - (copies_before[rows] - copies_before[first_row[q]])
+            rows - start + 1 - (np.searchsorted(copies, rows) - np.searchsorted(copies, start))
         )
         return out
 
@@ -135,14 +137,15 @@ class TrecColumns:
         row_hash = _hash(self.query, self.doc_words)
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
-        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        copies = np.flatnonzero(self.copy)
         found: dict[tuple[int, ...], int] = {}
         rows = _maybe_in(row_hash, wanted)
         rows = rows[np.isin(row_hash[rows], wanted) & ~self.copy[rows]]
         for row in rows.tolist():
             q = int(self.query[row])
             start = int(first_row[q])
-            rank = row - start + 1 - int(copies_before[row] - copies_before[start])
+            before = np.searchsorted(copies, [row, start])
+            rank = row - start + 1 - int(before[0] - before[1])
             found[(q, *self.doc_words[row].tolist())] = rank
         for i, pair in enumerate(pairs.tolist()):
             out[pair] = found.get((int(codes[i]), *words[i].tolist()), NOT_RETRIEVED)
@@ -192,6 +195,58 @@ def assemble(parts: list[tuple[_I32, _U64, _F64]], codes: dict[str, int]) -> Tre
         copy=_later_copies(query, words),
         _codes=codes,
     )
+
+
+class ColumnBuilder:
+    """Rows appended part by part into arrays sized for the most rows the file can hold.
+
+    The arrays are reserved, not filled: only the pages rows are written to count in RSS,
+    and no part is kept beside them, so the peak is the run once plus one part.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._rows = 0
+        self._query = np.empty(max(capacity, 1), dtype=np.int32)
+        self._words = np.empty((max(capacity, 1), 1), dtype=np.uint64)
+        self._score = np.empty(max(capacity, 1), dtype=np.float64)
+
+    def append(self, query: _I32, words: _U64, score: _F64) -> None:
+        """Add one part's rows after the rows added so far."""
+        start, end = self._rows, self._rows + len(query)
+        if end > len(self._query):
+            self._reserve(max(end, 2 * len(self._query)), self._words.shape[1])
+        if words.shape[1] > self._words.shape[1]:
+            self._reserve(len(self._query), words.shape[1])
+        self._query[start:end] = query
+        self._score[start:end] = score
+        self._words[start:end, : words.shape[1]] = words
+        self._words[start:end, words.shape[1] :] = 0
+        self._rows = end
+
+    def _reserve(self, capacity: int, width: int) -> None:
+        rows = self._rows
+        query = np.empty(capacity, dtype=np.int32)
+        score = np.empty(capacity, dtype=np.float64)
+        words = np.empty((capacity, width), dtype=np.uint64)
+        query[:rows], score[:rows] = self._query[:rows], self._score[:rows]
+        words[:rows, : self._words.shape[1]] = self._words[:rows]
+        words[:rows, self._words.shape[1] :] = 0
+        self._query, self._words, self._score = query, words, score
+
+    def build(self, codes: dict[str, int]) -> TrecColumns:
+        """Return the rows added, put in trec_eval's order, with the repeated copies marked."""
+        rows = self._rows
+        query, words, score = _in_trec_order(
+            self._query[:rows], self._words[:rows], self._score[:rows]
+        )
+        return TrecColumns(
+            query_ids=tuple(codes),
+            query=query,
+            doc_words=words,
+            score=score,
+            copy=_later_copies(query, words),
+            _codes=codes,
+        )
 
 
 def _concatenate(arrays: list[Any], empty: Any) -> Any:
@@ -397,7 +452,11 @@ def _parse_scores(chunk: bytes, a: _U8, starts: _I64, lengths: _I64) -> _F64 | N
 
 
 def _in_trec_order(query: _I32, words: _U64, score: _F64) -> tuple[_I32, _U64, _F64]:
-    """Return the rows by query code, score descending, then doc id descending (bytes)."""
+    """Return the rows by query code, score descending, then doc id descending (bytes).
+
+    Rows already grouped and by score descending are reordered in place (only the tied
+    rows out of doc id order move); others are sorted into new arrays.
+    """
     same = query[1:] == query[:-1]
     grouped = bool((query[1:] >= query[:-1]).all()) if len(query) else True
     if not (grouped and not ((score[1:] > score[:-1]) & same).any()):
@@ -412,14 +471,15 @@ def _in_trec_order(query: _I32, words: _U64, score: _F64) -> tuple[_I32, _U64, _
         rows = np.arange(len(tie))
         wrong = differs.any(axis=1) & (left[rows, column] < right[rows, column])
         if wrong.any():
-            order = _order_ties(tie, words)
-            query, words, score = query[order], words[order], score[order]
+            # Only the tied rows move, in place: a few ties cost no copy of the run.
+            rows, order = _order_ties(tie, words)
+            query[rows], words[rows], score[rows] = query[order], words[order], score[order]
     return query, words, score
 
 
-def _order_ties(tie: _I64, words: _U64) -> _I64:
-    """Return the row order that sorts each run of tied rows by doc id descending."""
-    order = np.arange(len(words))
+def _order_ties(tie: _I64, words: _U64) -> tuple[_I64, _I64]:
+    """Return the tied rows and the rows to put there, so that each run of tied rows is by
+    doc id descending."""
     rows = np.unique(np.concatenate((tie, tie + 1)))
     starts_tie = np.zeros(len(words), dtype=bool)
     starts_tie[tie] = True
@@ -428,8 +488,7 @@ def _order_ties(tie: _I64, words: _U64) -> _I64:
     group = np.cumsum(np.concatenate(([True], ~continues)))
     inverted = ~words[rows]
     keys = [inverted[:, k] for k in reversed(range(words.shape[1]))]
-    order[rows] = rows[np.lexsort((*keys, group))]
-    return order
+    return rows, rows[np.lexsort((*keys, group))]
 
 
 def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
@@ -456,41 +515,62 @@ def _maybe_in(hashes: _U64, wanted: _U64) -> _I64:
     return np.flatnonzero(table[hashes >> shift])
 
 
-def _maybe_repeated(hashes: _U64) -> _I64:
-    """Return, in row order, the rows whose hash may occur twice (every row whose hash does).
+def _maybe_repeated(hashes: _U64, query: _I32) -> _I64:
+    """Return, in row order, the rows whose hash may occur twice in their query (every row
+    whose hash does); rows are grouped by query.
 
-    Each round writes every candidate's index into a table slot picked by some bits of its
-    hash; a row that did not keep its slot shares it, and so does the row that kept it. A
-    repeated hash shares its slot in every round, so it is never dropped; a round leaves
-    about a fifth of the rest. Sorting the few left finds the repeats without a sort of
-    every row.
+    Each query gets a window of a table, four to eight slots per row, and each row writes
+    its index into the slot some bits of its hash pick; a row that did not keep its slot
+    shares it, and so does the row that kept it. A repeated hash shares its slot in every
+    round, so it is never dropped; a round leaves about a sixth of the rest. The windows
+    lie in row order, so the table is written almost in sequence, and sorting the few rows
+    left finds the repeats without a sort of every row.
     """
-    rows = np.arange(len(hashes), dtype=np.int64)
-    for shift in (0, 22, 44):
-        if len(rows) < 1 << 16:
-            break
-        bits = min(max(4 * len(rows), 1 << 10).bit_length(), 23)
-        mask = np.uint64((1 << bits) - 1)
-        picked = hashes if len(rows) == len(hashes) else hashes[rows]
-        slot = (picked >> np.uint64(shift)) & mask
-        del picked
-        table = np.empty(1 << bits, dtype=np.int32)
-        table[slot] = np.arange(len(rows), dtype=np.int32)
-        keeper = table[slot]
-        del table, slot
-        shared = keeper != np.arange(len(rows), dtype=np.int32)
-        shared[keeper[shared]] = True
-        rows = rows[shared]
-    ordered = np.sort(hashes[rows])
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    return rows[np.isin(hashes[rows], repeated)]
+    found = [np.zeros(0, dtype=np.int64)]
+    for lo, hi in _spans(query, 1 << 18):
+        rows = np.arange(lo, hi, dtype=np.int64)
+        for shift in (0, 21, 42):
+            if len(rows) < 1 << 10:
+                break
+            rows = rows[_shares_a_slot(hashes[rows], query[rows], shift)]
+        picked = hashes[rows]
+        ordered = np.sort(picked)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeated):
+            found.append(rows[np.isin(picked, repeated)])
+    return np.concatenate(found)
+
+
+def _spans(query: _I32, size: int) -> list[tuple[int, int]]:
+    """Return row ranges of about ``size`` rows each that never split a query's rows."""
+    cuts = np.arange(size, len(query), size)
+    cuts = np.searchsorted(query, query[cuts], side="left")  # back to the query's first row
+    bounds = np.unique(np.concatenate(([0], cuts, [len(query)]))).tolist()
+    return list(itertools.pairwise(bounds))
+
+
+def _shares_a_slot(hashes: _U64, query: _I32, shift: int) -> npt.NDArray[np.bool_]:
+    """Return, per row, whether its slot in its query's window is another row's too."""
+    heads = np.concatenate(([0], np.flatnonzero(query[1:] != query[:-1]) + 1))
+    counts = np.diff(np.append(heads, len(query)))
+    width = np.left_shift(1, np.ceil(np.log2(4 * counts)).astype(np.int64))
+    base = np.cumsum(width) - width
+    mask = np.repeat((width - 1).astype(np.uint64), counts)
+    slot = np.repeat(base, counts) + ((hashes >> np.uint64(shift)) & mask).astype(np.int64)
+    table = np.empty(int(width.sum()), dtype=np.int32)
+    index = np.arange(len(hashes), dtype=np.int32)
+    table[slot] = index
+    keeper = table[slot]
+    shared: npt.NDArray[np.bool_] = keeper != index
+    shared[keeper[shared]] = True
+    return shared
 
 
 def _later_copies(query: _I32, words: _U64) -> npt.NDArray[np.bool_]:
     """Return, per row (in ranking order), whether an earlier row of its query has its id."""
     copy = np.zeros(len(query), dtype=bool)
     seen: set[tuple[int, ...]] = set()
-    for row in _maybe_repeated(_hash(query, words)).tolist():
+    for row in _maybe_repeated(_hash(query, words), query).tolist():
         key = (int(query[row]), *words[row].tolist())
         if key in seen:
             copy[row] = True
