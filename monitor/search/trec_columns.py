@@ -72,6 +72,7 @@ class TrecColumns:
     doc_words: _U64  # (rows, words) doc id bytes, big-endian, zero padded
     score: _F64  # (rows,)
     copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
+    row_hash: _U64  # (rows,) hash of (query code, doc words), as ranks looks pairs up
     _codes: dict[str, int]
 
     @property
@@ -112,7 +113,7 @@ class TrecColumns:
             # Two judged pairs share a hash: look every candidate row up exactly instead.
             self._exact_ranks(wanted, pair_codes, words, out, pairs)
             return out
-        row_hash = _hash(self.query, self.doc_words)
+        row_hash = self.row_hash
         rows = _maybe_in(row_hash, wanted)
         slot = np.minimum(np.searchsorted(sorted_wanted, row_hash[rows]), len(wanted) - 1)
         hit = (sorted_wanted[slot] == row_hash[rows]) & ~self.copy[rows]
@@ -134,7 +135,7 @@ class TrecColumns:
 
     def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
         """Fill ``out[pairs]`` from a dict of the candidate rows' exact keys."""
-        row_hash = _hash(self.query, self.doc_words)
+        row_hash = self.row_hash
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
         copies = np.flatnonzero(self.copy)
@@ -186,13 +187,20 @@ def assemble(parts: list[tuple[_I32, _U64, _F64]], codes: dict[str, int]) -> Tre
     words = _concatenate([_widen(w, width) for w in word_parts], _empty(width))
     word_parts.clear()
     score = _concatenate(scores, np.zeros(0, np.float64))
+    return _ranked(codes, query, words, score)
+
+
+def _ranked(codes: dict[str, int], query: _I32, words: _U64, score: _F64) -> TrecColumns:
+    """Return the rows put in trec_eval's order, hashed, with the repeated copies marked."""
     query, words, score = _in_trec_order(query, words, score)
+    row_hash = _hash(query, words)
     return TrecColumns(
         query_ids=tuple(codes),
         query=query,
         doc_words=words,
         score=score,
-        copy=_later_copies(query, words),
+        copy=_later_copies(query, words, row_hash),
+        row_hash=row_hash,
         _codes=codes,
     )
 
@@ -236,17 +244,7 @@ class ColumnBuilder:
     def build(self, codes: dict[str, int]) -> TrecColumns:
         """Return the rows added, put in trec_eval's order, with the repeated copies marked."""
         rows = self._rows
-        query, words, score = _in_trec_order(
-            self._query[:rows], self._words[:rows], self._score[:rows]
-        )
-        return TrecColumns(
-            query_ids=tuple(codes),
-            query=query,
-            doc_words=words,
-            score=score,
-            copy=_later_copies(query, words),
-            _codes=codes,
-        )
+        return _ranked(codes, self._query[:rows], self._words[:rows], self._score[:rows])
 
 
 def _concatenate(arrays: list[Any], empty: Any) -> Any:
@@ -493,11 +491,15 @@ def _order_ties(tie: _I64, words: _U64) -> tuple[_I64, _I64]:
 
 def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
     """Return a 64-bit mix of each (query code, doc words); equal pairs hash alike."""
-    with np.errstate(over="ignore"):
-        h = query.astype(np.uint64) * _HASH_Q
+    h = query.astype(np.uint64)
+    spare = np.empty_like(h)
+    with np.errstate(over="ignore"):  # in place: no new array per step
+        np.multiply(h, _HASH_Q, out=h)
         for k in range(words.shape[1]):
-            h = (h ^ words[:, k]) * _HASH_W
-            h ^= h >> np.uint64(31)
+            np.bitwise_xor(h, words[:, k], out=h)
+            np.multiply(h, _HASH_W, out=h)
+            np.right_shift(h, np.uint64(31), out=spare)
+            np.bitwise_xor(h, spare, out=h)
     return h
 
 
@@ -566,11 +568,11 @@ def _shares_a_slot(hashes: _U64, query: _I32, shift: int) -> npt.NDArray[np.bool
     return shared
 
 
-def _later_copies(query: _I32, words: _U64) -> npt.NDArray[np.bool_]:
+def _later_copies(query: _I32, words: _U64, row_hash: _U64) -> npt.NDArray[np.bool_]:
     """Return, per row (in ranking order), whether an earlier row of its query has its id."""
     copy = np.zeros(len(query), dtype=bool)
     seen: set[tuple[int, ...]] = set()
-    for row in _maybe_repeated(_hash(query, words), query).tolist():
+    for row in _maybe_repeated(row_hash, query).tolist():
         key = (int(query[row]), *words[row].tolist())
         if key in seen:
             copy[row] = True
