@@ -13,7 +13,6 @@ ranking, ties and repeated ids are the numpy reader's, by the same code.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from typing import Any
@@ -93,6 +92,7 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
 def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | None:
     """Return one batch's (query code, doc words, score), adding new query ids to
     ``codes`` in file order; None if a field is one the numpy reader must read."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     query_col, doc_col, score_col = batch.columns
@@ -113,16 +113,9 @@ def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | Non
     if not np.isfinite(score).all():
         return None
     encoded = pc.dictionary_encode(query_col)  # codes in order of first appearance
-    dictionary_offsets, dictionary_data = _values(encoded.dictionary)
-    raw = dictionary_data.tobytes()
-    starts = (dictionary_offsets - dictionary_offsets[0]).tolist()
+    names = encoded.dictionary.cast(pa.string()).to_pylist()  # checked UTF-8 above
     known = np.fromiter(
-        (
-            codes.setdefault(raw[a:b].decode("utf-8"), len(codes))
-            for a, b in itertools.pairwise(starts)
-        ),
-        dtype=np.int32,
-        count=len(starts) - 1,
+        (codes.setdefault(name, len(codes)) for name in names), dtype=np.int32, count=len(names)
     )
     query = known[_numbers(encoded.indices, np.int32)]
     return query, _pack_binary(doc_col), score

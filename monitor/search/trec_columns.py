@@ -506,11 +506,11 @@ def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
 def _maybe_in(hashes: _U64, wanted: _U64) -> _I64:
     """Return the rows whose hash may be one of ``wanted`` (every row whose hash is).
 
-    A bit table indexed by the hash's top bits, about sixteen slots per wanted hash, lets
-    through the rows that are wanted and a few others; only those are looked up exactly.
-    This reads each row once instead of a binary search per row.
+    A table of flags indexed by the hash's top bits, 64 to 128 slots per wanted hash (at
+    most 16 MB), lets through the rows that are wanted and a few others; only those are
+    looked up exactly. This reads each row once instead of a binary search per row.
     """
-    bits = min(max(len(wanted) * 16, 1 << 10).bit_length(), 26)
+    bits = min(max(len(wanted) * 64, 1 << 10).bit_length(), 24)
     shift = np.uint64(64 - bits)
     table = np.zeros(1 << bits, dtype=bool)
     table[wanted >> shift] = True
