@@ -120,3 +120,17 @@ def test_arrow_leaves_undecodable_ids_to_the_numpy_reader(tmp_path: Path) -> Non
     path = tmp_path / "run.trec"
     path.write_bytes(b"q1 Q0 d\xff 1 2.5 t\nq1 Q0 d\xc3\xa9 1 2.0 t\n")
     assert read_trec_arrow(path) is None
+
+
+def test_the_builder_grows_and_widens_past_its_reservation() -> None:
+    """Parts beyond the reserved rows, and doc ids wider than the first, keep every row."""
+    builder = trec_columns.ColumnBuilder(1)
+    first = np.array([[1], [2]], dtype=np.uint64)
+    wide = np.array([[7, 8], [9, 10], [11, 12]], dtype=np.uint64)
+    builder.append(np.array([0, 0], np.int32), first, np.array([3.0, 2.0]))
+    builder.append(np.array([1, 1, 1], np.int32), wide, np.array([5.0, 4.0, 1.0]))
+    builder.append(np.array([1], np.int32), first[:1], np.array([0.5]))
+    columns = builder.build({"a": 0, "b": 1})
+    assert [0, 0, 1, 1, 1, 1] == columns.query.tolist()
+    assert [[1, 0], [2, 0], [7, 8], [9, 10], [11, 12], [1, 0]] == columns.doc_words.tolist()
+    assert [3.0, 2.0, 5.0, 4.0, 1.0, 0.5] == columns.score.tolist()
