@@ -1,6 +1,7 @@
 """Time ``retrieval-monitor evaluate`` on TREC files against pytrec_eval and trec_eval.
 
     python benchmarks/bench_files.py [--lines 2000000 10000000] [--docs 100] [--workdir DIR]
+                                     [--repeat N]
 
 For each ``--lines`` count it writes, with a fixed seed, a TREC run (``--docs`` distinct
 string doc ids per query, lines/docs queries, scores with six decimals, best first) and its
@@ -13,7 +14,9 @@ the figures printed, and reads that process's peak RSS (``wait4``):
 - trec_eval: ``trec_eval -m ... Q R`` when a ``trec_eval`` binary is on PATH (said otherwise).
 
 It checks that our means equal pytrec_eval's to 1e-9 on ndcg@10, recall@5, map and mrr
-(exit status 1 if not). Files are kept in ``--workdir`` and reused when present.
+(exit status 1 if not). Files are kept in ``--workdir`` and reused when present. With
+``--repeat N`` each tool runs N times, in turn (ours, the peers, ours again, ...), and the
+best and the median wall time are printed with the highest peak RSS.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, nargs="+", default=[2_000_000, 10_000_000])
     parser.add_argument("--docs", type=int, default=100)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/retrieval-monitor-bench"))
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each tool (default 1)")
     args = parser.parse_args(argv)
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env_path}" if env_path else str(ROOT)
@@ -121,27 +126,37 @@ def main(argv: list[str] | None = None) -> int:
     if trec_eval is None:
         print("trec_eval: no binary on PATH, not timed")
     failed = False
-    print(f"{'lines':>10}  {'tool':<12} {'seconds':>8} {'peak MB':>8}  {'vs ours':>7}")
+    print(
+        f"{'lines':>10}  {'tool':<12} {'best s':>8} {'median s':>8} {'peak MB':>8}"
+        f"  {'vs ours (best, median)':>22}"
+    )
     for lines in args.lines:
         qrels, run = write_files(lines, args.docs, args.workdir)
         metrics = ",".join(OURS)
-        ours = run_isolated(
-            [sys.executable, "-m", "monitor", "evaluate", "--qrels", str(qrels), "--run",
-             str(run), "--metrics", metrics, "--format", "json"]
-        )  # fmt: skip
-        peer = run_isolated(
-            [sys.executable, "-c", PYTREC, str(qrels), str(run), ",".join(OURS.values())]
-        )
-        rows = [("ours", ours), ("pytrec_eval", peer)]
+        commands = {
+            "ours": [sys.executable, "-m", "monitor", "evaluate", "--qrels", str(qrels), "--run",
+                     str(run), "--metrics", metrics, "--format", "json"],
+            "pytrec_eval": [sys.executable, "-c", PYTREC, str(qrels), str(run),
+                            ",".join(OURS.values())],
+        }  # fmt: skip
         if trec_eval is not None:
             measures = [arg for m in OURS.values() for arg in ("-m", m.split("_cut_")[0])]
-            rows.append(("trec_eval", run_isolated([trec_eval, *measures, str(qrels), str(run)])))
-        for name, timing in rows:
-            ratio = timing.seconds / ours.seconds
+            commands["trec_eval"] = [trec_eval, *measures, str(qrels), str(run)]
+        timings: dict[str, list[Timing]] = {name: [] for name in commands}
+        for _ in range(max(args.repeat, 1)):
+            for name, command in commands.items():
+                timings[name].append(run_isolated(command))
+        best = {name: min(t.seconds for t in runs) for name, runs in timings.items()}
+        median = {
+            name: statistics.median(t.seconds for t in runs) for name, runs in timings.items()
+        }
+        for name, runs in timings.items():
             print(
-                f"{lines:>10}  {name:<12} {timing.seconds:>8.2f} {timing.peak_mb:>8.0f}"
-                f"  {ratio:>6.2f}x"
+                f"{lines:>10}  {name:<12} {best[name]:>8.2f} {median[name]:>8.2f}"
+                f" {max(t.peak_mb for t in runs):>8.0f}"
+                f"  {best[name] / best['ours']:>10.2f}x {median[name] / median['ours']:>9.2f}x"
             )
+        ours, peer = timings["ours"][0], timings["pytrec_eval"][0]
         our_means = json.loads(ours.stdout)["metrics"]
         peer_means = json.loads(peer.stdout)
         for name, measure in OURS.items():

@@ -13,7 +13,6 @@ ranking, ties and repeated ids are the numpy reader's, by the same code.
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 from typing import Any
@@ -21,14 +20,10 @@ from typing import Any
 import numpy as np
 
 from monitor.io import MAX_RUN_BYTES
-from monitor.search.trec_columns import (
-    TrecColumns,
-    _in_trec_order,
-    _later_copies,
-)
+from monitor.search.trec_columns import ColumnBuilder, TrecColumns
 
 _NAMES = ["query", "q0", "doc", "rank", "score", "tag"]
-_BLOCK_BYTES = 16 << 20
+_BLOCK_BYTES = 8 << 20
 #: Smaller files are read by the numpy tokeniser: importing pyarrow costs about 0.3 s.
 ARROW_MIN_BYTES = 64 << 20
 _COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst")
@@ -50,15 +45,21 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
     numpy reader must read it (pyarrow missing, an irregular line, a file over ``limit``)."""
     try:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as csv
     except ImportError:
         return None
     if os.path.getsize(path) > limit or not _plain_lines(path):
         return None
+    codes: dict[str, int] = {}
+    # A line of six fields is at least 12 bytes ("q 0 d 1 2 t" and its line feed).
+    builder = ColumnBuilder(os.path.getsize(path) // 12 + 1)
+    rows = 0
+    pool = pa.default_memory_pool()
     try:
-        table = csv.read_csv(
-            os.fspath(path),  # read in blocks: a memory map would count the file in RSS
+        # Batch by batch, each packed and let go: the text columns of the whole file are
+        # never held at once. Read in blocks: a memory map would count the file in RSS.
+        reader = csv.open_csv(
+            os.fspath(path),
             read_options=csv.ReadOptions(
                 column_names=_NAMES, use_threads=True, block_size=_BLOCK_BYTES
             ),
@@ -66,50 +67,69 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
                 delimiter=" ", quote_char=False, escape_char=False, newlines_in_values=False
             ),
             convert_options=csv.ConvertOptions(
-                column_types={"query": pa.string(), "doc": pa.string(), "score": pa.float64()},
+                column_types={"query": pa.binary(), "doc": pa.binary(), "score": pa.float64()},
                 include_columns=["query", "doc", "score"],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=[],
             ),
         )
+        for batch in reader:
+            part = _pack_batch(batch, codes)
+            if part is None:
+                return None
+            builder.append(*part)
+            rows += len(part[2])
+            del batch, part
+            pool.release_unused()  # the batch's memory back to the system, not kept idle
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    query_col = table.column("query").combine_chunks()
-    doc_col = table.column("doc").combine_chunks()
-    score_col = table.column("score").combine_chunks()
-    del table
-    if len(query_col) == 0:
+    if not rows:
         return None
-    # Checked on the value bytes with numpy: pyarrow's scalar conversions import pandas.
+    return builder.build(codes)
+
+
+def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | None:
+    """Return one batch's (query code, doc words, score), adding new query ids to
+    ``codes`` in file order; None if a field is one the numpy reader must read."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    query_col, doc_col, score_col = batch.columns
     for column in (query_col, doc_col):
         offsets, data = _values(column)
         if bool((np.diff(offsets) == 0).any()):
             return None  # an empty field: a line starting with a space, fields shifted
-        if bool((data < 32).any()):
+        if bool((data < 33).any()):
             return None  # whitespace other than a single space, or a control byte
+        if bool((data > 127).any()) and not _utf8(column):
+            return None
     offsets, data = _values(query_col)
     if bool((data[offsets[:-1] - offsets[0]] == ord("#")).any()):
         return None  # a comment line of six fields
+    if score_col.null_count:
+        return None
     score = _numbers(score_col, np.float64)
-    if score_col.null_count or not np.isfinite(score).all():
+    if not np.isfinite(score).all():
         return None
     encoded = pc.dictionary_encode(query_col)  # codes in order of first appearance
-    codes_list = encoded.dictionary.to_pylist()
-    query = _numbers(encoded.indices, np.int32).astype(np.int64)
-    del encoded, query_col
-    words = _pack_binary(doc_col)
-    del doc_col
-    query, words, score = _in_trec_order(query, words, score)
-    codes = {qid: i for i, qid in enumerate(codes_list)}
-    return TrecColumns(
-        query_ids=tuple(codes_list),
-        query=query,
-        doc_words=words,
-        score=score,
-        copy=_later_copies(query, words),
-        _codes=codes,
+    names = encoded.dictionary.cast(pa.string()).to_pylist()  # checked UTF-8 above
+    known = np.fromiter(
+        (codes.setdefault(name, len(codes)) for name in names), dtype=np.int32, count=len(names)
     )
+    query = known[_numbers(encoded.indices, np.int32)]
+    return query, _pack_binary(doc_col), score
+
+
+def _utf8(column: Any) -> bool:
+    """Return whether every value of a binary array is UTF-8 on its own."""
+    import pyarrow as pa
+
+    try:
+        column.cast(pa.string())
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _plain_lines(path: str | os.PathLike[str]) -> bool:
@@ -118,12 +138,19 @@ def _plain_lines(path: str | os.PathLike[str]) -> bool:
     if os.fspath(path).endswith(_COMPRESSED):
         return False
     with open(path, "rb") as handle:
-        if handle.read(6).startswith(_MAGIC):
+        head = handle.read(6)
+        if not head or head.startswith(_MAGIC):
             return False
-        if os.fstat(handle.fileno()).st_size == 0:
-            return False
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return data.find(b"\r") < 0 or _LONE_CR.search(data) is None
+        handle.seek(0)
+        # Block by block (a memory map would count the file in RSS); a CR ending a block
+        # is judged with the next block's first byte.
+        pending = b""
+        while block := handle.read(_BLOCK_BYTES):
+            data = pending + block
+            pending = b"\r" if data.endswith(b"\r") else b""
+            if b"\r" in data and _LONE_CR.search(data, 0, len(data) - len(pending)):
+                return False
+        return not pending
 
 
 def _numbers(column: Any, dtype: Any) -> Any:
@@ -136,9 +163,9 @@ def _values(column: Any) -> tuple[Any, Any]:
     """Return a string array's offsets (int64, one more than rows) and value bytes."""
     import pyarrow as pa
 
-    column = column.cast(pa.large_string())
+    wide = pa.types.is_large_binary(column.type) or pa.types.is_large_string(column.type)
     _, offsets_buf, data_buf = column.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)[
         column.offset : column.offset + len(column) + 1
     ]
     if data_buf is None:

@@ -23,6 +23,7 @@ file with that reader, which names the first bad line or gives the same ranking.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ CHUNK_BYTES = 16 << 20
 
 _U64 = npt.NDArray[np.uint64]
 _I64 = npt.NDArray[np.int64]
+_I32 = npt.NDArray[np.int32]
 _F64 = npt.NDArray[np.float64]
 _U8 = npt.NDArray[np.uint8]
 _FIELDS = 6
@@ -66,10 +68,11 @@ class TrecColumns:
     """
 
     query_ids: tuple[str, ...]
-    query: _I64  # (rows,) query code
+    query: _I32  # (rows,) query code
     doc_words: _U64  # (rows, words) doc id bytes, big-endian, zero padded
     score: _F64  # (rows,)
     copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
+    row_hash: _U64  # (rows,) hash of (query code, doc words), as ranks looks pairs up
     _codes: dict[str, int]
 
     @property
@@ -110,10 +113,11 @@ class TrecColumns:
             # Two judged pairs share a hash: look every candidate row up exactly instead.
             self._exact_ranks(wanted, pair_codes, words, out, pairs)
             return out
-        row_hash = _hash(self.query, self.doc_words)
-        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash), len(wanted) - 1)
-        rows = np.flatnonzero((sorted_wanted[slot] == row_hash) & ~self.copy)
-        pair = order[slot[rows]]
+        row_hash = self.row_hash
+        rows = _maybe_in(row_hash, wanted)
+        slot = np.minimum(np.searchsorted(sorted_wanted, row_hash[rows]), len(wanted) - 1)
+        hit = (sorted_wanted[slot] == row_hash[rows]) & ~self.copy[rows]
+        rows, pair = rows[hit], order[slot[hit]]
         # Each candidate row is checked against the one pair of its hash, word by word.
         exact = (self.query[rows] == pair_codes[pair]) & (self.doc_words[rows] == words[pair]).all(
             axis=1
@@ -121,24 +125,28 @@ class TrecColumns:
         rows, pair = rows[exact], pair[exact]
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
-        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        copies = np.flatnonzero(self.copy)  # copies before a row: a search among these
         q = self.query[rows]
+        start = first_row[q]
         out[pairs[pair]] = (
-            rows - first_row[q] + 1 - (copies_before[rows] - copies_before[first_row[q]])
+            rows - start + 1 - (np.searchsorted(copies, rows) - np.searchsorted(copies, start))
         )
         return out
 
     def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
         """Fill ``out[pairs]`` from a dict of the candidate rows' exact keys."""
-        row_hash = _hash(self.query, self.doc_words)
+        row_hash = self.row_hash
         counts = self._counts()
         first_row = np.cumsum(counts) - counts
-        copies_before = np.concatenate(([0], np.cumsum(self.copy)))
+        copies = np.flatnonzero(self.copy)
         found: dict[tuple[int, ...], int] = {}
-        for row in np.flatnonzero(np.isin(row_hash, wanted) & ~self.copy).tolist():
+        rows = _maybe_in(row_hash, wanted)
+        rows = rows[np.isin(row_hash[rows], wanted) & ~self.copy[rows]]
+        for row in rows.tolist():
             q = int(self.query[row])
             start = int(first_row[q])
-            rank = row - start + 1 - int(copies_before[row] - copies_before[start])
+            before = np.searchsorted(copies, [row, start])
+            rank = row - start + 1 - int(before[0] - before[1])
             found[(q, *self.doc_words[row].tolist())] = rank
         for i, pair in enumerate(pairs.tolist()):
             out[pair] = found.get((int(codes[i]), *words[i].tolist()), NOT_RETRIEVED)
@@ -152,7 +160,7 @@ def read_trec_columns(
     Raise InputError if the file holds more than ``limit`` bytes; OSError passes through.
     """
     codes: dict[str, int] = {}
-    parts: list[tuple[_I64, _U64, _F64]] = []
+    parts: list[tuple[_I32, _U64, _F64]] = []
     with open_input(path) as handle:
         try:
             for chunk in _chunks(handle, path, limit):
@@ -162,26 +170,81 @@ def read_trec_columns(
                 parts.append(part)
         except _NotALineFile:
             return None
+    return assemble(parts, codes)
+
+
+def assemble(parts: list[tuple[_I32, _U64, _F64]], codes: dict[str, int]) -> TrecColumns:
+    """Return the columns of the parts read in file order, put in trec_eval's order.
+
+    ``parts`` is emptied as it is joined: the peak is the run once plus one column.
+    """
     width = max((p[1].shape[1] for p in parts), default=1)
-    # One column at a time, each chunk's part let go as it is copied: the peak is the run
-    # once plus one column, not twice the run.
     queries, word_parts, scores = (
         (list(column) for column in zip(*parts, strict=True)) if parts else ([], [], [])
     )
     parts.clear()
-    query = _concatenate(queries, np.zeros(0, np.int64))
+    query = _concatenate(queries, np.zeros(0, np.int32))
     words = _concatenate([_widen(w, width) for w in word_parts], _empty(width))
     word_parts.clear()
     score = _concatenate(scores, np.zeros(0, np.float64))
+    return _ranked(codes, query, words, score)
+
+
+def _ranked(codes: dict[str, int], query: _I32, words: _U64, score: _F64) -> TrecColumns:
+    """Return the rows put in trec_eval's order, hashed, with the repeated copies marked."""
     query, words, score = _in_trec_order(query, words, score)
+    row_hash = _hash(query, words)
     return TrecColumns(
         query_ids=tuple(codes),
         query=query,
         doc_words=words,
         score=score,
-        copy=_later_copies(query, words),
+        copy=_later_copies(query, words, row_hash),
+        row_hash=row_hash,
         _codes=codes,
     )
+
+
+class ColumnBuilder:
+    """Rows appended part by part into arrays sized for the most rows the file can hold.
+
+    The arrays are reserved, not filled: only the pages rows are written to count in RSS,
+    and no part is kept beside them, so the peak is the run once plus one part.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._rows = 0
+        self._query = np.empty(max(capacity, 1), dtype=np.int32)
+        self._words = np.empty((max(capacity, 1), 1), dtype=np.uint64)
+        self._score = np.empty(max(capacity, 1), dtype=np.float64)
+
+    def append(self, query: _I32, words: _U64, score: _F64) -> None:
+        """Add one part's rows after the rows added so far."""
+        start, end = self._rows, self._rows + len(query)
+        if end > len(self._query):
+            self._reserve(max(end, 2 * len(self._query)), self._words.shape[1])
+        if words.shape[1] > self._words.shape[1]:
+            self._reserve(len(self._query), words.shape[1])
+        self._query[start:end] = query
+        self._score[start:end] = score
+        self._words[start:end, : words.shape[1]] = words
+        self._words[start:end, words.shape[1] :] = 0
+        self._rows = end
+
+    def _reserve(self, capacity: int, width: int) -> None:
+        rows = self._rows
+        query = np.empty(capacity, dtype=np.int32)
+        score = np.empty(capacity, dtype=np.float64)
+        words = np.empty((capacity, width), dtype=np.uint64)
+        query[:rows], score[:rows] = self._query[:rows], self._score[:rows]
+        words[:rows, : self._words.shape[1]] = self._words[:rows]
+        words[:rows, self._words.shape[1] :] = 0
+        self._query, self._words, self._score = query, words, score
+
+    def build(self, codes: dict[str, int]) -> TrecColumns:
+        """Return the rows added, put in trec_eval's order, with the repeated copies marked."""
+        rows = self._rows
+        return _ranked(codes, self._query[:rows], self._words[:rows], self._score[:rows])
 
 
 def _concatenate(arrays: list[Any], empty: Any) -> Any:
@@ -216,7 +279,7 @@ def _chunks(handle: io.BufferedIOBase, path: str | os.PathLike[str], limit: int)
             raise _NotALineFile
 
 
-def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] | None:
+def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I32, _U64, _F64] | None:
     """Return (query code, doc words, score) of each line of ``chunk``, or None to fall back."""
     if not chunk.isascii():
         try:
@@ -235,7 +298,7 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
         edges = np.concatenate(([0], edges))
     starts, ends = edges[0::2], edges[1::2]
     if not len(starts):
-        return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+        return np.zeros(0, np.int32), _empty(1), np.zeros(0, np.float64)
     # The usual file: six fields on every line. Then line k's first token is token 6k, and
     # it is so exactly when each line feed falls between tokens 6k-1 and 6k.
     first: _I64 | None = None
@@ -250,7 +313,7 @@ def _read_chunk(chunk: bytes, codes: dict[str, int]) -> tuple[_I64, _U64, _F64] 
         if first is None:
             return None
         if not len(first):
-            return np.zeros(0, np.int64), _empty(1), np.zeros(0, np.float64)
+            return np.zeros(0, np.int32), _empty(1), np.zeros(0, np.float64)
     padded = np.frombuffer(chunk + b" " * _PAD, dtype=np.uint8)
 
     def field(k: int) -> tuple[_I64, _I64]:
@@ -325,12 +388,12 @@ def _empty(width: int) -> _U64:
     return np.zeros((0, width), dtype=np.uint64)
 
 
-def _query_codes(chunk: bytes, a: _U8, starts: _I64, lengths: _I64, codes: dict[str, int]) -> _I64:
+def _query_codes(chunk: bytes, a: _U8, starts: _I64, lengths: _I64, codes: dict[str, int]) -> _I32:
     """Return each line's query code, adding new query ids to ``codes`` in file order."""
     words = _pack(a, starts, lengths)
     change = np.concatenate(([True], (words[1:] != words[:-1]).any(axis=1)))
     heads = np.flatnonzero(change)
-    head_codes = np.empty(len(heads), dtype=np.int64)
+    head_codes = np.empty(len(heads), dtype=np.int32)
     spans = zip(starts[heads].tolist(), lengths[heads].tolist(), strict=True)
     for i, (start, length) in enumerate(spans):
         qid = chunk[start : start + length].decode("utf-8")
@@ -386,8 +449,12 @@ def _parse_scores(chunk: bytes, a: _U8, starts: _I64, lengths: _I64) -> _F64 | N
     return value
 
 
-def _in_trec_order(query: _I64, words: _U64, score: _F64) -> tuple[_I64, _U64, _F64]:
-    """Return the rows by query code, score descending, then doc id descending (bytes)."""
+def _in_trec_order(query: _I32, words: _U64, score: _F64) -> tuple[_I32, _U64, _F64]:
+    """Return the rows by query code, score descending, then doc id descending (bytes).
+
+    Rows already grouped and by score descending are reordered in place (only the tied
+    rows out of doc id order move); others are sorted into new arrays.
+    """
     same = query[1:] == query[:-1]
     grouped = bool((query[1:] >= query[:-1]).all()) if len(query) else True
     if not (grouped and not ((score[1:] > score[:-1]) & same).any()):
@@ -402,14 +469,15 @@ def _in_trec_order(query: _I64, words: _U64, score: _F64) -> tuple[_I64, _U64, _
         rows = np.arange(len(tie))
         wrong = differs.any(axis=1) & (left[rows, column] < right[rows, column])
         if wrong.any():
-            order = _order_ties(tie, words)
-            query, words, score = query[order], words[order], score[order]
+            # Only the tied rows move, in place: a few ties cost no copy of the run.
+            rows, order = _order_ties(tie, words)
+            query[rows], words[rows], score[rows] = query[order], words[order], score[order]
     return query, words, score
 
 
-def _order_ties(tie: _I64, words: _U64) -> _I64:
-    """Return the row order that sorts each run of tied rows by doc id descending."""
-    order = np.arange(len(words))
+def _order_ties(tie: _I64, words: _U64) -> tuple[_I64, _I64]:
+    """Return the tied rows and the rows to put there, so that each run of tied rows is by
+    doc id descending."""
     rows = np.unique(np.concatenate((tie, tie + 1)))
     starts_tie = np.zeros(len(words), dtype=bool)
     starts_tie[tie] = True
@@ -418,30 +486,93 @@ def _order_ties(tie: _I64, words: _U64) -> _I64:
     group = np.cumsum(np.concatenate(([True], ~continues)))
     inverted = ~words[rows]
     keys = [inverted[:, k] for k in reversed(range(words.shape[1]))]
-    order[rows] = rows[np.lexsort((*keys, group))]
-    return order
+    return rows, rows[np.lexsort((*keys, group))]
 
 
-def _hash(query: _I64, words: _U64) -> _U64:
+def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
     """Return a 64-bit mix of each (query code, doc words); equal pairs hash alike."""
-    with np.errstate(over="ignore"):
-        h = query.astype(np.uint64) * _HASH_Q
+    h = query.astype(np.uint64)
+    spare = np.empty_like(h)
+    with np.errstate(over="ignore"):  # in place: no new array per step
+        np.multiply(h, _HASH_Q, out=h)
         for k in range(words.shape[1]):
-            h = (h ^ words[:, k]) * _HASH_W
-            h ^= h >> np.uint64(31)
+            np.bitwise_xor(h, words[:, k], out=h)
+            np.multiply(h, _HASH_W, out=h)
+            np.right_shift(h, np.uint64(31), out=spare)
+            np.bitwise_xor(h, spare, out=h)
     return h
 
 
-def _later_copies(query: _I64, words: _U64) -> npt.NDArray[np.bool_]:
+def _maybe_in(hashes: _U64, wanted: _U64) -> _I64:
+    """Return the rows whose hash may be one of ``wanted`` (every row whose hash is).
+
+    A table of flags indexed by the hash's top bits, 64 to 128 slots per wanted hash (at
+    most 16 MB), lets through the rows that are wanted and a few others; only those are
+    looked up exactly. This reads each row once instead of a binary search per row.
+    """
+    bits = min(max(len(wanted) * 64, 1 << 10).bit_length(), 24)
+    shift = np.uint64(64 - bits)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[wanted >> shift] = True
+    return np.flatnonzero(table[hashes >> shift])
+
+
+def _maybe_repeated(hashes: _U64, query: _I32) -> _I64:
+    """Return, in row order, the rows whose hash may occur twice in their query (every row
+    whose hash does); rows are grouped by query.
+
+    Each query gets a window of a table, four to eight slots per row, and each row writes
+    its index into the slot some bits of its hash pick; a row that did not keep its slot
+    shares it, and so does the row that kept it. A repeated hash shares its slot in every
+    round, so it is never dropped; a round leaves about a sixth of the rest. The windows
+    lie in row order, so the table is written almost in sequence, and sorting the few rows
+    left finds the repeats without a sort of every row.
+    """
+    found = [np.zeros(0, dtype=np.int64)]
+    for lo, hi in _spans(query, 1 << 18):
+        rows = np.arange(lo, hi, dtype=np.int64)
+        for shift in (0, 21, 42):
+            if len(rows) < 1 << 10:
+                break
+            rows = rows[_shares_a_slot(hashes[rows], query[rows], shift)]
+        picked = hashes[rows]
+        ordered = np.sort(picked)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if len(repeated):
+            found.append(rows[np.isin(picked, repeated)])
+    return np.concatenate(found)
+
+
+def _spans(query: _I32, size: int) -> list[tuple[int, int]]:
+    """Return row ranges of about ``size`` rows each that never split a query's rows."""
+    cuts = np.arange(size, len(query), size)
+    cuts = np.searchsorted(query, query[cuts], side="left")  # back to the query's first row
+    bounds = np.unique(np.concatenate(([0], cuts, [len(query)]))).tolist()
+    return list(itertools.pairwise(bounds))
+
+
+def _shares_a_slot(hashes: _U64, query: _I32, shift: int) -> npt.NDArray[np.bool_]:
+    """Return, per row, whether its slot in its query's window is another row's too."""
+    heads = np.concatenate(([0], np.flatnonzero(query[1:] != query[:-1]) + 1))
+    counts = np.diff(np.append(heads, len(query)))
+    width = np.left_shift(1, np.ceil(np.log2(4 * counts)).astype(np.int64))
+    base = np.cumsum(width) - width
+    mask = np.repeat((width - 1).astype(np.uint64), counts)
+    slot = np.repeat(base, counts) + ((hashes >> np.uint64(shift)) & mask).astype(np.int64)
+    table = np.empty(int(width.sum()), dtype=np.int32)
+    index = np.arange(len(hashes), dtype=np.int32)
+    table[slot] = index
+    keeper = table[slot]
+    shared: npt.NDArray[np.bool_] = keeper != index
+    shared[keeper[shared]] = True
+    return shared
+
+
+def _later_copies(query: _I32, words: _U64, row_hash: _U64) -> npt.NDArray[np.bool_]:
     """Return, per row (in ranking order), whether an earlier row of its query has its id."""
     copy = np.zeros(len(query), dtype=bool)
-    h = _hash(query, words)
-    ordered = np.sort(h)
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not len(repeated):
-        return copy
     seen: set[tuple[int, ...]] = set()
-    for row in np.flatnonzero(np.isin(h, repeated)).tolist():
+    for row in _maybe_repeated(row_hash, query).tolist():
         key = (int(query[row]), *words[row].tolist())
         if key in seen:
             copy[row] = True
