@@ -6,7 +6,11 @@ import random
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from monitor.compare.diff import worse_queries
+from monitor.errors import UsageError
+from monitor.evalset import EvalSet
 from monitor.records import Hit, Query
 from monitor.search.replay import ReplaySearch
 from monitor.search.saved import load_hits
@@ -70,3 +74,29 @@ def test_worse_queries_keep_the_largest_losses_with_ties_by_query_id() -> None:
     after = _run({"q1": 0.5, "q2": 0.0, "q3": 0.5, "q4": 0.9, "q5": 0.6})
     found = worse_queries(before, after, "ndcg@10", top=3)
     assert ["q2", "q1", "q3"] == [d.query_id for d in found]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (Query("q1", "t", {"d1": True}), "an integer grade"),  # type: ignore[dict-item]
+        (Query("q1", "t", {"": 1}), "a non-empty document id"),
+        (Query("q1", "t", {"d\ud800": 1}), "valid Unicode"),
+        (Query("q1", "t", {}, {"k": float("nan")}), "a finite number"),
+        (Query("q1", "\ud800", {}), "valid Unicode"),
+        (Query("q1", "t", {}, {"k": [1]}), "a metadata value"),  # type: ignore[dict-item]
+    ],
+)
+def test_a_ready_query_with_a_bad_part_is_still_refused(query: Query, expected: str) -> None:
+    """Adding a built Query runs the full checks on anything the quick test does not accept."""
+    with pytest.raises(UsageError, match=expected):
+        EvalSet("s").add(query)
+
+
+def test_a_ready_valid_query_is_kept_as_given() -> None:
+    """A valid built Query is added with its judgments and metadata unchanged."""
+    query = Query("q1", "tëxt", {"d1": 2, "d2": 0, "d3": -1}, {"k": "v", "n": 1.5, "b": True})
+    added = EvalSet("s").add(query)
+    assert query == added
+    assert {"d1": 2, "d2": 0, "d3": -1} == dict(added.judgments)
+    assert {"k": "v", "n": 1.5, "b": True} == dict(added.metadata)
