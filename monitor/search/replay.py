@@ -101,10 +101,13 @@ class _ColumnRun:
         span = self._spans.get(qid)
         if span is None:
             return ()
-        docs = self._docs[span[0] : span[1]][:k].tolist()
-        scores = self._scores[span[0] : span[1]][:k].tolist()
-        pairs = zip(docs, scores, strict=True)
-        return tuple(Hit(doc.decode("utf-8"), score) for doc, score in pairs)
+        start, end = span
+        if k >= 0:
+            end = min(end, start + k)
+            docs, scores = self._docs[start:end].tolist(), self._scores[start:end].tolist()
+        else:  # as a tuple's slice [:k]: all but the last -k
+            docs, scores = self._docs[start:end][:k].tolist(), self._scores[start:end][:k].tolist()
+        return tuple(map(Hit, map(bytes.decode, docs), scores))
 
 
 def _trec_columns(path: Path, format: str) -> TrecColumns | None:
