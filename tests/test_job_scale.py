@@ -14,6 +14,7 @@ from monitor.evalset import EvalSet
 from monitor.records import Hit, Query
 from monitor.search.replay import ReplaySearch
 from monitor.search.saved import load_hits
+from monitor.store.columnar import decode_queries, encode_queries
 from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -100,3 +101,13 @@ def test_a_ready_valid_query_is_kept_as_given() -> None:
     assert query == added
     assert {"d1": 2, "d2": 0, "d3": -1} == dict(added.judgments)
     assert {"k": "v", "n": 1.5, "b": True} == dict(added.metadata)
+
+
+def test_the_store_columns_read_back_rankings_that_share_documents() -> None:
+    """Rankings sharing ids, relevant-only ids and empty rankings read back as written."""
+    queries = (
+        QueryRecord("q1", {"m": 0.5}, retrieved_ids=("b", "a"), relevant_ids=("c",)),
+        QueryRecord("q2", {}, retrieved_ids=(), relevant_ids=(), error_type="timeout"),
+        QueryRecord("q3", {"m": 1.0}, retrieved_ids=("a", "é", "c"), relevant_ids=("a", "z")),
+    )
+    assert queries == decode_queries(encode_queries(queries))
