@@ -560,7 +560,7 @@ def _record(
     Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
     their rankings, latency and error but carry no metric values.
     """
-    from monitor.store.records import QueryRecord, RunFigures, RunRecord
+    from monitor.store.records import RunFigures, RunRecord, stored_query
 
     frame = evaluation.per_query
     # Row by row from one float array: a dict per row from pandas costs several times more.
@@ -570,15 +570,17 @@ def _record(
         str(qid): dict(zip(names, row, strict=True))
         for qid, row in zip(frame.index.tolist(), rows, strict=True)
     }
+    # Every part is already of its stored type (str names, Python floats, tuples of str):
+    # stored_query skips the per-value conversions QueryRecord would repeat.
     queries = tuple(
-        QueryRecord(
-            query_id=outcome.query_id,
-            values=values.get(outcome.query_id, {}),
-            retrieved_ids=outcome.retrieved_ids,
-            relevant_ids=evalset[outcome.query_id].relevant_ids,
-            latency_seconds=outcome.latency_seconds,
-            error_type=outcome.error_type,
-            error_message=outcome.error_message,
+        stored_query(
+            outcome.query_id,
+            values.get(outcome.query_id, {}),
+            outcome.retrieved_ids,
+            evalset[outcome.query_id].relevant_ids,
+            outcome.latency_seconds,
+            outcome.error_type,
+            outcome.error_message,
         )
         for outcome in result.outcomes
     )

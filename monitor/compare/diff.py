@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
@@ -31,15 +32,20 @@ def worse_queries(
     rate counts it), whatever values an older store kept for it.
     """
     before = {q.query_id: q for q in baseline.queries if metric in q.values and answered(q)}
-    diffs: list[QueryDiff] = []
+    worse: list[tuple[float, str, QueryRecord, QueryRecord]] = []
     for now in current.queries:
         old = before.get(now.query_id)
         if old is None or metric not in now.values or not answered(now):
             continue
         if now.values[metric] < old.values[metric] - _TOLERANCE:
-            diffs.append(_diff(old, now, metric, (texts or {}).get(now.query_id, ""), shown_ids))
-    diffs.sort(key=lambda d: (-d.loss, d.query_id))
-    return tuple(diffs[:top])
+            loss = old.values[metric] - now.values[metric]
+            worse.append((-loss, now.query_id, old, now))
+    # Only the queries shown are described: ranking by loss needs no diff of the others.
+    shown = heapq.nsmallest(top, worse, key=lambda w: (w[0], w[1])) if top > 0 else []
+    texts = texts or {}
+    return tuple(
+        _diff(old, now, metric, texts.get(qid, ""), shown_ids) for _, qid, old, now in shown
+    )
 
 
 def _diff(old: QueryRecord, now: QueryRecord, metric: str, text: str, shown: int) -> QueryDiff:

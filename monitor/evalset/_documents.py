@@ -290,12 +290,15 @@ class _DuplicateKey(Exception):
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """Return the pairs as a dict; raise Invalid when a key repeats."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
+    obj = dict(pairs)  # in C; only a dict shorter than its pairs has a repeated key
+    if len(obj) == len(pairs):
+        return obj
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise Invalid("keys given once", key)
-        obj[key] = value
-    return obj
+        seen.add(key)
+    return obj  # pragma: no cover - a shorter dict always repeats a key
 
 
 class _JSONReader:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 
 from monitor.errors import UsageError
 from monitor.evalset import formats
 from monitor.evalset._checks import (
+    GRADE_MAX,
+    GRADE_MIN,
     Invalid,
     check_id,
     check_text,
@@ -61,7 +64,8 @@ class EvalSet:
         if isinstance(query, Query):
             if text is not None or relevant is not None or metadata is not None:
                 raise UsageError("give either a Query or its id, text, relevant and metadata")
-            query = self._checked(query.id, query.text, query.judgments, query.metadata)
+            if not _already_valid(query):
+                query = self._checked(query.id, query.text, query.judgments, query.metadata)
         else:
             query = self._checked(query, "" if text is None else text, relevant, metadata)
         if query.id in self._by_id:
@@ -240,3 +244,35 @@ class EvalSet:
 
     def __repr__(self) -> str:
         return f"<EvalSet {self.name!r}: {len(self._queries)} queries>"
+
+
+def _already_valid(query: Query) -> bool:
+    """Return whether ``query`` holds only what :meth:`EvalSet._checked` keeps unchanged.
+
+    A loader's queries (and a merged eval set's) were checked once already: this test of the
+    plain types costs a fraction of the full checks, which still run, and name the fault,
+    for anything it does not accept.
+    """
+    judgments, metadata = query.judgments, query.metadata
+    if type(query.id) is not str or not query.id or type(query.text) is not str:
+        return False
+    if not all(type(doc) is str and doc for doc in judgments):
+        return False
+    if not all(type(g) is int and GRADE_MIN <= g <= GRADE_MAX for g in judgments.values()):
+        return False
+    texts = [query.id, query.text, *judgments]
+    for key, value in metadata.items():
+        if type(key) is not str or not key:
+            return False
+        if type(value) is str:
+            texts.append(value)
+        elif type(value) is float:
+            if not math.isfinite(value):
+                return False
+        elif value is not None and type(value) not in (int, bool):
+            return False
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the full checks name it
+        return False
+    return True

