@@ -16,6 +16,7 @@
   mode.value = state.mode;
   let dragged = null;
   let pending = 0;
+  let requested = 0;
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -84,6 +85,9 @@
   }
 
   async function recompute() {
+    // Answers may come back out of order: only the latest request's figures are shown.
+    requested += 1;
+    const mine = requested;
     pending += 1;
     root.dataset.pending = String(pending);
     try {
@@ -93,6 +97,7 @@
         body: JSON.stringify({ docs: state.docs, k: state.k, relevant_in_collection: state.relevant }),
       });
       const result = await response.json();
+      if (mine !== requested) { return; }
       if (!response.ok) { errorBox.textContent = result.error; return; }
       errorBox.textContent = "";
       showMetrics(result);
