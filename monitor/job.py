@@ -411,18 +411,8 @@ def _measured(
     suite: SuiteConfig, evalset: EvalSet, config_hash: str, result: RunResult
 ) -> tuple[RunRecord, EvaluationResult]:
     """Measure a finished run; return the store's record of it and the evaluation."""
-    from monitor.evalset.corpus import corpus_for
-    from monitor.evaluation import evaluate
-
     try:
-        evaluation = evaluate(
-            evalset,
-            result,
-            recorded_metrics(suite),
-            exclude_failed=True,
-            corpus=corpus_for(suite.evalset, suite.metrics),
-            **suite.scoring.options(),
-        )
+        evaluation = score_run(suite, evalset, result)
         return _record(suite, evalset, config_hash, result, evaluation), evaluation
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
@@ -508,6 +498,23 @@ def search_suite(
         label=label or suite.name,
         scrub=suite_scrubber(suite),
         cancel=cancel,
+    )
+
+
+def score_run(suite: SuiteConfig, evalset: EvalSet, result: RunResult) -> EvaluationResult:
+    """Score a finished run of ``suite`` as every run of it is scored: its recorded metrics
+    (:func:`recorded_metrics`), failed queries left out, metrics with a unit counted through
+    the suite's corpus, and the suite's scoring options (``scoring:``)."""
+    from monitor.evalset.corpus import corpus_for
+    from monitor.evaluation import evaluate
+
+    return evaluate(
+        evalset,
+        result,
+        recorded_metrics(suite),
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
     )
 
 
@@ -642,19 +649,8 @@ def _failed_record(
     finished: datetime,
     error: MonitorError,
 ) -> RunRecord:
-    from monitor.store.records import RunRecord
-
-    return RunRecord(
-        suite=suite.name,
-        pipeline=suite.pipeline,
-        started_at=started,
-        finished_at=max(finished, started),
-        status="failed",
-        evalset_fingerprint=evalset.fingerprint,
-        config_hash=config_hash,
-        figures=_failure_figures(error),
-        error=suite_scrubber(suite)(f"{type(error).__name__}: {error}"),
-    )
+    reason = f"{type(error).__name__}: {error}"
+    return _failed_attempt(suite, evalset, config_hash, started, finished, reason, error)
 
 
 def _failure_figures(error: BaseException) -> RunFigures:
@@ -677,8 +673,6 @@ def _failure_figures(error: BaseException) -> RunFigures:
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
     """Store the bundled run the suite names as its first baseline; return the run id."""
     from monitor import bundled
-    from monitor.evalset.corpus import corpus_for
-    from monitor.evaluation import evaluate
     from monitor.judgments import labels_of
     from monitor.runner import run_queries
     from monitor.search import build_search
@@ -690,14 +684,7 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
         raise UsageError(f"unknown bundled baseline run {name!r}; known: {known}")
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
-    evaluation = evaluate(
-        evalset,
-        result,
-        recorded_metrics(suite),
-        exclude_failed=True,
-        corpus=corpus_for(suite.evalset, suite.metrics),
-        **suite.scoring.options(),
-    )
+    evaluation = score_run(suite, evalset, result)
     record = _record(suite, evalset, config_hash, result, evaluation, pipeline=name)
     run_id = store.save_run(record)
     store.set_run_labels(run_id, labels_of(evalset))

@@ -95,8 +95,7 @@ def gate_suite(
     from monitor.compare import compare_runs
     from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
-    from monitor.evaluation import evaluate
-    from monitor.job import _record, recorded_metrics, search_suite
+    from monitor.job import _record, score_run, search_suite
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 
@@ -122,14 +121,7 @@ def gate_suite(
         result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
     finally:
         close_search(search)
-    evaluation = evaluate(
-        evalset,
-        result,
-        recorded_metrics(suite),
-        exclude_failed=True,
-        corpus=corpus_for(suite.evalset, suite.metrics),
-        **suite.scoring.options(),
-    )
+    evaluation = score_run(suite, evalset, result)
     run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
     if record_in is not None:
         run = record_in.get_run(record_in.save_run(run))
