@@ -781,3 +781,16 @@ def test_a_lease_is_renewed_to_its_length_from_now(store: SqlStore, store_url: s
         time.sleep(0.4)
         renewed = _lease_end(store_url)
     assert holder.since + timedelta(seconds=0.6) < renewed
+
+
+def test_openers_of_a_new_store_at_once_all_open_it(store_url: str) -> None:
+    """Eight processes' worth of openers racing on an empty database all open it: the
+    version table is created once, not refused to all but the first."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def opened(_: int) -> int:
+        with open_store(store_url) as store:
+            return len(store.list_runs())
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert [0] * 8 == list(pool.map(opened, range(8)))

@@ -28,6 +28,9 @@ class Dialect:
     begin_read: str
     #: Statements run first in a migration transaction, so that concurrent openers wait.
     migration_lock: tuple[str, ...] = ()
+    #: Statements run before the version table is created, so that openers of a new database
+    #: create it one at a time (PostgreSQL's CREATE TABLE IF NOT EXISTS races otherwise).
+    create_lock: tuple[str, ...] = ()
     #: The parameter marker the driver wants in place of ``?``.
     paramstyle: str = "?"
     #: Whether the driver hands timestamps over as datetimes (else ISO-8601 text).
@@ -137,6 +140,8 @@ POSTGRES = Dialect(
     begin_read="BEGIN READ ONLY",
     # Concurrent openers of an old database wait for the first one's migration.
     migration_lock=("LOCK TABLE schema_version IN SHARE ROW EXCLUSIVE MODE",),
+    # A transaction-scoped advisory lock: released at commit, keyed by a constant of ours.
+    create_lock=("SELECT pg_advisory_xact_lock(7263540101)",),
     paramstyle="%s",
     native_timestamps=True,
     native_json=True,

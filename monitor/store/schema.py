@@ -238,6 +238,8 @@ def migrate(
             raise ValueError(f"migration {step.version} is out of order (after {before.version})")
     last = migrations[-1].version if migrations else 0
     with db.transaction(write=True, doing="creating the schema_version table") as tx:
+        for statement in db.dialect.create_lock:
+            tx.execute(statement)
         tx.execute(db.dialect.ddl(_VERSION_TABLE))
         applied = {int(row[0]) for row in tx.all("SELECT version FROM schema_version")}
     current = max(applied, default=0)
