@@ -8,6 +8,7 @@ in force.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Literal
 
@@ -66,17 +67,7 @@ def add_layer(
         grades=grades,
         override=override,
     )
-    layer_id = store.add_layer(layer)
-    return JudgmentLayer(
-        suite=layer.suite,
-        source=layer.source,
-        who=layer.who,
-        kind=layer.kind,
-        created_at=layer.created_at,
-        grades=layer.grades,
-        override=layer.override,
-        layer_id=layer_id,
-    )
+    return replace(layer, layer_id=store.add_layer(layer))
 
 
 def view_layers(
