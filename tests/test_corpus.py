@@ -128,3 +128,19 @@ def test_a_malformed_unit_is_a_config_error_naming_the_key(tmp_path: Path) -> No
     """unit: 'a b' is refused with what a unit is."""
     with pytest.raises(ConfigError, match=r"suites\.s\.unit.*a unit: passage, section"):
         _suite(tmp_path, "{path: set.jsonl, corpus: p.jsonl}", "'a b'")
+
+
+def test_an_unchanged_corpus_is_read_once_and_a_changed_one_again(tmp_path: Path) -> None:
+    """Stages of one run share the corpus they read; rewriting the file is seen at once."""
+    import os
+
+    path = tmp_path / "passages.jsonl"
+    path.write_text('{"id": "p1", "text": "first"}\n', encoding="utf-8")
+    config = EvalSetConfig(path=tmp_path / "set.jsonl", corpus=path)
+    first = load_corpus(config)
+    assert first is load_corpus(config)
+    path.write_text('{"id": "p1", "text": "second, longer"}\n', encoding="utf-8")
+    os.utime(path, ns=(1, 1))
+    again = load_corpus(config)
+    assert again is not None
+    assert "second, longer" == again.text("p1")

@@ -12,6 +12,7 @@ or boolean is written as JSON writes it, and ``null`` is a missing field.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
@@ -126,14 +127,30 @@ class Corpus:
 
 
 def load_corpus(config: EvalSetConfig) -> Corpus | None:
-    """Return the corpus an eval set config names (a bundled set brings its own), or None."""
+    """Return the corpus an eval set config names (a bundled set brings its own), or None.
+
+    A run reads it in several stages (scoring units, aligning the baseline, texts for the
+    labeling queue): an unchanged file (same path, size and modification time) is read once.
+    """
     if config.corpus is not None:
-        return Corpus.load(config.corpus)
-    if config.bundled == "larkfield":
+        path = Path(config.corpus)
+    elif config.bundled == "larkfield":
         from monitor import bundled
 
-        return Corpus.load(bundled.data_path("larkfield", "passages.jsonl"))
-    return None
+        path = Path(bundled.data_path("larkfield", "passages.jsonl"))
+    else:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return Corpus.load(path)  # it names the fault
+    return _load_unchanged(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_unchanged(path: str, size: int, mtime_ns: int) -> Corpus:
+    """Return the corpus at ``path`` as of ``size`` and ``mtime_ns`` (the cache's key)."""
+    return Corpus.load(path)
 
 
 def corpus_for(config: EvalSetConfig, metrics: Iterable[Metric]) -> Corpus | None:
