@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
     from monitor.evalset.corpus import Corpus
 
-_EVALSET_SUFFIXES = {".jsonl", ".json", ".csv", ".yaml", ".yml"}
-
 
 class _HasQrels(Protocol):
     def qrels(self) -> Qrels: ...

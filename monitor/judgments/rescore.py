@@ -97,16 +97,18 @@ def align_baseline(
     *,
     role: str = "baseline run",
     corpus: Corpus | None = None,
+    current: RunLabels | None = None,
 ) -> Aligned:
     """Return ``baseline`` as it compares with a run scored under ``evalset``.
 
     Same judgments: the baseline as stored. Same queries but other judgments: the baseline
     re-scored under ``evalset``. Other queries, or labels that cannot be known: as stored,
-    and the comparison says the eval set changed.
+    and the comparison says the eval set changed. ``current`` is ``labels_of(evalset)``
+    when the caller has it already (aligning many runs with one eval set).
     """
     if baseline is None:
         return Aligned(None)
-    current = labels_of(evalset)
+    current = current or labels_of(evalset)
     labels = labels_of_run(store, baseline, frozen)
     if labels is None or labels.queries_fingerprint != current.queries_fingerprint:
         return Aligned(baseline)

@@ -144,9 +144,10 @@ def rescored_pair(
     says that the eval set changed.
     """
     evalset = suite_evalset(store, suite, frozen)
-    mine = align_baseline(store, run, evalset, frozen, role="run", corpus=_corpus(suite))
-    theirs = align_baseline(store, baseline, evalset, frozen, corpus=_corpus(suite))
-    version = labels_of(evalset).judgments_version[:19]
+    corpus, current = _corpus(suite), labels_of(evalset)
+    mine = align_baseline(store, run, evalset, frozen, role="run", corpus=corpus, current=current)
+    theirs = align_baseline(store, baseline, evalset, frozen, corpus=corpus, current=current)
+    version = current.judgments_version[:19]
     notes = [note for note in (mine.note, theirs.note) if note is not None]
     notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
     notes += label_views(store, suite, frozen, run)
@@ -173,7 +174,9 @@ def rescored_history(
         labels = store.run_labels(int(run_id))
         if labels is not None and labels == current:
             continue
-        aligned = align_baseline(store, store.get_run(int(run_id)), evalset, frozen, corpus=corpus)
+        aligned = align_baseline(
+            store, store.get_run(int(run_id)), evalset, frozen, corpus=corpus, current=current
+        )
         if not aligned.rescored or aligned.baseline is None:
             continue
         count += 1
