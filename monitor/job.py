@@ -233,12 +233,7 @@ def run_shard(
             raise failure
         if saved.result != "finalised" or saved.run_id is None:
             return ShardOutcome(shard, saved.attempt, saved.result, None)
-        if (
-            suite.baseline is not None
-            and suite.baseline.bundled_run
-            and store.get_baseline(suite.name) is None
-        ):
-            _seed_baseline(suite, store, evalset, config_hash)
+        _seed_unpinned(suite, store, evalset, config_hash)
         evaluation, merged = measured[0]
         try:
             outcome = _compared(suite, store, saved.run_id, evalset, evaluation, merged, frozen)
@@ -387,12 +382,7 @@ def _run_locked(
             store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
             raise
     evalset = suite_evalset(store, suite, evalset)
-    if (
-        suite.baseline is not None
-        and suite.baseline.bundled_run
-        and store.get_baseline(suite.name) is None
-    ):
-        _seed_baseline(suite, store, evalset, config_hash)
+    _seed_unpinned(suite, store, evalset, config_hash)
     search = build_search(suite.search.kind, suite.search.plugin_options())
     try:
         result = search_suite(suite, evalset, search, progress=progress, cancel=cancel)
@@ -668,6 +658,16 @@ def _failure_figures(error: BaseException) -> RunFigures:
         log.warning("failure_counts_inconsistent", sent=sent, failed=failed)
         return RunFigures()
     return RunFigures(error_rate=failed / sent if sent else None, sent=sent, failed=failed)
+
+
+def _seed_unpinned(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> None:
+    """Store the bundled run the suite names as its baseline when none is pinned yet."""
+    if (
+        suite.baseline is not None
+        and suite.baseline.bundled_run
+        and store.get_baseline(suite.name) is None
+    ):
+        _seed_baseline(suite, store, evalset, config_hash)
 
 
 def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:

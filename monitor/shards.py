@@ -238,11 +238,6 @@ class ShardStore:
         with self._db.transaction(write=False, doing=f"reading attempt {attempt!r}") as tx:
             return _attempt(tx, suite, attempt, lock=False)
 
-    def parts(self, suite: str, attempt: str) -> list[Part]:
-        """Return the attempt's stored parts, by shard index."""
-        with self._db.transaction(write=False, doing=f"reading attempt {attempt!r}") as tx:
-            return _parts(tx, suite, attempt)
-
     def save_part(
         self,
         suite: str,
@@ -392,8 +387,10 @@ def encode_result(result: RunResult) -> dict[str, Any]:
     }
 
 
-def decode_result(doc: Mapping[str, Any], evalset: EvalSet | None = None) -> RunResult:
-    """Return the run :func:`encode_result` wrote; query texts and judgments from ``evalset``."""
+def decode_result(doc: Mapping[str, Any]) -> RunResult:
+    """Return the run :func:`encode_result` wrote: its outcomes without query texts or
+    judgments, which :func:`merge` takes from the eval set, and without a latency summary,
+    which :func:`merge` makes over every part."""
     outcomes = []
     for i, qid in enumerate(doc["query_ids"]):
         texts = doc["texts"][i] or [None] * len(doc["hit_ids"][i])
@@ -401,13 +398,12 @@ def decode_result(doc: Mapping[str, Any], evalset: EvalSet | None = None) -> Run
             Hit(hid, score, text)
             for hid, score, text in zip(doc["hit_ids"][i], doc["scores"][i], texts, strict=True)
         )
-        query = evalset.get(qid) if evalset is not None else None
         outcomes.append(
             QueryOutcome(
                 query_id=qid,
-                query=query.text if query is not None else "",
+                query="",
                 hits=hits,
-                relevant_ids=query.relevant_ids if query is not None else (),
+                relevant_ids=(),
                 latency_seconds=doc["latency_seconds"][i],
                 error_type=doc["error_type"][i],
                 error_message=doc["error_message"][i],
@@ -421,11 +417,6 @@ def decode_result(doc: Mapping[str, Any], evalset: EvalSet | None = None) -> Run
         started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
         finished_at=datetime.fromisoformat(doc["finished_at"]).astimezone(timezone.utc),
         duration_seconds=float(doc["duration_seconds"]),
-        latency=LatencySummary.of(
-            o.latency_seconds
-            for o in outcomes
-            if o.error_type is None and o.latency_seconds is not None
-        ),
         queries_per_second=doc["queries_per_second"],
         warmup=int(doc["warmup"]),
         retries=int(doc["retries"]),
