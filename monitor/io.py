@@ -126,19 +126,15 @@ def read_bytes_limited(path: str | os.PathLike[str], limit: int = MAX_INPUT_BYTE
     a corrupt or truncated archive raises InputError naming the file and its compression.
     """
     compression = compression_of(path)
-    if compression is None:
-        with open(path, "rb") as handle:
+    try:
+        with open_input(path) as handle:
             data = handle.read(limit + 1)
-    else:
-        try:
-            with COMPRESSIONS[compression](os.fspath(path)) as handle:
-                data = handle.read(limit + 1)
-        except (EOFError, gzip.BadGzipFile, lzma.LZMAError, OSError, ValueError) as error:
-            if isinstance(error, OSError) and error.errno is not None:
-                raise
-            raise InputError(
-                str(path), f"a {compression} compressed file", found=str(error) or "truncated"
-            ) from None
+    except (EOFError, gzip.BadGzipFile, lzma.LZMAError, OSError, ValueError) as error:
+        if compression is None or (isinstance(error, OSError) and error.errno is not None):
+            raise
+        raise InputError(
+            str(path), f"a {compression} compressed file", found=str(error) or "truncated"
+        ) from None
     if len(data) > limit:
         raise InputError(str(path), f"a file of at most {limit} bytes (this one holds more)")
     return data

@@ -187,11 +187,16 @@ def _left_out(count: int) -> str:
     )
 
 
+def shorten(query: str) -> str:
+    """Return a query text cut to :data:`SHOWN_QUERY_CHARS`, ``...`` marking the cut."""
+    if len(query) <= SHOWN_QUERY_CHARS:
+        return query
+    return query[: SHOWN_QUERY_CHARS - 3] + "..."
+
+
 def worse_query(query: QueryDiff) -> str:
     """Return one line about a query that got worse: values, expected and retrieved ids."""
-    text = query.query
-    if len(text) > SHOWN_QUERY_CHARS:
-        text = text[: SHOWN_QUERY_CHARS - 3] + "..."
+    text = shorten(query.query)
     return (
         f"{query.query_id} {text!r}: {number(query.baseline)} -> {number(query.current)}; "
         f"expected {_ids(query.expected_ids)}; retrieved {_ids(query.current_ids)}"

@@ -282,7 +282,7 @@ def _markdown_worst(comparison: Comparison) -> list[str]:
 def _markdown_query(query: QueryDiff) -> str:
     cells = [
         _md(query.query_id),
-        _md(_shorten(query.query)),
+        _md(text.shorten(query.query)),
         text.number(query.baseline),
         text.number(query.current),
         _markdown_ids(query.expected_ids),
@@ -326,12 +326,6 @@ def _interval(rule: RuleOutcome) -> str:
 def _signed(value: float | None) -> str:
     shown = text.number(value)
     return f"+{shown}" if value is not None and value > 0 else shown
-
-
-def _shorten(query: str) -> str:
-    if len(query) <= text.SHOWN_QUERY_CHARS:
-        return query
-    return query[: text.SHOWN_QUERY_CHARS - 3] + "..."
 
 
 # -- annotations ------------------------------------------------------------------------------
