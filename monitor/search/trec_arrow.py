@@ -56,9 +56,11 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
     rows = 0
     pool = pa.default_memory_pool()
     try:
-        # Batch by batch, each packed and let go: the text columns of the whole file are
-        # never held at once. Read in blocks: a memory map would count the file in RSS.
-        reader = csv.open_csv(
+        # The whole file is parsed at once, on every core (the streaming reader parses
+        # block by block on one), then packed batch by batch, each batch let go as it is
+        # packed: the text columns and the packed ones are never both held whole. Read in
+        # blocks: a memory map would count the file in RSS.
+        table = csv.read_csv(
             os.fspath(path),
             read_options=csv.ReadOptions(
                 column_names=_NAMES, use_threads=True, block_size=_BLOCK_BYTES
@@ -74,16 +76,20 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
                 null_values=[],
             ),
         )
-        for batch in reader:
-            part = _pack_batch(batch, codes)
-            if part is None:
-                return None
-            builder.append(*part)
-            rows += len(part[2])
-            del batch, part
-            pool.release_unused()  # the batch's memory back to the system, not kept idle
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    batches = table.to_batches()
+    del table
+    batches.reverse()  # popped from the end, in file order
+    while batches:
+        batch = batches.pop()
+        part = _pack_batch(batch, codes)
+        if part is None:
+            return None
+        builder.append(*part)
+        rows += len(part[2])
+        del batch, part
+        pool.release_unused()  # the batch's memory back to the system, not kept idle
     if not rows:
         return None
     return builder.build(codes)
