@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
@@ -14,7 +15,7 @@ from monitor.errors import InputError
 from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.names import NameStyle, display_name
-from monitor.metrics.ranks import FloatArray, Qrels, Resolution, Run, resolve
+from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
 from monitor.metrics.spec import (
     AVERAGES,
     COUNTS,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from monitor.evalset.corpus import Corpus
+    from monitor.search.trec_columns import TrecColumns
 
 
 class _HasQrels(Protocol):
@@ -241,7 +243,12 @@ def evaluate(
     into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
-    judged = _as_qrels(qrels, grades)
+    units = any(metric.unit is not None for metric in specs)
+    if isinstance(run, str | Path) and not units:
+        # Two files: the judgments are read while the run is, on the other core.
+        judged, columns = _read_both(qrels, grades, Path(run))
+    else:
+        judged, columns = _as_qrels(qrels, grades), None
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
@@ -256,10 +263,13 @@ def evaluate(
         "max_docs": max_docs,
         "with_judged": needs_judgments(specs),
     }
-    units = any(metric.unit is not None for metric in specs)
     ranked: Run = {}
-    if isinstance(run, str | Path) and not units:
-        resolution = _resolve_file(judged, Path(run), options)
+    if columns is not None:
+        resolution = resolve_columns(judged, columns, **options)
+    elif isinstance(run, str | Path) and not units:
+        from monitor.search.saved import load_run
+
+        resolution = resolve(judged, load_run(run), **options)
     else:
         ranked = _as_run(run)
         failed = _failed_ids(run) if exclude_failed else frozenset()
@@ -317,26 +327,37 @@ def _unit_values(
     return out
 
 
-def _resolve_file(judged: Qrels, path: Path, options: dict[str, Any]) -> Resolution:
-    """Rank the judgments in the run file at ``path``: by columns when it is a TREC run."""
-    from monitor.search.saved import is_trec_run, load_run
+def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecColumns | None]:
+    """Return the judgments and, when ``run`` is a TREC run the column readers read, its
+    columns (None: the line reader must read it). A qrels path is read in a thread while the
+    run is read; its error, if any, is the one raised, as when read first."""
+    if not isinstance(qrels, str | Path):
+        return _as_qrels(qrels, grades), _read_columns(run)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        judged = pool.submit(_as_qrels, qrels, grades)
+        try:
+            columns = _read_columns(run)
+        except BaseException:
+            judged.result()  # the judgments' fault first
+            raise
+        return judged.result(), columns
+
+
+def _read_columns(path: Path) -> TrecColumns | None:
+    """Return the TREC run at ``path`` as columns, None if the line reader must read it."""
+    from monitor.search.saved import is_trec_run
     from monitor.search.trec_arrow import ARROW_MIN_BYTES, read_trec_arrow
     from monitor.search.trec_columns import read_trec_columns
 
     try:
-        columns = None
-        if is_trec_run(path):
-            # pyarrow (the optional "fast" extra) splits big plain files on every core; its
-            # import costs more than it saves below ARROW_MIN_BYTES.
-            if path.stat().st_size >= ARROW_MIN_BYTES:
-                columns = read_trec_arrow(path)
-            if columns is None:
-                columns = read_trec_columns(path)
+        if not is_trec_run(path):
+            return None
+        # pyarrow (the optional "fast" extra) splits big plain files on every core; its
+        # import costs more than it saves below ARROW_MIN_BYTES.
+        columns = read_trec_arrow(path) if path.stat().st_size >= ARROW_MIN_BYTES else None
+        return columns if columns is not None else read_trec_columns(path)
     except OSError:
-        columns = None  # the line reader names the fault
-    if columns is None:
-        return resolve(judged, load_run(path), **options)
-    return resolve_columns(judged, columns, **options)
+        return None  # the line reader names the fault
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,30 @@ def test_a_string_ranking_is_refused() -> None:
     """A ranking given as one string (not a list of ids) is an input error naming the query."""
     with pytest.raises(InputError, match="'q1'"):
         evaluate({"q1": {"d1": 1}}, {"q1": "d1"}, ["mrr"])
+
+
+def test_a_bad_qrels_file_is_named_before_a_bad_run_file(tmp_path: Path) -> None:
+    """Both files bad: the judgments' fault is the one reported, as when they are read first
+    (they are read while the run is)."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 not-a-score tag\n")
+    with pytest.raises(InputError) as caught:
+        evaluate(qrels, run, ["recall@5"])
+    assert (str(qrels), 2) == (caught.value.source, caught.value.line)
+
+
+def test_a_path_pair_scores_as_the_mappings_do(tmp_path: Path) -> None:
+    """Judgments and run given as files score as the same judgments and run in memory."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d3 2\nq2 0 d9 1\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d3 1 2.0 t\nq1 Q0 d2 2 1.5 t\nq1 Q0 d1 3 1.0 t\nq2 Q0 d4 1 3.0 t\n")
+    from_files = evaluate(qrels, run, ["ndcg@10", "recall@1"]).means
+    in_memory = evaluate(
+        {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}},
+        {"q1": {"d3": 2.0, "d2": 1.5, "d1": 1.0}, "q2": {"d4": 3.0}},
+        ["ndcg@10", "recall@1"],
+    ).means
+    assert in_memory == from_files
