@@ -227,8 +227,9 @@ def _same_columns(left: object, right: object) -> None:
         assert np.array_equal(getattr(left, name), getattr(right, name)), name
 
 
-def _regular_run(seed: int) -> str:
-    """Return a run of six single-space fields per line: ties, repeats, ids needing bytes."""
+def _regular_run(seed: int, *, grouped: bool = False) -> str:
+    """Return a run of six single-space fields per line: ties, repeats, ids needing bytes;
+    each query's lines together when ``grouped``, else shuffled."""
     rng = random.Random(seed)
     ids = ["d1", "d10", "d2", "D2", "é9", "a" * 9, "b" * 17, "c" * 70, "x#1", "Z", "z"]
     lines = []
@@ -237,6 +238,8 @@ def _regular_run(seed: int) -> str:
             score = rng.choice([1, 2, -0.5, 2.25, 1e-05, 3.000001, round(rng.random(), 6)])
             lines.append(f"q{q} Q0 {doc} 1 {score} tag")
     rng.shuffle(lines)
+    if grouped:
+        lines.sort(key=lambda line: line.split(" ", 1)[0])
     return "\n".join(lines) + rng.choice(["", "\n", "\n\n"])
 
 
@@ -249,6 +252,24 @@ def test_arrow_reads_regular_runs_as_the_numpy_reader(tmp_path: Path, seed: int)
     path = tmp_path / "run.trec"
     path.write_text(_regular_run(seed), encoding="utf-8")
     arrow, columns = read_trec_arrow(path), read_trec_columns(path)
+    assert arrow is not None
+    assert columns is not None
+    _same_columns(arrow, columns)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_arrow_reads_grouped_runs_in_small_blocks_as_the_numpy_reader(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each query's lines together (only the first looked up), split over many blocks
+    (a query's lines across two): the same columns as the numpy tokeniser's."""
+    pytest.importorskip("pyarrow")
+    from monitor.search import trec_arrow
+
+    monkeypatch.setattr(trec_arrow, "_BLOCK_BYTES", 256)
+    path = tmp_path / "run.trec"
+    path.write_text(_regular_run(seed, grouped=True), encoding="utf-8")
+    arrow, columns = trec_arrow.read_trec_arrow(path), read_trec_columns(path)
     assert arrow is not None
     assert columns is not None
     _same_columns(arrow, columns)

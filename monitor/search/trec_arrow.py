@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any
 
 import numpy as np
@@ -98,8 +99,6 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
 def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | None:
     """Return one batch's (query code, doc words, score), adding new query ids to
     ``codes`` in file order; None if a field is one the numpy reader must read."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     query_col, doc_col, score_col = batch.columns
     for column in (query_col, doc_col):
@@ -118,13 +117,36 @@ def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | Non
     score = _numbers(score_col, np.float64)
     if not np.isfinite(score).all():
         return None
-    encoded = pc.dictionary_encode(query_col)  # codes in order of first appearance
-    names = encoded.dictionary.cast(pa.string()).to_pylist()  # checked UTF-8 above
-    known = np.fromiter(
-        (codes.setdefault(name, len(codes)) for name in names), dtype=np.int32, count=len(names)
+    return _query_codes(query_col, codes), _pack_binary(doc_col), score
+
+
+def _query_codes(column: Any, codes: dict[str, int]) -> Any:
+    """Return each row's query code, adding new query ids to ``codes`` in file order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = len(column)
+    # The usual run holds each query's lines together: only the first of each is looked up.
+    change = np.ones(rows, dtype=bool)
+    if rows > 1:
+        change[1:] = _flags(pc.not_equal(column.slice(1), column.slice(0, rows - 1)))
+    heads = np.flatnonzero(change)
+    if len(heads) > rows // 4:  # interleaved queries: one dictionary pass instead
+        encoded = pc.dictionary_encode(column)  # codes in order of first appearance
+        known = _codes_of(encoded.dictionary, codes)
+        return known[_numbers(encoded.indices, np.int32)]
+    known = _codes_of(column.take(pa.array(heads)), codes)
+    return np.repeat(known, np.diff(np.append(heads, rows)))
+
+
+def _codes_of(names: Any, codes: dict[str, int]) -> Any:
+    """Return the codes of a binary array of query ids, new ids added to ``codes``."""
+    import pyarrow as pa
+
+    ids = names.cast(pa.string()).to_pylist()  # checked UTF-8 by the caller
+    return np.fromiter(
+        (codes.setdefault(name, len(codes)) for name in ids), dtype=np.int32, count=len(ids)
     )
-    query = known[_numbers(encoded.indices, np.int32)]
-    return query, _pack_binary(doc_col), score
 
 
 def _utf8(column: Any) -> bool:
@@ -165,6 +187,13 @@ def _numbers(column: Any, dtype: Any) -> Any:
     return np.frombuffer(buffer, dtype=dtype)[column.offset : column.offset + len(column)]
 
 
+def _flags(column: Any) -> Any:
+    """Return a null-free boolean array's values (Arrow packs them a bit each)."""
+    bits = np.frombuffer(column.buffers()[1], dtype=np.uint8)
+    flags = np.unpackbits(bits, bitorder="little").astype(bool)
+    return flags[column.offset : column.offset + len(column)]
+
+
 def _values(column: Any) -> tuple[Any, Any]:
     """Return a string array's offsets (int64, one more than rows) and value bytes."""
     import pyarrow as pa
@@ -197,4 +226,7 @@ def _pack_binary(column: Any) -> Any:
         )
         flat[target] = data
         grid = flat.reshape(rows, size)
-    return grid.view(">u8").reshape(rows, size // 8).astype(np.uint64)
+    words = grid.view(np.uint64).reshape(rows, size // 8)
+    if sys.byteorder == "little":
+        words.byteswap(inplace=True)  # big-endian words, in the grid just filled: no copy
+    return words
