@@ -89,10 +89,13 @@ class LogHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self.log_format = log_format
         #: Masks secrets in every line this handler writes.
         self.scrub = Scrubber()
-        self.setFormatter(log_formatter(log_format))
 
     def format(self, record: logging.LogRecord) -> str:
         """Return the record's line, its secrets masked."""
+        if self.formatter is None:
+            # Made at the first line, not at start-up: a command that logs nothing does not
+            # import structlog's renderers (a tenth of a second).
+            self.setFormatter(log_formatter(self.log_format))
         return self.scrub(super().format(record))
 
     @property

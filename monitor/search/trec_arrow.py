@@ -135,7 +135,9 @@ def _query_codes(column: Any, codes: dict[str, int]) -> Any:
         encoded = pc.dictionary_encode(column)  # codes in order of first appearance
         known = _codes_of(encoded.dictionary, codes)
         return known[_numbers(encoded.indices, np.int32)]
-    known = _codes_of(column.take(pa.array(heads)), codes)
+    # An index array over numpy's buffer: pa.array() of a numpy array would import pandas.
+    picks = pa.Array.from_buffers(pa.int64(), len(heads), [None, pa.py_buffer(heads)])
+    known = _codes_of(column.take(picks), codes)
     return np.repeat(known, np.diff(np.append(heads, rows)))
 
 
