@@ -170,11 +170,14 @@ def compare_pipelines(
     alpha: float = 0.05,
     iterations: int = 10000,
     seed: int = 0,
+    scoring: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> PipelineComparison:
     """Run each search on ``evalset`` and compare every pipeline with the first one.
 
-    ``settings`` are the runner's keyword arguments (k, concurrency, timeout, ...).
+    ``scoring`` holds :func:`~monitor.evaluation.evaluate`'s scoring options (trec_eval's
+    ``-l``, ``-M``, ``-J`` and the average); ``settings`` are the runner's keyword arguments
+    (k, concurrency, timeout, ...).
     """
     from monitor.evaluation import evaluate
     from monitor.runner import run_pipelines
@@ -183,7 +186,7 @@ def compare_pipelines(
     # A failed query is not quality: it is left out of its pipeline's means and of every
     # paired test it would be part of (the errors column and the warnings count it).
     evaluations = {
-        name: evaluate(evalset, result, metrics, exclude_failed=True)
+        name: evaluate(evalset, result, metrics, exclude_failed=True, **(scoring or {}))
         for name, result in results.items()
     }
     names = [str(m) for m in metrics]

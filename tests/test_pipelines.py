@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,49 @@ def test_failed_queries_are_left_out_not_counted_as_misses() -> None:
     comparison = compare_pipelines(evalset, searches, parse_metrics("mrr@10"), iterations=200)
     row = comparison.rows[1]
     assert (0.0, 10) == (row.deltas["mrr@10"], row.failed)
+
+
+def _pipeline_means(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[float]:
+    """Return each pipeline's recall@5 as `compare-pipelines ARGV --format json` prints it."""
+    assert 0 == main(["compare-pipelines", *argv, "--metrics", "recall@5", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    return [row["metrics"]["recall@5"] for row in out["pipelines"]]
+
+
+def _evaluated(method: str, **scoring: object) -> float:
+    from monitor.evaluation import evaluate
+
+    result = evaluate(larkfield_evalset(), larkfield_run(method), ["recall@5"], **scoring)
+    return float(result.means["recall@5"])
+
+
+def test_the_cli_scores_with_trec_eval_options_as_evaluate_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`-M 1` cuts every ranking to its first document before scoring, as in `evaluate`."""
+    argv = ["--pipeline", "a=replay:larkfield/rerank", "--pipeline", "b=replay:larkfield/keyword"]
+    means = _pipeline_means([*argv, "-M", "1", "--iterations", "200"], capsys)
+    expected = [_evaluated("rerank", max_docs=1), _evaluated("keyword", max_docs=1)]
+    assert expected == means
+    assert _evaluated("rerank") != means[0]  # the option changed the figure
+
+
+def test_a_suites_scoring_applies_unless_the_cli_gives_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --config, the first suite's `scoring:` scores every pipeline; an option on the
+    command line wins over it."""
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        "version: 1\n"
+        f"store: {{path: {tmp_path / 'm.db'}}}\n"
+        "defaults: {evalset: {bundled: larkfield}, metrics: [recall@5], scoring: {max_docs: 1}}\n"
+        "suites:\n"
+        "  rerank: {search: {kind: replay, bundled: larkfield/rerank}}\n"
+        "  keyword: {search: {kind: replay, bundled: larkfield/keyword}}\n"
+    )
+    argv = ["--config", str(config), "--iterations", "200"]
+    from_suite = _pipeline_means(argv, capsys)
+    from_cli = _pipeline_means([*argv, "-M", "3"], capsys)
+    assert [_evaluated("rerank", max_docs=1), _evaluated("keyword", max_docs=1)] == from_suite
+    assert [_evaluated("rerank", max_docs=3), _evaluated("keyword", max_docs=3)] == from_cli

@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from monitor.errors import InputError, UsageError
@@ -110,6 +111,11 @@ def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="TREC run file or JSON run: {qid: [doc ids best first]} or {qid: {doc: score}}",
     )
+    add_scoring_options(parser)
+
+
+def add_scoring_options(parser: argparse.ArgumentParser) -> None:
+    """Add trec_eval's scoring options: ``-c``, ``--average``, ``-l``, ``-M`` and ``-J``."""
     parser.add_argument(
         "-c",
         "--include-no-relevant",
@@ -129,7 +135,7 @@ def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
         "-l",
         "--relevance-level",
         type=_positive,
-        default=1,
+        default=None,
         metavar="N",
         help="binary measures count grades >= N as relevant; ndcg, dcg, err and rbp keep "
         "the grades as gains, as trec_eval -l does (default: 1)",
@@ -152,19 +158,30 @@ def add_judged_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def scoring_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Return the scoring keyword arguments of ``evaluate`` the options above set."""
+def scoring_options(
+    args: argparse.Namespace, defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Return the scoring keyword arguments of ``evaluate`` the options above set; those
+    not given take ``defaults`` (a suite's ``scoring``), else trec_eval's defaults."""
     if args.include_no_relevant and args.average not in (None, "all"):
         raise UsageError(
             f"--include-no-relevant is --average all; it cannot go with --average {args.average}"
         )
-    return {
-        "include_no_relevant": args.include_no_relevant,
-        "average": args.average,
+    given = {
+        "average": "all" if args.include_no_relevant else args.average,
         "relevance_level": args.relevance_level,
         "max_docs": args.max_docs,
-        "judged_only": args.judged_only,
+        "judged_only": args.judged_only or None,
     }
+    options: dict[str, Any] = {
+        "average": None,
+        "relevance_level": 1,
+        "max_docs": None,
+        "judged_only": False,
+        **(defaults or {}),
+    }
+    options.update((key, value) for key, value in given.items() if value is not None)
+    return options
 
 
 def _positive(text: str) -> int:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from monitor.cli.evaluate import add_scoring_options, scoring_options
 from monitor.errors import UsageError
 
 
@@ -97,6 +98,9 @@ def register(subparsers: Any) -> None:
         default="table",
         help="output format (default: table)",
     )
+    # trec_eval's scoring options, as evaluate takes them; with --config, the first suite's
+    # scoring section gives those not given here.
+    add_scoring_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -112,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     specs: dict[str, tuple[str, dict[str, object]]] = {}
     evalset = None
+    scoring: dict[str, Any] | None = None
     if args.config is not None:
         from monitor.config import load_config
 
@@ -120,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             suite = config.suite(name)
             specs[name] = (suite.search.kind, suite.search.plugin_options())
             if evalset is None:
+                scoring = suite.scoring.options()  # scored as the suite whose eval set it is
                 evalset = load_evalset(suite.evalset)
                 if suite.evalset.reference is not None:
                     reference, depth = suite.evalset.reference, suite.evalset.reference_k
@@ -149,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             k=args.k,
             concurrency=args.concurrency,
             timeout=args.timeout,
+            scoring=scoring_options(args, scoring),
         )
     finally:
         for search in searches.values():
