@@ -24,12 +24,12 @@ from monitor.metrics.spec import (
     default_metrics,
     parse_metrics,
 )
+from monitor.search.trec_columns import TrecColumns
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from monitor.evalset.corpus import Corpus
-    from monitor.search.trec_columns import TrecColumns
 
 
 class _HasQrels(Protocol):
@@ -52,7 +52,7 @@ class _HasFailures(Protocol):
 
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
-RunLike: TypeAlias = "Run | _HasRun | str | Path"
+RunLike: TypeAlias = "Run | _HasRun | TrecColumns | str | Path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +217,8 @@ def evaluate(
 
     ``qrels`` is ``{qid: {doc: grade}}``, an eval set, or a path (TREC qrels or any eval-set
     format); ``run`` is ``{qid: [doc, ...]}`` best first, ``{qid: {doc: score}}``, a runner
-    result, or a path (TREC run or JSON). Queries with no relevant judgment are left out of
+    result, a path (TREC run or JSON) or a TREC run's columns (:func:`read_run_columns`;
+    metrics without a unit). Queries with no relevant judgment are left out of
     the means unless ``include_no_relevant``; judged queries missing from the run score 0.
 
     A runner result's failed queries (``error_type`` set) rank nothing, so they score 0 like
@@ -248,7 +249,8 @@ def evaluate(
         # Two files: the judgments are read while the run is, on the other core.
         judged, columns = _read_both(qrels, grades, Path(run))
     else:
-        judged, columns = _as_qrels(qrels, grades), None
+        judged = _as_qrels(qrels, grades)
+        columns = run if isinstance(run, TrecColumns) and not units else None
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
@@ -341,6 +343,12 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
             judged.result()  # the judgments' fault first
             raise
         return judged.result(), columns
+
+
+def read_run_columns(path: str | Path) -> TrecColumns | None:
+    """Return the TREC run at ``path`` as columns, None if the line reader must read it
+    (not a TREC run, a line the column readers do not read as it does, a missing file)."""
+    return _read_columns(Path(path))
 
 
 def _read_columns(path: Path) -> TrecColumns | None:
