@@ -69,10 +69,14 @@ def _app(path: Path, reads: Counter[int], *, warm: bool = False) -> TestClient:
 
 
 def test_run_pages_read_the_baseline_once_and_each_run_once(three_runs: Path) -> None:
-    """Showing runs 3 and 2 and their queries reads run 1 (the baseline), 2 and 3 once each."""
+    """Showing runs 3, 2 and 1 (the baseline) and their queries reads each run once."""
     reads: Counter[int] = Counter()
     with _app(three_runs, reads) as client:
-        for url in ("/suites/larkfield/runs/3", "/suites/larkfield/runs/2"):
+        for url in (
+            "/suites/larkfield/runs/3",
+            "/suites/larkfield/runs/2",
+            "/suites/larkfield/runs/1",
+        ):
             assert 200 == client.get(url).status_code
             assert 200 == client.get(f"{url}/queries/Q34").status_code
     assert {1: 1, 2: 1, 3: 1} == dict(reads)

@@ -205,6 +205,8 @@ def compose_report(
     baseline_id = baseline.run_id if baseline is not None else None
     if run_id is None:
         run = _latest_run(store, suite.name, baseline_id)
+    elif baseline is not None and run_id == baseline_id:
+        run = baseline  # the baseline's own report: it is read already
     else:
         run = _chosen_run(store, suite.name, run_id)
     warnings: list[str] = []
