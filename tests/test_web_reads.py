@@ -4,6 +4,8 @@ and read again when it changed (the eval set file, the judgment layers)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,11 +15,12 @@ from starlette.testclient import TestClient
 
 from monitor.bundled import larkfield_evalset
 from monitor.config import default_config, load_config
+from monitor.errors import UsageError
 from monitor.job import run_suite
 from monitor.judgments.layers import add_layer
 from monitor.store import RunRecord, Store, open_store
 from monitor.web import WebSettings, create_app
-from monitor.web.views import Views
+from monitor.web.views import Cache, Views
 
 SUITE = "larkfield"
 
@@ -160,3 +163,43 @@ def test_an_edited_eval_set_file_is_read_again(tmp_path: Path) -> None:
         first["q1"].text if first else None,
         edited["q1"].text if edited else None,
     )
+
+
+def test_a_value_asked_for_by_two_threads_at_once_is_computed_once() -> None:
+    """A page asking for what the warm-up is computing waits for it instead of computing it."""
+    cache = Cache()
+    asked = threading.Event()
+    calls: list[str] = []
+    got: list[int] = []
+
+    def slow() -> int:
+        calls.append(threading.current_thread().name)
+        asked.wait(5)
+        time.sleep(0.2)  # time for the second thread to reach the cache
+        return 42
+
+    def second() -> None:
+        asked.set()
+        got.append(cache.get("key", slow))
+
+    first = threading.Thread(target=lambda: got.append(cache.get("key", slow)), name="first")
+    first.start()
+    while not calls:
+        time.sleep(0.01)
+    other = threading.Thread(target=second, name="second")
+    other.start()
+    first.join(5)
+    other.join(5)
+    assert (["first"], [42, 42]) == (calls, got)
+
+
+def test_a_failed_computation_is_tried_again() -> None:
+    """A value whose computation raised is not kept: the next request computes it."""
+    cache = Cache()
+
+    def broken() -> int:
+        raise UsageError("unreadable")
+
+    with pytest.raises(UsageError):
+        cache.get("key", broken)
+    assert 7 == cache.get("key", lambda: 7)

@@ -49,12 +49,17 @@ _T = TypeVar("_T")
 
 
 class Cache:
-    """A small thread-safe LRU of computed values, keyed by what they were computed from."""
+    """A small thread-safe LRU of computed values, keyed by what they were computed from.
+
+    A value asked for by several threads at once is computed once: the others wait for it
+    (a page opened while the start-up warm-up computes it does not compute it again).
+    """
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
         self._items: OrderedDict[object, object] = OrderedDict()
         self._lock = threading.Lock()
+        self._computing: dict[object, threading.RLock] = {}
 
     def peek(self, key: object) -> Any:
         """Return the value kept under ``key`` (None when absent), computing nothing."""
@@ -69,11 +74,23 @@ class Cache:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]  # type: ignore[return-value]
-        value = compute()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            computing = self._computing.setdefault(key, threading.RLock())
+        with computing:
+            with self._lock:
+                if key in self._items:  # computed by another thread meanwhile
+                    self._items.move_to_end(key)
+                    return self._items[key]  # type: ignore[return-value]
+            try:
+                value = compute()
+            except BaseException:
+                with self._lock:
+                    self._computing.pop(key, None)
+                raise
+            with self._lock:
+                self._items[key] = value
+                self._computing.pop(key, None)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
         return value
 
 
