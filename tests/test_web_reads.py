@@ -65,7 +65,7 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _app(path: Path, reads: Counter[int], *, warm: bool = False) -> TestClient:
     settings = WebSettings(
         config=default_config(),
-        store=lambda: _Counting(open_store(path), reads),  # type: ignore[arg-type,return-value]
+        store=lambda: _Counting(open_store(path), reads),
         warm=warm,
     )
     return TestClient(create_app(settings))
@@ -88,7 +88,7 @@ def test_run_pages_read_the_baseline_once_and_each_run_once(three_runs: Path) ->
 def test_the_start_up_warm_up_reads_each_run_once(three_runs: Path) -> None:
     """The warm-up reads the newest run and the baseline once, and its run page reads none."""
     reads: Counter[int] = Counter()
-    views = Views(default_config(), lambda: _Counting(open_store(three_runs), reads))  # type: ignore[arg-type,return-value]
+    views = Views(default_config(), lambda: _Counting(open_store(three_runs), reads))
     views.warm()
     views.run_page(SUITE, 3)
     assert {1: 1, 3: 1} == dict(reads)
@@ -203,3 +203,25 @@ def test_a_failed_computation_is_tried_again() -> None:
     with pytest.raises(UsageError):
         cache.get("key", broken)
     assert 7 == cache.get("key", lambda: 7)
+
+
+def test_the_warm_up_compiles_every_template(three_runs: Path) -> None:
+    """After the warm-up, showing a page reads no template source again."""
+    from monitor.web.app import _Pages
+
+    pages = _Pages(WebSettings(config=default_config(), store=lambda: open_store(three_runs)))
+    loader = pages.env.loader
+    assert loader is not None
+    real = loader.get_source
+    read: list[str] = []
+
+    def counted(env: Any, name: str) -> Any:
+        read.append(name)
+        return real(env, name)
+
+    loader.get_source = counted  # type: ignore[method-assign,assignment]
+    pages.warm()
+    compiled = len(read)
+    pages.page("suites.html", cards=pages.views.suites())
+    pages.page("run.html", suite=SUITE, report=pages.views.run_page(SUITE, 2))
+    assert (len(pages.env.list_templates()), compiled) == (compiled, len(read))
