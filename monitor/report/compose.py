@@ -170,7 +170,7 @@ def suite_trends(
     return SuiteTrends(charted, trends, count)
 
 
-def charted_figures(suite: SuiteConfig, run: RunRecord) -> tuple[str, ...]:
+def _charted(suite: SuiteConfig, run: RunRecord) -> tuple[str, ...]:
     """Return the figures a report of ``run`` charts: the rules' metrics (else the first
     measured), then the judgment coverage the run recorded, which explains a drop of theirs."""
     from monitor.report.history import chart_metrics
@@ -267,7 +267,7 @@ def compose_report(
         rules=with_power(comparison.rules, _powers(suite, baseline, run)),
     )
 
-    charted = charted_figures(suite, run)
+    charted = _charted(suite, run)
     if trends_of is None:
         trended = suite_trends(store, suite, judged, charted, baseline)
     else:
