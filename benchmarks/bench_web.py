@@ -12,6 +12,12 @@ record, as a real run of the suite would; to keep generating the store quick, th
 between keep ``--middle-queries`` query records each (default 200) and their means. So the
 suite and run pages compare two full 10,000-query runs and the history covers 1,000 runs.
 
+The pages: the suites page, the suite's first, 20th and oldest page of runs, the newest
+run's page and a query of it, a query of the run before (read alone), an older run's page
+(never shown before: the start-up warm-up composes only the newest run's report) and a query
+of it, the baseline's page, a middle run's page and a query of it, the simulator on a query
+and blank, and the simulator's endpoint (``POST /api/simulate``).
+
 Each page is requested through the app in process (Starlette's test client) and timed by
 the app's own ``Server-Timing`` header: the first request (cold: nothing cached) and the best
 of ``--repeat`` more (warm). Target: every page <= 300 ms server time.
@@ -35,6 +41,7 @@ from monitor.evalset.suite import load_evalset
 from monitor.judgments.merge import labels_of
 from monitor.store import QueryRecord, RunFigures, RunRecord, open_store
 from monitor.web import WebSettings, create_app
+from monitor.web.views import RUNS_PER_PAGE
 
 METRICS = ("hit_rate@1", "recall@5", "recall@10", "ndcg@10", "mrr@10", "map@10")
 #: What the job records beside the suite's metrics: judgment coverage at the largest k.
@@ -140,26 +147,39 @@ def time_pages(
 
     config = load_config(config_path)
     app = create_app(WebSettings(config=config, store=lambda: open_store(target), warm=warm))
+    middle = runs // 2  # an older run holding --middle-queries records
+    oldest_page = -(-runs // RUNS_PER_PAGE)
     pages = [
         "/",
         "/suites/big",
         "/suites/big?page=20",
+        f"/suites/big?page={oldest_page}",
         f"/suites/big/runs/{runs}",
         f"/suites/big/runs/{runs}/queries/q7",
         f"/suites/big/runs/{runs - 1}/queries/q7",
         f"/suites/big/runs/{runs - 2}",
         f"/suites/big/runs/{runs - 2}/queries/q7",
+        "/suites/big/runs/1",
+        f"/suites/big/runs/{middle}",
+        f"/suites/big/runs/{middle}/queries/q7",
         f"/simulator?suite=big&run={runs}&query=q7",
         "/simulator",
+        "POST /api/simulate",
     ]
+    body = {"docs": [{"id": f"d{i}", "grade": i % 3} for i in range(10)], "k": 10}
     out = []
     with TestClient(app) as client:
         while any(thread.name == "web-warm" for thread in threading.enumerate()):
             time.sleep(0.05)
+        token = client.get("/login").text.split('name="csrf-token" content="')[1]
+        headers = {"Origin": "http://testserver", "X-CSRF-Token": token.split('"')[0]}
         for page in pages:
             timings = []
             for _ in range(1 + repeat):
-                response = client.get(page)
+                if page.startswith("POST "):
+                    response = client.post(page[5:], json=body, headers=headers)
+                else:
+                    response = client.get(page)
                 if response.status_code != 200:
                     raise SystemExit(f"{page}: HTTP {response.status_code}: {response.text[-300:]}")
                 timings.append(float(response.headers["server-timing"].split("dur=")[1]))

@@ -13,7 +13,7 @@ from monitor.judgments.rescore import align_baseline, rescore
 from monitor.judgments.todo import DocText
 from monitor.logs import get_logger
 from monitor.secrets import suite_scrubber
-from monitor.store import RunRecord, Store
+from monitor.store import RunLabels, RunRecord, Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,16 +135,19 @@ def rescored_pair(
     frozen: EvalSet,
     run: RunRecord,
     baseline: RunRecord | None,
+    *,
+    effective: tuple[EvalSet, RunLabels] | None = None,
 ) -> tuple[RunRecord, RunRecord | None, tuple[str, ...]]:
     """Return ``run`` and ``baseline`` both measured under the suite's judgments in force,
     with lines saying which judgments the figures use.
 
     Each is re-scored from its stored rankings when it was measured with other judgments
     of the same queries; one measured on other queries is left as stored, so the comparison
-    says that the eval set changed.
+    says that the eval set changed. ``effective`` is the suite's effective eval set and its
+    ``labels_of``, when the caller holds them already (a report of many runs).
     """
-    evalset = suite_evalset(store, suite, frozen)
-    corpus, current = _corpus(suite), labels_of(evalset)
+    evalset, current = effective or _effective(store, suite, frozen)
+    corpus = _corpus(suite)
     mine = align_baseline(store, run, evalset, frozen, role="run", corpus=corpus, current=current)
     theirs = align_baseline(store, baseline, evalset, frozen, corpus=corpus, current=current)
     version = current.judgments_version[:19]
@@ -155,17 +158,22 @@ def rescored_pair(
 
 
 def rescored_history(
-    store: Store, suite: SuiteConfig, frozen: EvalSet, frame: pd.DataFrame
+    store: Store,
+    suite: SuiteConfig,
+    frozen: EvalSet,
+    frame: pd.DataFrame,
+    *,
+    effective: tuple[EvalSet, RunLabels] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Return the suite's history frame (see ``Store.history``) with the metric means of
     every ok run measured with other judgments of the same queries re-scored under the
     judgments in force, and how many runs were re-scored.
 
     Runs measured on other queries, or whose labels cannot be known, keep their figures.
+    ``effective`` is as for :func:`rescored_pair`.
     """
-    evalset = suite_evalset(store, suite, frozen)
+    evalset, current = effective or _effective(store, suite, frozen)
     corpus = _corpus(suite)
-    current = labels_of(evalset)
     out = frame.copy()
     count = 0
     for position, (run_id, status) in enumerate(zip(frame["run_id"], frame["status"], strict=True)):
@@ -184,3 +192,8 @@ def rescored_history(
             if metric in out.columns:
                 out.at[out.index[position], metric] = value
     return out, count
+
+
+def _effective(store: Store, suite: SuiteConfig, frozen: EvalSet) -> tuple[EvalSet, RunLabels]:
+    evalset = suite_evalset(store, suite, frozen)
+    return evalset, labels_of(evalset)

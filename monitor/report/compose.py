@@ -5,46 +5,208 @@ significance settings and segments; the eval set supplies query texts and segmen
 (when it cannot be loaded the report still renders, without them, and says so). The
 judgments are those stored with each query of the run: a suite judged by a reference search
 is never searched again to make a report.
+
+What every report of a suite reads alike (the eval set, the judgments in force and their
+digests, the baseline: a :class:`ReportBasis`; the trends: :class:`SuiteTrends`) can be built
+once by :func:`report_basis` and :func:`suite_trends` and handed to :func:`compose_report`
+for each run, as the web app does while they stay the same.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from monitor.errors import MonitorError, StoreLookupError, UsageError
-from monitor.report.records import Report
+from monitor.report.records import Report, Trend
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from monitor.compare.records import Comparison, RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evalset.power import PowerFigure
-    from monitor.store import RunRecord, Store
+    from monitor.records import MetaValue
+    from monitor.store import RunLabels, RunRecord, Store
 
 #: How many recent runs are searched for the latest one that is not the baseline.
 SEARCH_RUNS = 200
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedEvalSet:
+    """A suite's frozen eval set as read from its file, or why it could not be read."""
+
+    evalset: EvalSet | None
+    problem: str | None = None
+
+
+def load_frozen(suite: SuiteConfig) -> LoadedEvalSet:
+    """Return the suite's frozen eval set; an unreadable one gives the error's message."""
+    from monitor.evalset.suite import load_evalset
+
+    try:
+        return LoadedEvalSet(load_evalset(suite.evalset))
+    except (MonitorError, OSError) as error:
+        return LoadedEvalSet(None, str(error))
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteJudgments:
+    """A suite's eval set as every report of it reads it.
+
+    ``effective`` is the frozen set with the suite's judgment layers in force and ``labels``
+    its digests (``labels_of``); ``qrels`` are its grades; ``metadata`` and ``texts`` come
+    from the frozen set, by query id. All but ``loaded`` are None when the set could not be
+    read; ``effective``, ``labels`` and ``qrels`` are None for a suite judged by a reference
+    search (its judgments are those stored with each run).
+    """
+
+    loaded: LoadedEvalSet
+    effective: EvalSet | None = None
+    labels: RunLabels | None = None
+    qrels: Mapping[str, Mapping[str, int]] | None = None
+    metadata: Mapping[str, Mapping[str, MetaValue]] | None = None
+    texts: Mapping[str, str] | None = None
+
+    @property
+    def frozen(self) -> EvalSet | None:
+        """Return the frozen eval set, None when it could not be read."""
+        return self.loaded.evalset
+
+
+def suite_judgments(
+    store: Store, suite: SuiteConfig, loaded: LoadedEvalSet | None = None
+) -> SuiteJudgments:
+    """Return the suite's judgments in force in ``store`` (``loaded``: its frozen set, read
+    from its file when not given)."""
+    from monitor.judgments.merge import labels_of
+    from monitor.judgments.suite import suite_evalset
+
+    loaded = loaded or load_frozen(suite)
+    frozen = loaded.evalset
+    if frozen is None:
+        return SuiteJudgments(loaded)
+    metadata = {query.id: query.metadata for query in frozen}
+    texts = {query.id: query.text for query in frozen}
+    if suite.evalset.reference is not None:
+        return SuiteJudgments(loaded, metadata=metadata, texts=texts)
+    effective = suite_evalset(store, suite, frozen)
+    return SuiteJudgments(
+        loaded,
+        effective=effective,
+        labels=labels_of(effective),
+        qrels=effective.qrels(),
+        metadata=metadata,
+        texts=texts,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReportBasis:
+    """What every report of a suite reads alike: its judgments and its baseline as stored."""
+
+    judgments: SuiteJudgments
+    baseline: RunRecord | None
+
+
+def report_basis(
+    store: Store,
+    suite: SuiteConfig,
+    *,
+    judgments: SuiteJudgments | None = None,
+    read_run: Callable[[int], RunRecord] | None = None,
+) -> ReportBasis:
+    """Return the basis of the suite's reports; ``read_run`` reads the baseline by id
+    (default: from ``store``), so a caller keeping runs in memory reads it from there."""
+    judgments = judgments or suite_judgments(store, suite)
+    if read_run is None:
+        return ReportBasis(judgments, store.get_baseline(suite.name))
+    baseline_id = next((b.run_id for b in store.list_baselines() if b.suite == suite.name), None)
+    return ReportBasis(judgments, None if baseline_id is None else read_run(baseline_id))
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteTrends:
+    """A suite's trends of ``charted`` figures, and how many earlier runs were re-scored."""
+
+    charted: tuple[str, ...]
+    trends: tuple[Trend, ...]
+    rescored: int = 0
+
+
+#: Returns the suite's trends of the figures given, drawn against the baseline given.
+TrendsOf: TypeAlias = Callable[[tuple[str, ...], "RunRecord | None"], SuiteTrends]
+
+
+def suite_trends(
+    store: Store,
+    suite: SuiteConfig,
+    judgments: SuiteJudgments,
+    charted: tuple[str, ...],
+    baseline: RunRecord | None,
+) -> SuiteTrends:
+    """Return the suite's trends of ``charted`` over its history, earlier runs re-scored
+    under the judgments in force, each run's stored overlap with its baseline beside them."""
+    from monitor.report.history import build_trends, with_overlap
+
+    errors = {
+        summary.run_id: summary.error or "failed"
+        for summary in store.list_runs(suite.name, limit=SEARCH_RUNS)
+        if summary.status == "failed"
+    }
+    frame = store.history(suite.name, charted)
+    count = 0
+    if judgments.frozen is not None and judgments.effective is not None:
+        from monitor.judgments.suite import rescored_history
+
+        effective = None if judgments.labels is None else (judgments.effective, judgments.labels)
+        frame, count = rescored_history(store, suite, judgments.frozen, frame, effective=effective)
+    frame, overlaps = with_overlap(store, suite.name, frame)
+    trends = build_trends(
+        frame, (*charted, *overlaps), baseline=baseline, rules=suite.rules, errors=errors
+    )
+    return SuiteTrends(charted, trends, count)
+
+
+def _charted(suite: SuiteConfig, run: RunRecord) -> tuple[str, ...]:
+    """Return the figures a report of ``run`` charts: the rules' metrics (else the first
+    measured), then the judgment coverage the run recorded, which explains a drop of theirs."""
+    from monitor.report.history import chart_metrics
+
+    charted = chart_metrics(suite.rules, list(run.means))
+    coverage = [name for name in run.means if name.startswith("judged@")]
+    return tuple(dict.fromkeys((*charted, *coverage)))
+
+
 def compose_report(
-    store: Store, suite: SuiteConfig, *, run_id: int | None = None, now: datetime | None = None
+    store: Store,
+    suite: SuiteConfig,
+    *,
+    run_id: int | None = None,
+    now: datetime | None = None,
+    basis: ReportBasis | None = None,
+    trends_of: TrendsOf | None = None,
 ) -> Report:
     """Return the report of run ``run_id`` (default: the latest) of ``suite`` in ``store``.
 
     The latest run is the newest ok run that is not the pinned baseline itself. Raise
     UsageError when the suite has no successful run, or ``run_id`` is not one of its ok runs.
+    ``basis`` (see :func:`report_basis`) and ``trends_of`` (default :func:`suite_trends`)
+    give what the report shares with the suite's other reports; they are built here when
+    not given.
     """
     from monitor.compare import compare_runs
-    from monitor.evalset.suite import load_evalset
-    from monitor.report.history import build_trends, chart_metrics, with_overlap
 
-    baseline = store.get_baseline(suite.name)
+    basis = basis or report_basis(store, suite)
+    judged = basis.judgments
+    baseline = basis.baseline
     baseline_id = baseline.run_id if baseline is not None else None
     if run_id is None:
         run = _latest_run(store, suite.name, baseline_id)
+    elif baseline is not None and run_id == baseline_id:
+        run = baseline  # the baseline's own report: it is read already
     else:
         run = _chosen_run(store, suite.name, run_id)
     warnings: list[str] = []
@@ -52,36 +214,39 @@ def compose_report(
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
 
     metadata = texts = qrels = None
-    try:
-        evalset = load_evalset(suite.evalset)
-        if suite.evalset.reference is not None:
-            evalset = _judged_as_stored(evalset, run)
-    except (MonitorError, OSError) as error:
+    evalset = judged.frozen
+    if evalset is None:
         warnings.append(
-            f"the eval set could not be loaded ({error}): no query texts and no segments"
+            f"the eval set could not be loaded ({judged.loaded.problem}): "
+            "no query texts and no segments"
         )
     else:
-        metadata = {query.id: query.metadata for query in evalset}
-        texts = {query.id: query.text for query in evalset}
+        if suite.evalset.reference is not None:
+            evalset = _judged_as_stored(evalset, run)
+        metadata, texts = judged.metadata, judged.texts
         from monitor.judgments.rescore import queries_changed
 
         changed = queries_changed(store, run, evalset)
         # Coverage and judged-only figures need the very judgments the run was scored with.
-        qrels = None if changed else evalset.qrels()
+        if not changed:
+            qrels = evalset.qrels() if suite.evalset.reference is not None else judged.qrels
         if changed:
             warnings.append(
                 f"the eval set changed since run {run.run_id}: query texts and segments come "
                 "from its current version"
             )
 
-    if metadata is not None and suite.evalset.reference is None:
-        from monitor.judgments.suite import rescored_pair, suite_evalset
+    if evalset is not None and suite.evalset.reference is None:
+        from monitor.judgments.suite import rescored_pair
 
         # Judgments changed since a run was measured: both are re-scored, not discarded.
-        run, baseline, notes = rescored_pair(store, suite, evalset, run, baseline)
+        effective = None
+        if judged.effective is not None and judged.labels is not None:
+            effective = (judged.effective, judged.labels)
+        run, baseline, notes = rescored_pair(
+            store, suite, evalset, run, baseline, effective=effective
+        )
         warnings.extend(notes)
-        if not changed:
-            qrels = suite_evalset(store, suite, evalset).qrels()
     significance = suite.significance
     history = _rule_history(store, suite, run)
     comparison = compare_runs(
@@ -102,53 +267,35 @@ def compose_report(
         rules=with_power(comparison.rules, _powers(suite, baseline, run)),
     )
 
-    errors = {
-        summary.run_id: summary.error or "failed"
-        for summary in store.list_runs(suite.name, limit=SEARCH_RUNS)
-        if summary.status == "failed"
-    }
-    charted = chart_metrics(suite.rules, list(run.means))
-    # Coverage is charted beside the quality figures: a fall explains a drop of theirs.
-    coverage = [name for name in run.means if name.startswith("judged@")]
-    charted = tuple(dict.fromkeys((*charted, *coverage)))
-    history_frame = store.history(suite.name, charted)
-    if metadata is not None and suite.evalset.reference is None:
-        from monitor.judgments.suite import rescored_history
-
-        history_frame, count = rescored_history(store, suite, evalset, history_frame)
-        if count:
-            comparison = replace(
-                comparison,
-                warnings=(
-                    *comparison.warnings,
-                    f"trends: {count} earlier run(s) re-scored under the judgments in force",
-                ),
-            )
-    history_frame, overlaps = with_overlap(store, suite.name, history_frame)
-    charted = (*charted, *overlaps)
-    trends = build_trends(
-        history_frame,
-        charted,
-        baseline=baseline,
-        rules=suite.rules,
-        errors=errors,
-    )
+    charted = _charted(suite, run)
+    if trends_of is None:
+        trended = suite_trends(store, suite, judged, charted, baseline)
+    else:
+        trended = trends_of(charted, baseline)
+    if trended.rescored:
+        comparison = replace(
+            comparison,
+            warnings=(
+                *comparison.warnings,
+                f"trends: {trended.rescored} earlier run(s) re-scored under the judgments in force",
+            ),
+        )
     links = {
         name: url
         for name in ("dashboard", "runbook", "report")
         if (url := getattr(suite.links, name)) is not None
     }
-    texts, problem = diff_texts(suite, comparison)
+    doc_texts, problem = diff_texts(suite, comparison)
     if problem:
         comparison = replace(comparison, warnings=(*comparison.warnings, problem))
     return Report(
         comparison=comparison,
         run=run,
         baseline=baseline,
-        trends=trends,
+        trends=trended.trends,
         links=links,
         generated_at=now or datetime.now(timezone.utc),
-        doc_texts=texts,
+        doc_texts=doc_texts,
     )
 
 

@@ -83,7 +83,7 @@ def create_app(settings: WebSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if settings.warm:
-            threading.Thread(target=pages.views.warm, name="web-warm", daemon=True).start()
+            threading.Thread(target=pages.warm, name="web-warm", daemon=True).start()
         yield
 
     return Starlette(
@@ -165,6 +165,13 @@ class _Pages:
         )
         self.env = _environment()
         self.sink = settings.label_sink or default_sink(self._frozen)
+
+    def warm(self) -> None:
+        """Compile every template, then compute what the first pages read (see
+        :meth:`Views.warm`): the first view of each page kind then pays for neither."""
+        for name in self.env.list_templates():
+            self.env.get_template(name)
+        self.views.warm()
 
     def _frozen(self, name: str) -> EvalSet | None:
         return self.views.evalset(self.views.suite(name))

@@ -2,9 +2,12 @@
 
 Pages read only what they show: the suites page the newest runs of each suite (SQL
 ``LIMIT``), a suite page one page of its runs and its figures' history, a run page the run,
-its baseline and their comparison, a query page one query of two runs. Comparisons and eval
-sets are kept in a :class:`Cache` owned by the app, so reading a page twice recomputes
-nothing.
+its baseline and their comparison, a query page one query of two runs. Comparisons are kept
+in a :class:`Cache` owned by the app, so reading a page twice recomputes nothing; what every
+run page of a suite shares (its eval set and judgments in force, their digests, its baseline
+and trends) is kept apart, keyed by what it was built from (the eval set file's size and
+modification time, the suite's judgment layers, its baseline and newest run), so a run page
+seen for the first time computes only its own comparison.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from monitor.compare.records import Comparison
     from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.evalset import EvalSet
+    from monitor.report.compose import LoadedEvalSet, ReportBasis, SuiteJudgments
     from monitor.report.records import Report, Trend
     from monitor.store import OutboxMessage, QueryRecord, RunRecord, RunSummary, Store
 
@@ -37,17 +41,25 @@ SPARK_RUNS = 30
 CACHE_SIZE = 32
 #: Whole runs kept in memory for query pages (a 10,000-query run holds some 15 MB).
 RUN_CACHE_SIZE = 4
+#: What each suite's pages share kept in memory, per suite: its eval set, judgments, report
+#: basis and trends, and the same again while a change is taking over.
+SUITE_STATE_SIZE = 8
 
 _T = TypeVar("_T")
 
 
 class Cache:
-    """A small thread-safe LRU of computed values, keyed by what they were computed from."""
+    """A small thread-safe LRU of computed values, keyed by what they were computed from.
+
+    A value asked for by several threads at once is computed once: the others wait for it
+    (a page opened while the start-up warm-up computes it does not compute it again).
+    """
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self.size = size
         self._items: OrderedDict[object, object] = OrderedDict()
         self._lock = threading.Lock()
+        self._computing: dict[object, threading.RLock] = {}
 
     def peek(self, key: object) -> Any:
         """Return the value kept under ``key`` (None when absent), computing nothing."""
@@ -62,11 +74,23 @@ class Cache:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]  # type: ignore[return-value]
-        value = compute()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            computing = self._computing.setdefault(key, threading.RLock())
+        with computing:
+            with self._lock:
+                if key in self._items:  # computed by another thread meanwhile
+                    self._items.move_to_end(key)
+                    return self._items[key]  # type: ignore[return-value]
+            try:
+                value = compute()
+            except BaseException:
+                with self._lock:
+                    self._computing.pop(key, None)
+                raise
+            with self._lock:
+                self._items[key] = value
+                self._computing.pop(key, None)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
         return value
 
 
@@ -178,6 +202,8 @@ class Views:
         self._next_runs = next_runs
         self._cache = cache or Cache()
         self._runs = Cache(RUN_CACHE_SIZE)
+        self._frozen = Cache(2 * max(len(config.suites), 1))
+        self._state = Cache(SUITE_STATE_SIZE * max(len(config.suites), 1))
 
     def suite(self, name: str) -> SuiteConfig:
         """Return the suite's config; raise UsageError naming the known suites."""
@@ -269,15 +295,9 @@ class Views:
 
     def run_page(self, name: str, run_id: int) -> Report:
         """Return the report of run ``run_id`` of the suite against its baseline."""
-        from monitor.report.compose import compose_report
-
         suite = self.suite(name)
         with self._open() as store:
-            key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
-            report = self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id))
-        # Its query pages need the same rankings: keep the run the report read.
-        self._runs.get(("run", run_id), lambda: report.run)
-        return report
+            return self._report(store, suite, run_id)
 
     def query_page(self, name: str, run_id: int, query_id: str) -> QueryPage:
         """Return query ``query_id`` of run ``run_id`` beside the baseline's.
@@ -296,7 +316,8 @@ class Views:
             before = (
                 None if baseline_id is None else self._query(store, suite, baseline_id, query_id)
             )
-            evalset = self._effective(store, suite)
+            judged = self._judgments(store, suite)
+        evalset = judged.effective or judged.frozen
         found = None if evalset is None else _find(evalset, query_id)
         judgments: dict[str, int] = dict.fromkeys(current.relevant_ids, 1)
         names = tuple(dict.fromkeys([*current.values, *(before.values if before else {})]))
@@ -328,36 +349,19 @@ class Views:
             metric_names=names,
         )
 
-    def _effective(self, store: Store, suite: SuiteConfig) -> EvalSet | None:
-        """Return the suite's eval set with its judgment layers applied (None: unreadable)."""
-        from monitor.judgments.suite import suite_evalset
-
-        frozen = self.evalset(suite)
-        if frozen is None:
-            return None
-        layers = len(store.layers(suite.name))
-        if not layers:
-            return frozen
-        return self._cache.get(
-            ("effective", suite.name, layers), lambda: suite_evalset(store, suite, frozen)
-        )
-
     def warm(self) -> None:
-        """Compute what the first pages will ask for: each suite's eval set, its latest
-        run's comparison, that run and the baseline (run at start-up, off the request path).
-        A suite that cannot be read is left for its page to report."""
+        """Compute what the first pages will ask for: each suite's eval set and judgments,
+        its latest ok run's report (which reads that run and the baseline, kept for their
+        query pages) and its page (run at start-up, off the request path). A suite that
+        cannot be read is left for its page to report."""
         for suite in self.config.suites.values():
             try:
-                self.evalset(suite)
                 with self._open() as store:
-                    latest = store.latest_run(suite.name)
-                    if latest is None or latest.run_id is None:
-                        continue
-                    self._comparison(store, suite, latest.run_id)
-                    self._run(store, suite.name, latest.run_id)
-                    baseline_id = _baseline_id(store, suite.name)
-                    if baseline_id is not None:
-                        self._run(store, suite.name, baseline_id)
+                    self._judgments(store, suite)
+                    recent = store.list_runs(suite.name, limit=SPARK_RUNS)
+                    latest = next((run for run in recent if run.status == "ok"), None)
+                    if latest is not None:
+                        self._report(store, suite, latest.run_id)
                 self.suite_page(suite.name)
             except MonitorError:
                 continue
@@ -365,22 +369,68 @@ class Views:
     # Shared reads ------------------------------------------------------------------------
 
     def evalset(self, suite: SuiteConfig) -> EvalSet | None:
-        """Return the suite's eval set, or None when it cannot be loaded."""
-        from monitor.evalset.suite import load_evalset
+        """Return the suite's frozen eval set, or None when it cannot be loaded."""
+        return self._loaded(suite).evalset
 
-        def load() -> EvalSet | None:
-            try:
-                return load_evalset(suite.evalset)
-            except (MonitorError, OSError):
-                return None
+    def _loaded(self, suite: SuiteConfig) -> LoadedEvalSet:
+        """Return the suite's frozen eval set as loaded, read again when its file changed."""
+        from monitor.report.compose import load_frozen
 
-        return self._cache.get(("evalset", suite.evalset), load)
+        return self._frozen.get(("evalset", _file_key(suite)), lambda: load_frozen(suite))
+
+    def _judgments(
+        self, store: Store, suite: SuiteConfig, key: tuple[object, ...] | None = None
+    ) -> SuiteJudgments:
+        """Return the suite's judgments in force, built again when its eval set file or its
+        layers changed (``key``: :func:`_judgments_key`, when the caller has it)."""
+        from monitor.report.compose import suite_judgments
+
+        key = key or _judgments_key(store, suite)
+        return self._state.get(key, lambda: suite_judgments(store, suite, self._loaded(suite)))
+
+    def _basis(self, store: Store, suite: SuiteConfig) -> tuple[ReportBasis, tuple[object, ...]]:
+        """Return the basis of the suite's reports and the key of what it was built from."""
+        from monitor.report.compose import report_basis
+
+        judged_key = _judgments_key(store, suite)
+        judged = self._judgments(store, suite, judged_key)
+        key = ("basis", *judged_key, _baseline_id(store, suite.name))
+        basis = self._state.get(
+            key,
+            lambda: report_basis(
+                store,
+                suite,
+                judgments=judged,
+                read_run=lambda run_id: self._run(store, suite.name, run_id),
+            ),
+        )
+        return basis, key
+
+    def _report(self, store: Store, suite: SuiteConfig, run_id: int) -> Report:
+        """Return the report of run ``run_id`` against the baseline, its trends shared with
+        the suite's other reports until a run is added; keep the run for its query pages."""
+        from monitor.report.compose import SuiteTrends, compose_report, suite_trends
+
+        basis, key = self._basis(store, suite)
+        newest = store.list_runs(suite.name, limit=1)
+        key = (*key, newest[0].run_id if newest else None)
+
+        def trends_of(charted: tuple[str, ...], baseline: RunRecord | None) -> SuiteTrends:
+            return self._state.get(
+                ("trends", *key, charted),
+                lambda: suite_trends(store, suite, basis.judgments, charted, baseline),
+            )
+
+        report = self._cache.get(
+            ("report", *key, run_id),
+            lambda: compose_report(store, suite, run_id=run_id, basis=basis, trends_of=trends_of),
+        )
+        # Its query pages need the same rankings: keep the run the report read.
+        self._runs.get(("run", run_id), lambda: report.run)
+        return report
 
     def _comparison(self, store: Store, suite: SuiteConfig, run_id: int) -> Comparison:
-        from monitor.report.compose import compose_report
-
-        key = ("report", suite.name, run_id, _baseline_id(store, suite.name))
-        return self._cache.get(key, lambda: compose_report(store, suite, run_id=run_id)).comparison
+        return self._report(store, suite, run_id).comparison
 
     def _run(self, store: Store, suite: str, run_id: int) -> RunRecord:
         from monitor.errors import StoreLookupError
@@ -437,9 +487,10 @@ class Views:
         )
 
     def forget_runs(self) -> None:
-        """Drop every kept value (after the judgments changed)."""
+        """Drop every kept value but the frozen eval sets (after the judgments changed)."""
         self._cache = Cache(self._cache.size)
         self._runs = Cache(self._runs.size)
+        self._state = Cache(self._state.size)
 
 
 def charted_figures(suite: SuiteConfig) -> tuple[str, ...]:
@@ -495,6 +546,32 @@ def diff_rankings(
     baseline_rows = tuple(row(doc) for doc in baseline)
     lost = tuple(r for r in baseline_rows if r.change == "lost")
     return current_rows, baseline_rows, lost
+
+
+def _file_key(suite: SuiteConfig) -> tuple[object, ...]:
+    """Return what tells whether the suite's eval set files changed: each one's path, size
+    and modification time (None for a file that cannot be read, a bundled set's name)."""
+    config = suite.evalset
+    if config.bundled is not None:
+        return ("bundled", config.bundled)
+    out: list[object] = []
+    for path in (config.path, config.queries):
+        if path is None:
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            out.append((str(path), None))
+        else:
+            out.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(out)
+
+
+def _judgments_key(store: Store, suite: SuiteConfig) -> tuple[object, ...]:
+    """Return what a suite's judgments in force are built from: its eval set files (see
+    :func:`_file_key`) and the ids of its judgment layers (a new one changes the grades)."""
+    layers = tuple(layer.layer_id for layer in store.layers(suite.name))
+    return ("judgments", suite.name, _file_key(suite), layers)
 
 
 def _firing(store: Store, suite: str) -> list[Alert]:
