@@ -127,3 +127,10 @@ def test_larkfield_keyword_short_lists_stay_short() -> None:
     )
     lengths = {o.query_id: len(o.hits) for o in result.outcomes}
     assert (9, 6, 0) == (lengths["Q47"], lengths["Q63"], result.empty)
+
+
+def test_replay_declares_that_it_answers_from_memory() -> None:
+    """A replay search tells the runner it needs no worker thread."""
+    from monitor.search.base import answers_in_memory
+
+    assert True is answers_in_memory(ReplaySearch({"q1": ["d1"]}))

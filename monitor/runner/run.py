@@ -16,7 +16,7 @@ from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import RunResult
-from monitor.search.base import Search, is_async, search_stats, wants_query
+from monitor.search.base import Search, answers_in_memory, is_async, search_stats, wants_query
 from monitor.secrets import scrub_shapes
 
 
@@ -202,7 +202,7 @@ def _drive(plan: Plan, concurrency: int) -> None:
     indices = range(len(plan.queries))
     if not indices:
         return
-    if concurrency == 1 and plan.timeout is None:
+    if (concurrency == 1 and plan.timeout is None) or answers_in_memory(plan.caller.search):
         run_loop(plan, indices)
     else:
         run_threads(plan, indices, concurrency)
