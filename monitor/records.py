@@ -45,6 +45,20 @@ class Query:
         return any(grade >= 1 for grade in self.judgments.values())
 
 
+def owned_query(
+    query_id: str, text: str, judgments: dict[str, int], metadata: dict[str, MetaValue]
+) -> Query:
+    """Return a Query of checked parts whose dicts no one else holds: they are frozen as
+    they are, without the copies ``Query(...)`` makes (a reader builds a million of them)."""
+    query = object.__new__(Query)
+    setattr_ = object.__setattr__
+    setattr_(query, "id", query_id)
+    setattr_(query, "text", text)
+    setattr_(query, "judgments", MappingProxyType(judgments))
+    setattr_(query, "metadata", MappingProxyType(metadata))
+    return query
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One retrieved document: its id, and the score and text when the search gives them."""
