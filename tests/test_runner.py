@@ -15,7 +15,7 @@ import pytest
 
 from monitor import evaluate
 from monitor.errors import ErrorBudgetExceeded, SearchCallError, UsageError
-from monitor.records import Query
+from monitor.records import Hit, Query
 from monitor.runner import LatencySummary, is_retryable, run_pipelines, run_queries
 from monitor.runner.progress import LogProgress, TerminalBar
 from monitor.search import takes_query
@@ -583,3 +583,25 @@ def test_an_in_memory_search_gives_the_outcomes_a_threaded_run_gives(
         [getattr(o, f) for f in kept]
         for o in inline.outcomes  # type: ignore[attr-defined]
     ]
+
+
+class _Checked:
+    """A search declaring ``checked_hits`` that answers with a NaN score."""
+
+    checked_hits = True
+
+    def __init__(self, checked: bool = True) -> None:
+        self.checked_hits = checked
+
+    def __call__(self, query: str, k: int) -> tuple[Hit, ...]:
+        return (Hit("a", float("nan")),)
+
+
+@pytest.mark.parametrize(("checked", "kept"), [(True, True), (False, False)])
+def test_hits_of_a_search_declaring_checked_hits_are_taken_as_given(
+    queries: list[Query], checked: bool, kept: bool
+) -> None:
+    """A search declaring ``checked_hits`` has its Hits kept as given; any other search's
+    NaN score is recorded as no score."""
+    score = run(queries[:1], _Checked(checked)).outcomes[0].hits[0].score  # type: ignore[attr-defined]
+    assert kept is (score is not None)

@@ -134,3 +134,10 @@ def test_replay_declares_that_it_answers_from_memory() -> None:
     from monitor.search.base import answers_in_memory
 
     assert True is answers_in_memory(ReplaySearch({"q1": ["d1"]}))
+
+
+def test_replay_declares_that_its_hits_are_checked() -> None:
+    """A replay search tells the runner its Hits need no second check."""
+    from monitor.search.base import gives_checked_hits
+
+    assert True is gives_checked_hits(ReplaySearch({"q1": ["d1"]}))

@@ -21,6 +21,11 @@ held in arrays), may say so with a true ``in_memory`` class attribute: the runne
 it on its own thread, one query after the other, whatever the concurrency, since no call can
 hang and threads would only add their round trips (:func:`answers_in_memory`).
 
+A plug-in whose answers are already tuples of :class:`~monitor.records.Hit` records that
+pass those checks (a replay of a run its reader has checked) may say so with a true
+``checked_hits`` class attribute: the runner then takes them as they come
+(:func:`gives_checked_hits`).
+
 Optional extras, found by name: ``stats()`` returns scalars recorded with the run, and
 ``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
 ``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
@@ -73,6 +78,11 @@ def wants_query(search: object) -> bool:
 def answers_in_memory(search: object) -> bool:
     """Return whether ``search`` declared that it answers from memory (``in_memory``)."""
     return getattr(search, "in_memory", False) is True and not is_async(search)
+
+
+def gives_checked_hits(search: object) -> bool:
+    """Return whether ``search`` declared that it answers with checked Hit tuples."""
+    return getattr(search, "checked_hits", False) is True
 
 
 def is_async(search: object) -> bool:

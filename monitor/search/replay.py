@@ -43,6 +43,8 @@ class ReplaySearch:
     takes_query = True
     #: Every answer is a look-up in the loaded run: the runner needs no thread to wait on it.
     in_memory = True
+    #: Every answer is a tuple of Hits checked when the run was read (ids, finite scores).
+    checked_hits = True
 
     def __init__(self, run: Mapping[str, Sequence[HitLike]], *, source: str = "<run>") -> None:
         self.source = source
