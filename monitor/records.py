@@ -41,7 +41,7 @@ class Query:
     @property
     def relevant_ids(self) -> tuple[str, ...]:
         """Return the ids judged relevant (grade >= 1), in judgment order."""
-        return tuple(doc for doc, grade in self.judgments.items() if grade >= 1)
+        return tuple([doc for doc, grade in self.judgments.items() if grade >= 1])
 
     @property
     def answerable(self) -> bool:
