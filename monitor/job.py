@@ -569,17 +569,20 @@ def _record(
     }
     # Every part is already of its stored type (str names, Python floats, tuples of str):
     # stored_query skips the per-value conversions QueryRecord would repeat.
+    outcomes = result.outcomes
+    ids = [outcome.query_id for outcome in outcomes]
+    # Each field as a list and the records built by one map: no generator step per query.
     queries = tuple(
-        stored_query(
-            outcome.query_id,
-            values.get(outcome.query_id, {}),
-            outcome.retrieved_ids,
-            evalset[outcome.query_id].relevant_ids,
-            outcome.latency_seconds,
-            outcome.error_type,
-            outcome.error_message,
+        map(
+            stored_query,
+            ids,
+            [values.get(qid, {}) for qid in ids],
+            [outcome.retrieved_ids for outcome in outcomes],
+            [evalset[qid].relevant_ids for qid in ids],
+            [outcome.latency_seconds for outcome in outcomes],
+            [outcome.error_type for outcome in outcomes],
+            [outcome.error_message for outcome in outcomes],
         )
-        for outcome in result.outcomes
     )
     return RunRecord(
         suite=suite.name,

@@ -10,7 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
+
+#: Reads a hit's id in C: a ranking's ids are read once per query per stage.
+_ID = attrgetter("id")
 
 #: Scalar metadata values a query may carry (category, difficulty, language, ...).
 MetaValue = str | int | float | bool | None
@@ -37,12 +41,26 @@ class Query:
     @property
     def relevant_ids(self) -> tuple[str, ...]:
         """Return the ids judged relevant (grade >= 1), in judgment order."""
-        return tuple(doc for doc, grade in self.judgments.items() if grade >= 1)
+        return tuple([doc for doc, grade in self.judgments.items() if grade >= 1])
 
     @property
     def answerable(self) -> bool:
         """Return whether at least one document is judged relevant."""
         return any(grade >= 1 for grade in self.judgments.values())
+
+
+def owned_query(
+    query_id: str, text: str, judgments: dict[str, int], metadata: dict[str, MetaValue]
+) -> Query:
+    """Return a Query of checked parts whose dicts no one else holds: they are frozen as
+    they are, without the copies ``Query(...)`` makes (a reader builds a million of them)."""
+    query = object.__new__(Query)
+    setattr_ = object.__setattr__
+    setattr_(query, "id", query_id)
+    setattr_(query, "text", text)
+    setattr_(query, "judgments", MappingProxyType(judgments))
+    setattr_(query, "metadata", MappingProxyType(metadata))
+    return query
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +93,7 @@ class QueryOutcome:
     @property
     def retrieved_ids(self) -> tuple[str, ...]:
         """Return the retrieved doc ids, best first."""
-        return tuple(hit.id for hit in self.hits)
+        return tuple(map(_ID, self.hits))
 
     @property
     def scores(self) -> tuple[float | None, ...]:

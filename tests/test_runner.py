@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import threading
 import time
 from collections.abc import Iterator
 
@@ -14,7 +15,7 @@ import pytest
 
 from monitor import evaluate
 from monitor.errors import ErrorBudgetExceeded, SearchCallError, UsageError
-from monitor.records import Query
+from monitor.records import Hit, Query
 from monitor.runner import LatencySummary, is_retryable, run_pipelines, run_queries
 from monitor.runner.progress import LogProgress, TerminalBar
 from monitor.search import takes_query
@@ -532,3 +533,75 @@ def test_run_logs_a_summary_line(queries: list[Query], caplog: pytest.LogCapture
     assert {"label": "nightly", "queries": 2, "failed": 0} == {
         key: finished[0][key] for key in ("label", "queries", "failed")
     }
+
+
+# -- searches that answer from memory ---------------------------------------------------------
+
+
+class _InMemory:
+    """A search that declares ``in_memory`` and notes the thread of each call."""
+
+    in_memory = True
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+        self.threads: set[str] = set()
+
+    def __call__(self, query: str, k: int) -> list[str]:
+        self.threads.add(threading.current_thread().name)
+        if self.latency:
+            time.sleep(self.latency)
+        return ["a", "b"]
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_an_in_memory_search_runs_on_the_calling_thread(
+    queries: list[Query], concurrency: int
+) -> None:
+    """A search declaring ``in_memory`` is called on the runner's own thread, with a timeout
+    and any concurrency."""
+    search = _InMemory()
+    result = run(queries, search, concurrency=concurrency, timeout=5.0)
+    assert ({threading.current_thread().name}, 0) == (search.threads, result.failed)  # type: ignore[attr-defined]
+
+
+def test_an_in_memory_call_slower_than_the_timeout_is_a_timeout(queries: list[Query]) -> None:
+    """An in-memory call that returns after the timeout is recorded as 'timeout'."""
+    result = run(queries[:2], _InMemory(latency=0.06), timeout=0.05)
+    assert {"timeout": 2} == result.error_counts  # type: ignore[attr-defined]
+
+
+def test_an_in_memory_search_gives_the_outcomes_a_threaded_run_gives(
+    queries: list[Query],
+) -> None:
+    """Rankings, errors and counts of an in-memory search equal those of the same search
+    run on worker threads."""
+    inline = run(queries, _InMemory(), concurrency=3, timeout=5.0)
+    threaded = run(queries, FakeSearch(default=["a", "b"]), concurrency=3, timeout=5.0)
+    kept = ("query_id", "hits", "relevant_ids", "error_type", "duplicates")
+    assert [[getattr(o, f) for f in kept] for o in threaded.outcomes] == [  # type: ignore[attr-defined]
+        [getattr(o, f) for f in kept]
+        for o in inline.outcomes  # type: ignore[attr-defined]
+    ]
+
+
+class _Checked:
+    """A search declaring ``checked_hits`` that answers with a NaN score."""
+
+    checked_hits = True
+
+    def __init__(self, checked: bool = True) -> None:
+        self.checked_hits = checked
+
+    def __call__(self, query: str, k: int) -> tuple[Hit, ...]:
+        return (Hit("a", float("nan")),)
+
+
+@pytest.mark.parametrize(("checked", "kept"), [(True, True), (False, False)])
+def test_hits_of_a_search_declaring_checked_hits_are_taken_as_given(
+    queries: list[Query], checked: bool, kept: bool
+) -> None:
+    """A search declaring ``checked_hits`` has its Hits kept as given; any other search's
+    NaN score is recorded as no score."""
+    score = run(queries[:1], _Checked(checked)).outcomes[0].hits[0].score  # type: ignore[attr-defined]
+    assert kept is (score is not None)

@@ -127,3 +127,17 @@ def test_larkfield_keyword_short_lists_stay_short() -> None:
     )
     lengths = {o.query_id: len(o.hits) for o in result.outcomes}
     assert (9, 6, 0) == (lengths["Q47"], lengths["Q63"], result.empty)
+
+
+def test_replay_declares_that_it_answers_from_memory() -> None:
+    """A replay search tells the runner it needs no worker thread."""
+    from monitor.search.base import answers_in_memory
+
+    assert True is answers_in_memory(ReplaySearch({"q1": ["d1"]}))
+
+
+def test_replay_declares_that_its_hits_are_checked() -> None:
+    """A replay search tells the runner its Hits need no second check."""
+    from monitor.search.base import gives_checked_hits
+
+    assert True is gives_checked_hits(ReplaySearch({"q1": ["d1"]}))

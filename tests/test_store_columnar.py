@@ -236,3 +236,72 @@ def test_hex_document_ids_take_half_their_text() -> None:
     docs = tuple(f"{x:012x}" for x in rng.integers(0, 16**12, 5000, dtype=np.int64))
     blob = columnar.encode_queries([QueryRecord("q", retrieved_ids=docs)])[columnar.DOC_IDS]
     assert 5000 * 6.5 > len(blob)
+
+
+# Reading back the run just saved ------------------------------------------------------------
+
+
+def _irregular() -> tuple[QueryRecord, ...]:
+    """Return queries that read back otherwise than given: a NaN latency, metrics reordered."""
+    return (
+        QueryRecord("q1", {"ndcg@10": 0.5, "mrr": 1.0}, ("d1",), ("d1",), 0.01),
+        QueryRecord("q2", {"mrr": 0.0, "ndcg@10": 0.0}, ("d2",), ("d1",), float("nan")),
+    )
+
+
+@pytest.mark.parametrize("queries", [None, _irregular()], ids=["regular", "irregular"])
+def test_the_run_just_saved_reads_back_as_another_store_reads_it(
+    store_url: str, queries: tuple[QueryRecord, ...] | None
+) -> None:
+    """The saving store returns the same queries, in the same metric order, as a store that
+    decodes the run's columns."""
+    with open_store(store_url) as saving, open_store(store_url) as other:
+        run_id = saving.save_run(make_run(queries=queries))
+        mine, theirs = saving.get_run(run_id).queries, other.get_run(run_id).queries
+    order = [[list(q.values) for q in run] for run in (theirs, mine)]
+    assert (_same(theirs, mine), order[0]) == (True, order[1])
+
+
+def test_the_run_just_saved_is_not_decoded_again(store: SqlStore) -> None:
+    """Reading the run the store has just saved gives back the saved query records."""
+    run = make_run()
+    run_id = store.save_run(run)
+    assert run.queries is store.get_run(run_id).queries
+
+
+def test_the_run_just_saved_reads_back_without_its_detail_once_pruned(store: SqlStore) -> None:
+    """Retention that drops the detail of the run just saved leaves its read with no queries."""
+    from monitor.store.retention import Retention
+
+    first = store.save_run(make_run(day=0))
+    store.save_run(make_run(day=1))
+    latest = store.save_run(make_run(day=2))
+    store.prune("nightly", Retention(runs=0, keep=()))
+    assert ((), ()) == (store.get_run(latest).queries, store.get_run(first).queries)
+
+
+@pytest.mark.parametrize(
+    ("queries", "expected"),
+    [
+        ((QueryRecord("a", {"x": 1.0, "y": 2.0}), QueryRecord("b", {"y": 1.0})), True),
+        ((QueryRecord("a", {"x": 1.0}), QueryRecord("b", {"y": 1.0, "x": 2.0})), False),
+        ((QueryRecord("a", latency_seconds=float("nan")),), False),
+        ((QueryRecord("a", latency_seconds=None),), True),
+    ],
+)
+def test_reads_back_as_given_tells_metric_order_and_nan_latency(
+    queries: tuple[QueryRecord, ...], expected: bool
+) -> None:
+    """Queries read back as given unless a latency is NaN or a query reorders the metrics."""
+    assert expected is columnar.reads_back_as_given(queries)
+
+
+@given(st.lists(st.text(min_size=0, max_size=6) | st.none(), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_texts_read_back_as_written(texts: list[str | None]) -> None:
+    """Any column of texts, NUL bytes, non-ASCII and missing ones included, reads back."""
+    clean = [t if t is None else t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+    clean = [
+        t if t is None or not any(0xD800 <= ord(c) <= 0xDFFF for c in t) else "x" for t in clean
+    ]
+    assert clean == columnar._unstrings(columnar._strings(clean))

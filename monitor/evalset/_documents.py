@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ import yaml
 
 from monitor.errors import InputError
 from monitor.evalset._checks import (
+    GRADE_MAX,
+    GRADE_MIN,
     Invalid,
     KeyPath,
     check_id,
@@ -32,7 +35,7 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
-from monitor.records import Query
+from monitor.records import Query, owned_query
 
 #: The keys of a query object, in the order the writers put them.
 FIELDS = ("id", "query", "relevant", "metadata")
@@ -43,6 +46,11 @@ TOP_FIELDS = ("name", "queries")
 _TRACKED_DEPTH = 5
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _TOO_DEEP = "values nested a few levels deep at most (the nesting is too deep to read)"
+_FIELD_SET = frozenset(FIELDS)
+#: The types of a metadata value as orjson decodes them.
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+#: A string's closing quote before a colon: how every key of a JSON object ends.
+_KEY_END = re.compile(r'"[ \t\r]*:')
 # An integer literal longer than this is kept as a LongInteger, which every check refuses by
 # name: Python refuses to convert more than 4,300 digits, and no grade needs 100.
 _MAX_INT_DIGITS = 100
@@ -133,7 +141,16 @@ def object_from_query(query: Query) -> dict[str, Any]:
 
 
 def read_jsonl(text: str, source: str) -> Iterator[Entry]:
-    """Yield the queries of a JSONL text, one object per non-blank line."""
+    """Yield the queries of a JSONL text, one object per non-blank line.
+
+    With orjson installed, a text of well-formed queries is read by :func:`_quick_jsonl`;
+    any fault sends the whole text through the reader below, so every error is the same,
+    and on the same line, with orjson or without.
+    """
+    quick = _quick_jsonl(text)
+    if quick is not None:
+        yield from quick
+        return
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -152,6 +169,85 @@ def read_jsonl(text: str, source: str) -> Iterator[Entry]:
         except Invalid as error:
             raise InputError(source, error.describe(), line=number, found=error.found) from None
         yield Entry(number, query)
+
+
+def _quick_jsonl(text: str) -> list[Entry] | None:
+    """Return the queries of a JSONL text parsed by orjson, or None for :func:`read_jsonl`'s
+    own reader to read it: orjson is not installed, or a line is not a well-formed query.
+
+    orjson refuses whatever the standard reader would refuse or read otherwise (NaN, integers
+    beyond 64 bits, lone surrogates), but keeps the last of a repeated key. So the text must
+    hold exactly one key-ending quote (a ``"`` then ``:``) per key decoded: each key written,
+    a repeated one too, ends with one, and a string may only add more.
+    """
+    try:
+        import orjson
+    except ImportError:  # optional: the standard reader reads every file too
+        return None
+    loads = orjson.loads
+    entries: list[Entry] = []
+    keys = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        query = _quick_query(obj)
+        if query is None:
+            return None
+        keys += len(obj) + len(query.metadata)
+        if type(obj.get("relevant")) is dict:
+            keys += len(query.judgments)
+        entries.append(Entry(number, query))
+    if _key_ends(text) != keys:
+        return None
+    return entries
+
+
+def _key_ends(text: str) -> int:
+    """Return how many key-ending quotes (``"`` then ``:``, JSON spaces between) ``text`` has."""
+    if '" ' in text or '"\t' in text or '"\r' in text:
+        return len(_KEY_END.findall(text))
+    return text.count('":')  # in C, and the same count when no quote is followed by a space
+
+
+def _quick_query(obj: object) -> Query | None:
+    """Return the Query of a query object decoded by orjson (its strings are valid Unicode),
+    or None when it is anything but well-formed: :func:`query_from_object` names the fault."""
+    if type(obj) is not dict or not obj.keys() <= _FIELD_SET:
+        return None
+    query_id, text = obj.get("id"), obj.get("query")
+    if type(query_id) is not str or not query_id or type(text) is not str:
+        return None
+    relevant = obj.get("relevant")
+    judgments: dict[str, int]
+    if relevant is None:
+        judgments = {}
+    elif type(relevant) is dict:
+        judgments = relevant  # orjson's own dict: frozen as it is
+        for doc, grade in judgments.items():
+            if not doc or type(grade) is not int or not GRADE_MIN <= grade <= GRADE_MAX:
+                return None
+    elif type(relevant) is list:
+        judgments = dict.fromkeys(relevant, 1)
+        if len(judgments) != len(relevant) or not all(
+            type(doc) is str and doc for doc in judgments
+        ):
+            return None
+    else:
+        return None
+    metadata = obj.get("metadata")
+    if metadata is None:
+        metadata = {}
+    elif type(metadata) is not dict:
+        return None
+    for key, item in metadata.items():
+        kind = type(item)
+        if not key or kind not in _SCALARS or (kind is float and not math.isfinite(item)):
+            return None
+    return owned_query(query_id, text, judgments, metadata)
 
 
 def write_jsonl(queries: Sequence[Query]) -> str:

@@ -109,6 +109,11 @@ def past_deadline(query: Query, deadline: float) -> QueryOutcome:
     return failed(query, DEADLINE, f"not started within the run's deadline of {deadline:g} s", None)
 
 
+def _as_given(hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
+    """Return the hits of a search that gives checked ones."""
+    return hits
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """How to call the search for one query: arguments, retries, backoff, deadline."""
@@ -121,17 +126,20 @@ class Caller:
     retry_on: RetryPolicy = is_retryable
     deadline_at: float | None = None
     scrub: Callable[[str], str] = scrub_shapes
+    #: The search answers with tuples of checked Hits (``checked_hits``): none is re-checked.
+    checked: bool = False
 
     def __call__(self, query: Query) -> tuple[QueryOutcome, int]:
         """Run ``query``, retrying retryable errors; return its outcome and the retries made."""
         search = self.search
         argument = query if self.pass_query else query.text
         k = self.k
+        check = _as_given if self.checked else normalise_hits
         attempt = 0
         while True:
             start = time.perf_counter()
             try:
-                hits = normalise_hits(search(argument, k))
+                hits = check(search(argument, k))
             except Exception as error:
                 end = time.perf_counter()
                 delay = self._retry_delay(error, attempt, end)

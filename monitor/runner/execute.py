@@ -1,11 +1,13 @@
 """Drive queries through a search: a plain loop, a thread pool, or an asyncio loop.
 
-The plain loop serves concurrency 1 without a timeout, so a run adds only microseconds per
-query to the search itself. The thread pool keeps ``concurrency`` workers; a watcher (the
-calling thread) abandons a call that outlives ``timeout``, records the query as timed out and
-starts one new worker in its place, so a hung call costs a thread only while it hangs, never
-a thread per query. Workers are daemon threads: a call that never returns cannot keep the
-process alive.
+The plain loop serves concurrency 1 without a timeout, and any search that answers from
+memory (:func:`~monitor.search.base.answers_in_memory`), so a run adds only microseconds per
+query to the search itself. Such a call cannot hang, so the loop applies the timeout once the
+call returns: a query that took longer is recorded as timed out, as the watcher records it.
+The thread pool keeps ``concurrency`` workers; a watcher (the calling thread) abandons a call
+that outlives ``timeout``, records the query as timed out and starts one new worker in its
+place, so a hung call costs a thread only while it hangs, never a thread per query. Workers
+are daemon threads: a call that never returns cannot keep the process alive.
 
 A run given a ``cancel`` event stops once it is set (a SIGTERM's handler sets it): no query
 starts after that, the watcher stops waiting within :data:`CANCEL_POLL_SECONDS`, and calls
@@ -100,7 +102,7 @@ def run_loop(plan: Plan, indices: range) -> None:
     """Run the queries at ``indices`` one after the other in this thread."""
     queries, caller, tally = plan.queries, plan.caller, plan.tally
     record, update = tally.record, plan.progress.update
-    deadline_at = plan.deadline_at
+    deadline_at, timeout = plan.deadline_at, plan.timeout
     for index in indices:
         if plan.halted():
             return
@@ -109,6 +111,9 @@ def run_loop(plan: Plan, indices: range) -> None:
             record(index, past_deadline(query, plan.deadline or 0.0), 0)
             continue
         outcome, retried = caller(query)
+        took = outcome.latency_seconds
+        if timeout is not None and took is not None and took > timeout:
+            outcome, retried = timed_out(query, timeout, took), 0
         record(index, outcome, retried)
         update(tally.done, tally.failed)
 

@@ -16,7 +16,14 @@ from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import RunResult
-from monitor.search.base import Search, is_async, search_stats, wants_query
+from monitor.search.base import (
+    Search,
+    answers_in_memory,
+    gives_checked_hits,
+    is_async,
+    search_stats,
+    wants_query,
+)
 from monitor.secrets import scrub_shapes
 
 
@@ -85,6 +92,7 @@ def run_queries(
         retry_on=retry_on,
         deadline_at=None if deadline is None else start + deadline,
         scrub=scrub,
+        checked=gives_checked_hits(search) and not is_async(search),
     )
     plan = Plan(
         items,
@@ -202,7 +210,7 @@ def _drive(plan: Plan, concurrency: int) -> None:
     indices = range(len(plan.queries))
     if not indices:
         return
-    if concurrency == 1 and plan.timeout is None:
+    if (concurrency == 1 and plan.timeout is None) or answers_in_memory(plan.caller.search):
         run_loop(plan, indices)
     else:
         run_threads(plan, indices, concurrency)

@@ -16,6 +16,16 @@ as no score, since a live ranking is the order given and its scores are only rep
 runs are stricter (:mod:`monitor.search.saved`): their scores rank the hits, so a non-finite
 one is refused.
 
+A plug-in that answers from memory, never waiting on I/O (a saved run, an in-process index
+held in arrays), may say so with a true ``in_memory`` class attribute: the runner then calls
+it on its own thread, one query after the other, whatever the concurrency, since no call can
+hang and threads would only add their round trips (:func:`answers_in_memory`).
+
+A plug-in whose answers are already tuples of :class:`~monitor.records.Hit` records that
+pass those checks (a replay of a run its reader has checked) may say so with a true
+``checked_hits`` class attribute: the runner then takes them as they come
+(:func:`gives_checked_hits`).
+
 Optional extras, found by name: ``stats()`` returns scalars recorded with the run, and
 ``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
 ``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
@@ -63,6 +73,16 @@ def takes_query(function: _F) -> _F:
 def wants_query(search: object) -> bool:
     """Return whether ``search`` declared that it takes the whole Query."""
     return getattr(search, "takes_query", False) is True
+
+
+def answers_in_memory(search: object) -> bool:
+    """Return whether ``search`` declared that it answers from memory (``in_memory``)."""
+    return getattr(search, "in_memory", False) is True and not is_async(search)
+
+
+def gives_checked_hits(search: object) -> bool:
+    """Return whether ``search`` declared that it answers with checked Hit tuples."""
+    return getattr(search, "checked_hits", False) is True
 
 
 def is_async(search: object) -> bool:

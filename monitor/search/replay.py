@@ -8,8 +8,9 @@ The file is read by :mod:`monitor.search.saved`, as ``evaluate`` reads a run fil
 ranked as trec_eval ranks them, JSON ``{qid: [hits best first]}`` or ``{qid: {doc id:
 score}}``, and every score a finite number.
 
-The replay needs the query id, so it declares ``takes_query``. A query the run does not
-hold is answered with no hits, as trec_eval counts it.
+The replay needs the query id, so it declares ``takes_query``; it answers from memory, so it
+declares ``in_memory`` and the runner calls it without worker threads. A query the run does
+not hold is answered with no hits, as trec_eval counts it.
 
 A TREC run file is held as the columns of :mod:`monitor.search.trec_columns` (doc ids as
 fixed-width bytes, scores as floats, one slice per query): a million-query run costs a few
@@ -40,6 +41,10 @@ class ReplaySearch:
     """A search that answers each query with its ranking in a saved run."""
 
     takes_query = True
+    #: Every answer is a look-up in the loaded run: the runner needs no thread to wait on it.
+    in_memory = True
+    #: Every answer is a tuple of Hits checked when the run was read (ids, finite scores).
+    checked_hits = True
 
     def __init__(self, run: Mapping[str, Sequence[HitLike]], *, source: str = "<run>") -> None:
         self.source = source

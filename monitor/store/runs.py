@@ -108,14 +108,28 @@ def read_blobs(
         f"SELECT field, codec, data FROM run_blobs WHERE run_id = ?{where} ORDER BY field",
         (run_id, *params),
     ):
-        if codec != columnar.CODEC:
-            raise StoreError(
-                tx.location,
-                f"run {run_id}, field {name!r}: unknown codec {codec!r}"
-                f" (expected {columnar.CODEC!r}); upgrade retrieval-monitor",
-            )
+        _check_codec(tx, run_id, name, codec)
         blobs[name] = bytes(data)
     return blobs
+
+
+def _check_codec(tx: Transaction, run_id: int, field: str, codec: str) -> None:
+    """Raise StoreError unless ``codec`` is the one this version reads."""
+    if codec != columnar.CODEC:
+        raise StoreError(
+            tx.location,
+            f"run {run_id}, field {field!r}: unknown codec {codec!r}"
+            f" (expected {columnar.CODEC!r}); upgrade retrieval-monitor",
+        )
+
+
+def _still_stored(tx: Transaction, run_id: int) -> bool:
+    """Return whether the run's columns are all there, of the codec this version reads (the
+    same check as reading them, without reading them)."""
+    rows = tx.all("SELECT field, codec FROM run_blobs WHERE run_id = ? ORDER BY field", (run_id,))
+    for name, codec in rows:
+        _check_codec(tx, run_id, name, codec)
+    return bool(rows)
 
 
 def load_queries(tx: Transaction, run_id: int) -> tuple[QueryRecord, ...]:
@@ -204,23 +218,38 @@ def _number(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def load_run(tx: Transaction, run_id: int) -> RunRecord | None:
-    """Return the run with this id, its figures and its queries; None when there is none."""
+def load_run(
+    tx: Transaction, run_id: int, known: tuple[QueryRecord, ...] | None = None
+) -> RunRecord | None:
+    """Return the run with this id, its figures and its queries; None when there is none.
+
+    ``known`` are the queries this process saved the run with, as they read back
+    (:func:`~monitor.store.columnar.reads_back_as_given`): they are returned instead of
+    decoding the run's columns again, unless retention has dropped the run's detail since.
+    """
     row = tx.one(
-        f"SELECT {_HEAD}, evalset_fingerprint, config_hash, stats FROM runs WHERE run_id = ?",
+        f"SELECT {_HEAD}, query_count, evalset_fingerprint, config_hash, stats FROM runs"
+        " WHERE run_id = ?",
         (run_id,),
     )
     if row is None:
         return None
     figures = load_figures(tx, [run_id]).get(run_id, {})
-    fingerprint, config_hash, raw_stats = row[-3:]
+    count, fingerprint, config_hash, raw_stats = row[-4:]
     stats = tx.dialect.read_json(raw_stats)
+    head = _head(tx, row)
+    fresh = (
+        known is not None
+        and head["pruned_at"] is None
+        and len(known) == int(count)
+        and _still_stored(tx, run_id)
+    )
     return RunRecord(
-        **_head(tx, row),
+        **head,
         evalset_fingerprint=fingerprint,
         config_hash=config_hash,
         stats=stats,
-        queries=load_queries(tx, run_id),
+        queries=known if fresh and known is not None else load_queries(tx, run_id),
         means=figures.get("mean", {}),
         figures=figures_of(figures, stats),
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.errors import BaselineError, StoreError, StoreLookupError, UsageError
 from monitor.logs import get_logger
-from monitor.store import frames, kv, layers, locks, retention, runs
+from monitor.store import columnar, frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
 from monitor.store.layers import JudgmentLayer, RunLabels
@@ -52,6 +52,9 @@ class SqlStore:
         self._clock = clock
         self.location = db.location
         self._advisory: set[str] = set()
+        # The last run this store saved, by id, with its queries: the job reads that run
+        # back at once (to compare it, to report it) and need not decode its columns again.
+        self._saved: tuple[int, tuple[QueryRecord, ...]] | None = None
         migrate(db, clock)
 
     def schema_version(self) -> int:
@@ -72,13 +75,22 @@ class SqlStore:
 
     def save_run(self, run: RunRecord) -> int:
         """Save ``run`` in one transaction; return the id it was given."""
+        self._saved = None
         with self._write(f"saving a run of {run.suite!r}") as tx:
-            return runs.insert_run(tx, run, self._clock())
+            run_id = runs.insert_run(tx, run, self._clock())
+        if run.queries and columnar.reads_back_as_given(run.queries):
+            self._saved = (run_id, run.queries)
+        return run_id
+
+    def _known(self, run_id: int) -> tuple[QueryRecord, ...] | None:
+        """Return the queries this store saved run ``run_id`` with, when it was the last."""
+        saved = self._saved
+        return saved[1] if saved is not None and saved[0] == run_id else None
 
     def get_run(self, run_id: int) -> RunRecord:
         """Return the run with this id; raise StoreLookupError when there is none."""
         with self._read("reading a run") as tx:
-            run = runs.load_run(tx, run_id)
+            run = runs.load_run(tx, run_id, self._known(run_id))
         if run is None:
             raise StoreLookupError(self.location, "run", run_id)
         return run
@@ -87,7 +99,7 @@ class SqlStore:
         """Return the suite's most recently started run of ``status`` (any if None)."""
         with self._read("reading the latest run") as tx:
             run_id = runs.latest_run_id(tx, suite, status)
-            return None if run_id is None else runs.load_run(tx, run_id)
+            return None if run_id is None else runs.load_run(tx, run_id, self._known(run_id))
 
     def list_runs(self, suite: str | None = None, limit: int = 50) -> list[RunSummary]:
         """Return up to ``limit`` runs, newest first."""
@@ -188,7 +200,9 @@ class SqlStore:
         """Return the run pinned as the suite's baseline, or None."""
         with self._read("reading a baseline") as tx:
             run_id = tx.scalar("SELECT run_id FROM baselines WHERE suite = ?", (suite,))
-            return None if run_id is None else runs.load_run(tx, int(run_id))
+            return (
+                None if run_id is None else runs.load_run(tx, int(run_id), self._known(int(run_id)))
+            )
 
     def list_baselines(self) -> list[Baseline]:
         """Return every suite's baseline, by suite name."""
