@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +19,11 @@ from monitor.compare.diff import (
 )
 from monitor.compare.matched import Matched
 from monitor.compare.rules import left_out
+from monitor.config import default_config
+from monitor.evalset import EvalSet
+from monitor.job import run_suite
+from monitor.judgments import labels_of, merge
+from monitor.store import open_store
 from monitor.store.records import QueryRecord, RunRecord
 
 AT = datetime(2030, 1, 1, tzinfo=timezone.utc)
@@ -84,3 +92,36 @@ def test_segments_of_a_subset_equal_the_breakdown_of_that_subset() -> None:
         chosen, before[rows], after[rows], "ndcg@10", ["kind", "lang", "absent"], metadata
     )
     assert expected == labelled_segment_changes(labels, rows, before[rows], after[rows], "ndcg@10")
+
+
+def test_the_labels_digest_the_canonical_rows_of_ids_texts_and_grades() -> None:
+    """labels_of digests [[id, text], ...] and [[id, [[doc, grade], ...]], ...], all sorted."""
+    evalset = EvalSet("e")
+    evalset.add("q2", "two", relevant={"b": 1, "a": 0})
+    evalset.add("q10", "ten", relevant={"z": 2})
+    evalset.add("q1", "one")
+    texts = [["q1", "one"], ["q10", "ten"], ["q2", "two"]]
+    grades = [["q1", []], ["q10", [["z", 2]]], ["q2", [["a", 0], ["b", 1]]]]
+    labels = labels_of(evalset)
+    assert (digest(texts), digest(grades)) == (
+        labels.queries_fingerprint,
+        labels.judgments_version,
+    )
+
+
+def digest(rows: object) -> str:
+    """Return the sha256 of the compact JSON of ``rows``, as the labels are defined."""
+    text = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_a_run_digests_its_eval_set_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storing a run's labels and aligning its baseline share one reading of the eval set."""
+    suite = default_config().suite("larkfield")
+    with open_store(tmp_path / "m.db") as store:
+        run_suite(suite, store, progress=False)
+        reads: list[int] = []
+        sort = merge._by_id
+        monkeypatch.setattr(merge, "_by_id", lambda evalset: reads.append(1) or sort(evalset))
+        outcome = run_suite(suite, store, progress=False)
+    assert (1, 1) == (len(reads), outcome.comparison.baseline_run_id)
