@@ -459,7 +459,9 @@ def _compared(
     _record_rule_flags(store, suite.name, run_id, comparison)
     record_overlap(store, suite.name, run_id, comparison.overlap)
     apply_retention(store, suite.name, suite.retention)
-    return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
+    return SuiteOutcome(
+        suite.name, record, comparison, evaluation, result, evalset, baseline=stored
+    )
 
 
 def search_suite(
