@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from monitor.compare.coverage import pooled_qrels
 from monitor.compare.diff import (
     labelled_segment_changes,
     segment_changes,
@@ -23,6 +24,7 @@ from monitor.config import default_config
 from monitor.evalset import EvalSet
 from monitor.job import run_suite
 from monitor.judgments import labels_of, merge
+from monitor.records import MetaValue
 from monitor.store import open_store
 from monitor.store.records import QueryRecord, RunRecord
 
@@ -125,3 +127,17 @@ def test_a_run_digests_its_eval_set_once(tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.setattr(merge, "_by_id", lambda evalset: reads.append(1) or sort(evalset))
         outcome = run_suite(suite, store, progress=False)
     assert (1, 1) == (len(reads), outcome.comparison.baseline_run_id)
+
+
+def test_segments_are_named_by_the_text_of_their_value() -> None:
+    """Values 1 and "1" share segment "1"; a query without the key is in "(none)"."""
+    metadata: dict[str, dict[str, MetaValue]] = {"a": {"k": 1}, "b": {"k": "1"}, "c": {}}
+    before, after = np.array([0.5, 0.5, 0.5]), np.array([0.0, 1.0, 0.5])
+    changes = segment_changes(["a", "b", "c"], before, after, "ndcg@10", ["k"], metadata)
+    assert {("1", 2), ("(none)", 1)} == {(change.value, change.n) for change in changes}
+
+
+def test_pooled_judgments_are_those_with_a_non_relevant_grade() -> None:
+    """A query with a grade of 0 or below is pooled; relevant-only and unjudged ones not."""
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"a": 2}, "q3": {}, "q4": {"c": -1}}
+    assert ["q1", "q4"] == list(pooled_qrels(qrels))

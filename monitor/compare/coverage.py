@@ -19,6 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import compress
+from operator import methodcaller
 from typing import Any
 
 from monitor.metrics.ranks import Qrels
@@ -78,7 +81,8 @@ def _pooled(grades: Mapping[str, int]) -> bool:
 
 def pooled_qrels(qrels: Qrels) -> Qrels:
     """Return the judgments of the queries whose judgments include a non-relevant one."""
-    return {qid: grades for qid, grades in qrels.items() if _pooled(grades)}
+    lowest = map(partial(min, default=1), map(methodcaller("values"), qrels.values()))
+    return dict(compress(qrels.items(), (grade <= 0 for grade in lowest)))
 
 
 def judges_non_relevant(qrels: Qrels) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import is_, methodcaller
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,8 @@ from monitor.records import MetaValue
 from monitor.store.records import QueryRecord, RunRecord
 
 _TOLERANCE = 1e-12
+#: The segment of the queries that have no value for a key.
+NONE = "(none)"
 
 
 def worse_queries(
@@ -113,13 +117,16 @@ def segment_labels(
 ) -> dict[str, tuple[NDArray[np.intp], list[str]]]:
     """Return the segment of each query of ``ids`` by each key, as codes into segment names.
 
-    A query without the key is in segment ``(none)``.
+    A value is named by ``str(value)``; a query without the key is in segment ``(none)``.
     """
     out = {}
     empty: Mapping[str, MetaValue] = {}
+    rows = list(map(metadata.get, ids, repeat(empty)))
     for key in keys:
+        found = list(map(methodcaller("get", key), rows))
         labels = np.empty(len(ids), dtype=object)
-        labels[:] = [_segment(metadata.get(qid, empty).get(key)) for qid in ids]
+        labels[:] = list(map(str, found))
+        labels[np.fromiter(map(is_, found, repeat(None)), dtype=np.bool_, count=len(ids))] = NONE
         codes, names = pd.factorize(labels, sort=False)
         out[key] = (codes.astype(np.intp), [str(name) for name in names.tolist()])
     return out
@@ -185,8 +192,3 @@ def labelled_segment_changes(
             )
         out.extend(sorted(segments, key=lambda s: (s.contribution, s.value)))
     return tuple(out)
-
-
-def _segment(value: MetaValue | None) -> str:
-    """Return the segment a metadata value puts a query in; ``(none)`` without one."""
-    return "(none)" if value is None else str(value)
