@@ -166,7 +166,7 @@ def overlap_of(
 
 
 #: Most query pairs whose rankings are measured at once by :func:`overlaps`.
-CHUNK_QUERIES = 1 << 16
+CHUNK_QUERIES = 1 << 14
 
 
 def overlaps(
