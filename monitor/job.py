@@ -426,12 +426,14 @@ def _compared(
     from monitor.report.history import record_overlap
     from monitor.store.prune import apply_retention
 
-    store.set_run_labels(run_id, labels_of(evalset))
+    labels = labels_of(evalset)
+    store.set_run_labels(run_id, labels)
     record = store.get_run(run_id)
 
     # A baseline measured with other judgments of the same queries is re-scored, not lost.
     corpus = corpus_for(suite.evalset, suite.metrics)
-    aligned = align_baseline(store, store.get_baseline(suite.name), evalset, frozen, corpus=corpus)
+    stored = store.get_baseline(suite.name)
+    aligned = align_baseline(store, stored, evalset, frozen, corpus=corpus, current=labels)
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
     try:
@@ -457,7 +459,9 @@ def _compared(
     _record_rule_flags(store, suite.name, run_id, comparison)
     record_overlap(store, suite.name, run_id, comparison.overlap)
     apply_retention(store, suite.name, suite.retention)
-    return SuiteOutcome(suite.name, record, comparison, evaluation, result, evalset)
+    return SuiteOutcome(
+        suite.name, record, comparison, evaluation, result, evalset, baseline=stored
+    )
 
 
 def search_suite(

@@ -32,7 +32,12 @@ class Published:
 @dataclass(frozen=True, slots=True)
 class SuiteOutcome:
     """One completed run of a suite: the stored run, its comparison with the baseline, the
-    evaluation and search result behind them, the eval set, and what was published."""
+    evaluation and search result behind them, the eval set, and what was published.
+
+    ``baseline`` is the suite's pinned baseline as stored (before any re-scoring under
+    changed judgments), None when there was none: the readers of the run need not load it
+    again.
+    """
 
     suite: str
     run: RunRecord
@@ -41,6 +46,7 @@ class SuiteOutcome:
     result: RunResult
     evalset: EvalSet
     published: Published = field(default_factory=Published)
+    baseline: RunRecord | None = None
 
     @property
     def run_id(self) -> int | None:

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from monitor.compare import compare_runs
-from monitor.compare.overlap import PERSISTENCE, jaccard, overlap_of, rank_biased_overlap
+from monitor.compare import overlap as overlap_module
+from monitor.compare.overlap import (
+    PERSISTENCE,
+    jaccard,
+    overlap_of,
+    overlaps,
+    rank_biased_overlap,
+)
 from monitor.config import Check, RuleConfig
 from monitor.store.records import QueryRecord, RunRecord
 
@@ -135,3 +142,46 @@ def test_the_comparison_json_carries_the_overlap_per_query() -> None:
     data = compare_runs(run({"q1": ["b", "a"]}, 2), before, []).to_dict()["overlap"]
     assert (10, 0.9, 1, 1.0) == (data["k"], data["persistence"], data["n"], data["jaccard"])
     assert ["q1"] == [q["query_id"] for q in data["queries"]]
+
+
+# Lists that repeat ids and run past the cutoff, as a search may return them.
+loose_rankings = st.lists(st.sampled_from([f"d{i}" for i in range(15)]), max_size=25)
+
+
+@given(
+    st.lists(st.tuples(loose_rankings, loose_rankings), max_size=8),
+    st.integers(min_value=0, max_value=12),
+)
+def test_overlaps_of_many_queries_equal_the_one_query_measures(
+    pairs: list[tuple[list[str], list[str]]], k: int
+) -> None:
+    """overlaps() gives each pair the very float rank_biased_overlap and jaccard give it."""
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    rbos, jaccards = overlaps(first, second, k)
+    expected = [(rank_biased_overlap(a, b, k), jaccard(a, b, k)) for a, b in pairs]
+    assert expected == list(zip(rbos.tolist(), jaccards.tolist(), strict=True))
+
+
+def test_overlaps_measure_queries_beyond_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rankings split over several chunks are measured as if they were one."""
+    monkeypatch.setattr(overlap_module, "CHUNK_QUERIES", 3)
+    first = [[f"d{(i * j) % 7}" for j in range(6)] for i in range(10)]
+    second = [[f"d{(i + j) % 7}" for j in range(6)] for i in range(10)]
+    expected = [rank_biased_overlap(a, b, 5) for a, b in zip(first, second, strict=True)]
+    assert expected == overlaps(first, second, 5)[0].tolist()
+
+
+@pytest.mark.parametrize(("a", "b"), [(["a"], ["c"]), (["a", "b"], ["c", "a"])])
+def test_overlaps_do_not_trust_a_hash_collision(
+    monkeypatch: pytest.MonkeyPatch, a: list[str], b: list[str]
+) -> None:
+    """Different ids that share one hash are not taken for a shared document."""
+    monkeypatch.setattr(overlap_module, "hash", lambda _: 7, raising=False)
+    rbos, jaccards = overlaps([a], [b], 10)
+    assert (rank_biased_overlap(a, b, 10), jaccard(a, b, 10)) == (rbos[0], jaccards[0])
+
+
+def test_overlaps_match_an_id_whose_hash_is_the_padding() -> None:
+    """The empty id hashes to 0, the padding's value, and still counts as shared."""
+    rbos, jaccards = overlaps([["", "a"]], [["a", ""]], 10)
+    assert (rank_biased_overlap(["", "a"], ["a", ""], 10), 1.0) == (rbos[0], jaccards[0])

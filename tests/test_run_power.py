@@ -60,11 +60,20 @@ def test_the_json_output_lists_the_figures_the_stored_runs_give(
     assert 0.13 == round(report["power"][0]["minimal_detectable_drop"], 2)
 
 
-def test_the_figures_cost_one_read_of_the_baseline_whatever_the_rules(tmp_path: Path) -> None:
-    """_powers reads the compared baseline once, not once per rule."""
+def test_the_figures_read_no_run_when_the_outcome_holds_the_baseline(tmp_path: Path) -> None:
+    """_powers takes the compared baseline from the outcome: the store is not read."""
     suite = default_config().suite(SUITE)
     with open_store(tmp_path / "m.db") as store:
         outcome = run_suite(suite, store, progress=False)
+        figures = _powers(_NoReads(), suite, outcome)  # type: ignore[arg-type]
+    assert 3 == len(figures)
+
+
+def test_the_figures_cost_one_read_of_the_baseline_whatever_the_rules(tmp_path: Path) -> None:
+    """Without the baseline in the outcome, _powers reads it once, not once per rule."""
+    suite = default_config().suite(SUITE)
+    with open_store(tmp_path / "m.db") as store:
+        outcome = replace(run_suite(suite, store, progress=False), baseline=None)
         reads: list[int] = []
 
         class Counting:

@@ -389,15 +389,21 @@ class _IndentedWriter:
 def _powers(store: Store, suite: SuiteConfig, outcome: SuiteOutcome) -> dict[str, PowerFigure]:
     """Return the power figure of each drop rule of the run, by rule name.
 
-    The baseline the run was compared with is read once; each figure comes from its
-    per-query values and the run's, as ``report`` gives it.
+    The baseline the run was compared with is the outcome's own (read again only when the
+    outcome does not hold it); each figure comes from its per-query values and the run's,
+    as ``report`` gives it.
     """
     from monitor.evalset.power import rule_powers
 
     baseline_id = outcome.comparison.baseline_run_id
     if baseline_id is None:
         return {}
-    baseline = outcome.run if baseline_id == outcome.run_id else store.get_run(baseline_id)
+    if baseline_id == outcome.run_id:
+        baseline = outcome.run
+    elif outcome.baseline is not None and outcome.baseline.run_id == baseline_id:
+        baseline = outcome.baseline
+    else:
+        baseline = store.get_run(baseline_id)
     return rule_powers(suite.rules, baseline, outcome.run, suite.significance.alpha)
 
 

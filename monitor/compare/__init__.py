@@ -24,10 +24,11 @@ from monitor.compare.coverage import (
     depth,
     held_cutoff,
     judged_only_means,
-    judges_non_relevant,
+    pooled_qrels,
 )
-from monitor.compare.diff import segment_changes, worse_queries
+from monitor.compare.diff import labelled_segment_changes, segment_labels, worse_queries
 from monitor.compare.invariants import check_invariants
+from monitor.compare.matched import Matched
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
 from monitor.compare.records import (
     Comparison,
@@ -39,7 +40,7 @@ from monitor.compare.records import (
     SegmentChange,
     Verdict,
 )
-from monitor.compare.rules import aligned, apply_rule, run_figure
+from monitor.compare.rules import apply_rule, run_figure
 from monitor.compare.stats import mean_ci
 from monitor.config.model import (
     Check,
@@ -110,13 +111,15 @@ def compare_runs(
     changed = baseline is not None and (baseline.evalset_fingerprint != current.evalset_fingerprint)
     usable = None if changed else baseline
     top_k = depth(current.means)
-    overlap = overlap_of(usable, current, top_k) if usable is not None else None
+    # The queries of both runs are matched once; every rule, diff and figure reads the match.
+    matched = Matched.of(usable, current) if usable is not None else None
+    overlap = overlap_of(usable, current, top_k, matched=matched) if usable is not None else None
 
     outcomes: list[RuleOutcome] = []
     for rule in rules:
         paired = None
-        if usable is not None and rule.metric is not None:
-            _, before, after = aligned(usable, current, str(rule.metric))
+        if matched is not None and rule.metric is not None:
+            _, before, after = matched.pairs(str(rule.metric))
             paired = (before, after)
         elif rule.metric is not None:
             values = [
@@ -144,13 +147,17 @@ def compare_runs(
                     significance,
                     history.get(rule.name, ()),
                     overlap=overlap,
+                    matched=matched,
                 )
             )
         outcomes.append(outcome)
     changes: tuple[CoverageChange, ...] = ()
+    pooled = pooled_qrels(qrels) if qrels is not None else None
     if usable is not None and qrels is not None:
         ks = dict.fromkeys([top_k, *(held_cutoff(o.metric, top_k) for o in outcomes if o.quality)])
-        changes = tuple(c for k in ks if (c := coverage_change(usable, current, qrels, k)))
+        changes = tuple(
+            c for k in ks if (c := coverage_change(usable, current, qrels, k, pooled=pooled))
+        )
         outcomes = [_held(o, changes, coverage.max_drop, top_k) for o in outcomes]
 
     primary = _primary_metric(outcomes, current)
@@ -164,12 +171,16 @@ def compare_runs(
             f"({baseline.evalset_fingerprint[:19] if baseline else ''} -> "
             f"{current.evalset_fingerprint[:19]}): pin a new baseline"
         )
-    if usable is not None:
-        metrics = _metric_changes(usable, current, qrels)
+    if matched is not None:
+        metrics = _metric_changes(matched, qrels if pooled else None)
+        every = matched.current_ids(np.arange(len(current.queries)))
+        labels = segment_labels(every, segments, metadata or {})
         for metric in _followed(primary, outcomes):
-            ids, before, after = aligned(usable, current, metric)
-            diffs += worse_queries(usable, current, metric, texts=texts, top=top)
-            breakdown += segment_changes(ids, before, after, metric, segments, metadata or {})
+            rows, before, after = matched.pairs(metric)
+            diffs += worse_queries(
+                matched.baseline, current, metric, texts=texts, top=top, matched=matched
+            )
+            breakdown += labelled_segment_changes(labels, rows, before, after, metric)
     answerable = sum(1 for q in current.queries if q.values)
     if answerable < MIN_QUERIES:
         warnings.append(
@@ -250,22 +261,23 @@ def _held(
     return replace(outcome, status="unjudged", message=outcome.message + note)
 
 
-def _metric_changes(
-    baseline: RunRecord, current: RunRecord, qrels: Qrels | None = None
-) -> tuple[MetricChange, ...]:
+def _metric_changes(matched: Matched, judged: Qrels | None = None) -> tuple[MetricChange, ...]:
     """Return every metric both runs measured with the t-interval of its mean delta, and its
-    judged-only means when ``qrels`` are given."""
+    judged-only means when ``judged`` are given.
+
+    Judged-only scores mean something only where non-relevant documents are judged too:
+    with relevant ones alone, -J would drop every other document and score near 1. So the
+    caller passes the judgments only when some of them grade a document non-relevant.
+    """
+    baseline, current = matched.baseline, matched.current
     shared = [metric for metric in current.means if metric in baseline.means]
-    # Judged-only scores mean something only where non-relevant documents are judged too:
-    # with relevant ones alone, -J would drop every other document and score near 1.
-    judged = qrels if qrels is not None and judges_non_relevant(qrels) else None
     only_before = judged_only_means(baseline, judged, shared) if judged is not None else {}
     only_now = judged_only_means(current, judged, shared) if judged is not None else {}
     out = []
     for metric in current.means:
         if metric not in baseline.means:
             continue
-        _, before, after = aligned(baseline, current, metric)
+        _, before, after = matched.pairs(metric)
         low = high = None
         deltas = after - before
         if len(deltas) >= 2 and bool(np.isfinite(deltas).all()):

@@ -19,6 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import compress
+from operator import methodcaller
 from typing import Any
 
 from monitor.metrics.ranks import Qrels
@@ -73,7 +76,13 @@ def _answered(query: QueryRecord) -> bool:
 
 def _pooled(grades: Mapping[str, int]) -> bool:
     """Return whether a query's judgments include a non-relevant one (grade <= 0)."""
-    return any(grade <= 0 for grade in grades.values())
+    return bool(grades) and min(grades.values()) <= 0
+
+
+def pooled_qrels(qrels: Qrels) -> Qrels:
+    """Return the judgments of the queries whose judgments include a non-relevant one."""
+    lowest = map(partial(min, default=1), map(methodcaller("values"), qrels.values()))
+    return dict(compress(qrels.items(), (grade <= 0 for grade in lowest)))
 
 
 def judges_non_relevant(qrels: Qrels) -> bool:
@@ -107,16 +116,24 @@ def _unjudged(ranking: Sequence[str], share: float, k: int) -> int:
 
 
 def coverage_change(
-    baseline: RunRecord, current: RunRecord, qrels: Qrels, k: int
+    baseline: RunRecord,
+    current: RunRecord,
+    qrels: Qrels,
+    k: int,
+    *,
+    pooled: Qrels | None = None,
 ) -> CoverageChange | None:
     """Return coverage at ``k`` of both runs over the queries both answered and evaluated
     whose judgments include a non-relevant one (None when there are none).
 
     A query judged only by its relevant documents says nothing of the others: there every
     other document is unjudged, and coverage would only repeat precision (a lost relevant
-    document would read as a lost judgment). So only such pooled queries count.
+    document would read as a lost judgment). So only such pooled queries count;
+    ``pooled`` is :func:`pooled_qrels` of ``qrels`` when the caller has it already.
     """
-    pooled = {qid: grades for qid, grades in qrels.items() if _pooled(grades)}
+    pooled = pooled_qrels(qrels) if pooled is None else pooled
+    if not pooled:
+        return None
     old, new = judged_at(baseline, pooled, k), judged_at(current, pooled, k)
     before = {q.query_id: q.retrieved_ids for q in baseline.queries}
     pairs = [(q.query_id, q.retrieved_ids) for q in current.queries if q.query_id in old]

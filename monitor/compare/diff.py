@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import heapq
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import repeat
+from operator import is_, methodcaller
 
 import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
 
+from monitor.compare.matched import Matched
 from monitor.compare.records import Change, QueryDiff, SegmentChange
-from monitor.compare.rules import answered
 from monitor.metrics.spec import parse_metric
 from monitor.records import MetaValue
 from monitor.store.records import QueryRecord, RunRecord
 
 _TOLERANCE = 1e-12
+#: The segment of the queries that have no value for a key.
+NONE = "(none)"
 
 
 def worse_queries(
@@ -25,26 +30,35 @@ def worse_queries(
     texts: Mapping[str, str] | None = None,
     top: int = 10,
     shown_ids: int = 5,
+    matched: Matched | None = None,
 ) -> tuple[QueryDiff, ...]:
-    """Return up to ``top`` queries whose ``metric`` fell, largest loss first.
+    """Return up to ``top`` queries whose ``metric`` fell, largest loss first (ties by id).
 
     Only queries answered in both runs are compared: a failed query is no lost hit (the error
-    rate counts it), whatever values an older store kept for it.
+    rate counts it), whatever values an older store kept for it. ``matched`` is the two
+    runs' queries matched by id, when the caller has it already.
     """
-    before = {q.query_id: q for q in baseline.queries if metric in q.values and answered(q)}
-    worse: list[tuple[float, str, QueryRecord, QueryRecord]] = []
-    for now in current.queries:
-        old = before.get(now.query_id)
-        if old is None or metric not in now.values or not answered(now):
-            continue
-        if now.values[metric] < old.values[metric] - _TOLERANCE:
-            loss = old.values[metric] - now.values[metric]
-            worse.append((-loss, now.query_id, old, now))
+    if top <= 0:
+        return ()
+    pairs = matched if matched is not None else Matched.of(baseline, current)
+    at, before, after = pairs.pairs(metric)
+    fell = after < before - _TOLERANCE
+    at, loss = at[fell], (before - after)[fell]
+    if len(loss) > top:
+        # Every query that can be shown loses at least the top-th largest loss.
+        least = np.partition(loss, len(loss) - top)[len(loss) - top]
+        keep = loss >= least
+        at, loss = at[keep], loss[keep]
+    ids = pairs.current_ids(at)
     # Only the queries shown are described: ranking by loss needs no diff of the others.
-    shown = heapq.nsmallest(top, worse, key=lambda w: (w[0], w[1])) if top > 0 else []
+    shown = heapq.nsmallest(
+        top, zip((-loss).tolist(), ids, at.tolist(), strict=True), key=lambda w: (w[0], w[1])
+    )
     texts = texts or {}
+    queries, position = current.queries, pairs.position
     return tuple(
-        _diff(old, now, metric, texts.get(qid, ""), shown_ids) for _, qid, old, now in shown
+        _diff(baseline.queries[position[i]], queries[i], metric, texts.get(qid, ""), shown_ids)
+        for _, qid, i in shown
     )
 
 
@@ -94,6 +108,30 @@ def _found(retrieved: Sequence[str], relevant: Sequence[str]) -> int:
     return len(set(retrieved) & set(relevant))
 
 
+#: Each metadata key's segment of every query: codes, and the segment each code names.
+SegmentLabels = Mapping[str, tuple[NDArray[np.intp], Sequence[str]]]
+
+
+def segment_labels(
+    ids: Sequence[str], keys: Sequence[str], metadata: Mapping[str, Mapping[str, MetaValue]]
+) -> dict[str, tuple[NDArray[np.intp], list[str]]]:
+    """Return the segment of each query of ``ids`` by each key, as codes into segment names.
+
+    A value is named by ``str(value)``; a query without the key is in segment ``(none)``.
+    """
+    out = {}
+    empty: Mapping[str, MetaValue] = {}
+    rows = list(map(metadata.get, ids, repeat(empty)))
+    for key in keys:
+        found = list(map(methodcaller("get", key), rows))
+        labels = np.empty(len(ids), dtype=object)
+        labels[:] = list(map(str, found))
+        labels[np.fromiter(map(is_, found, repeat(None)), dtype=np.bool_, count=len(ids))] = NONE
+        codes, names = pd.factorize(labels, sort=False)
+        out[key] = (codes.astype(np.intp), [str(name) for name in names.tolist()])
+    return out
+
+
 def segment_changes(
     ids: Sequence[str],
     before: np.ndarray,
@@ -107,15 +145,37 @@ def segment_changes(
     Queries without the key are grouped under ``(none)``. Within a key, segments are sorted
     by contribution, most negative (the one that drove a drop) first.
     """
-    total = len(ids)
+    labels = segment_labels(ids, keys, metadata)
+    return labelled_segment_changes(labels, np.arange(len(ids)), before, after, metric)
+
+
+def labelled_segment_changes(
+    labels: SegmentLabels,
+    rows: NDArray[np.intp],
+    before: np.ndarray,
+    after: np.ndarray,
+    metric: str,
+) -> tuple[SegmentChange, ...]:
+    """Return :func:`segment_changes` of the queries at ``rows`` of the ids ``labels`` were
+    made for, whose values ``before`` and ``after`` hold in that order.
+
+    The labels of a run's queries are made once (:func:`segment_labels`) and read for the
+    queries each metric compares.
+    """
+    total = len(rows)
     out: list[SegmentChange] = []
-    for key in keys:
-        groups: dict[str, list[int]] = defaultdict(list)
-        for i, qid in enumerate(ids):
-            value = metadata.get(qid, {}).get(key)
-            groups["(none)" if value is None else str(value)].append(i)
+    if total == 0:
+        return ()
+    for key, (all_codes, names) in labels.items():
+        codes = all_codes[rows]
+        sizes = np.bincount(codes, minlength=len(names))
+        # Members of each segment in query order, as the per-query mean and sum read them.
+        order = np.argsort(codes, kind="stable")
+        groups = np.split(order, np.cumsum(sizes)[:-1])
         segments = []
-        for value, members in groups.items():
+        for value, members in zip(names, groups, strict=True):
+            if not len(members):
+                continue
             old = before[members]
             new = after[members]
             segments.append(

@@ -21,9 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.compare.matched import Matched
 from monitor.store.records import RunRecord
+
+FloatArray = NDArray[np.float64]
 
 #: The persistence of rank-biased overlap: the chance that a reader goes on to the next rank.
 PERSISTENCE = 0.9
@@ -124,24 +132,164 @@ def jaccard(first: Sequence[str], second: Sequence[str], k: int) -> float:
     return len(a & b) / len(union) if union else 1.0
 
 
-def overlap_of(baseline: RunRecord, current: RunRecord, k: int, p: float = PERSISTENCE) -> Overlap:
+def overlap_of(
+    baseline: RunRecord,
+    current: RunRecord,
+    k: int,
+    p: float = PERSISTENCE,
+    *,
+    matched: Matched | None = None,
+) -> Overlap:
     """Return the overlap of ``current``'s top ``k`` with ``baseline``'s, query by query,
-    over the queries answered in both runs, in ``current``'s order."""
-    before = {q.query_id: q.retrieved_ids for q in baseline.queries if q.error_type is None}
-    rows = tuple(
-        QueryOverlap(
-            q.query_id,
-            rank_biased_overlap(before[q.query_id], q.retrieved_ids, k, p),
-            jaccard(before[q.query_id], q.retrieved_ids, k),
-        )
-        for q in current.queries
-        if q.error_type is None and q.query_id in before
-    )
+    over the queries answered in both runs, in ``current``'s order.
+
+    ``matched`` is the two runs' queries matched by id, when the caller has it already. The
+    queries are measured all at once (:func:`overlaps`), each to the same float as
+    :func:`rank_biased_overlap` and :func:`jaccard` give it.
+    """
+    pairs = matched if matched is not None else Matched.of(baseline, current)
+    both = pairs.both_answered()
+    first = [baseline.queries[i].retrieved_ids for i in pairs.position[both].tolist()]
+    second = [current.queries[i].retrieved_ids for i in both.tolist()]
+    rbos, jaccards = overlaps(first, second, k, p)
+    ids = pairs.current_ids(both)
+    rows = tuple(map(QueryOverlap, ids, rbos.tolist(), jaccards.tolist()))
     nan = float("nan")
+    # Summed in order, as Python's sum of floats adds them, so the means do not move.
     return Overlap(
         k=k,
         persistence=p,
-        rbo=sum(r.rbo for r in rows) / len(rows) if rows else nan,
-        jaccard=sum(r.jaccard for r in rows) / len(rows) if rows else nan,
+        rbo=float(np.add.accumulate(rbos)[-1]) / len(rows) if rows else nan,
+        jaccard=float(np.add.accumulate(jaccards)[-1]) / len(rows) if rows else nan,
         queries=rows,
     )
+
+
+#: Most query pairs whose rankings are measured at once by :func:`overlaps`.
+CHUNK_QUERIES = 1 << 14
+
+
+def overlaps(
+    first: Sequence[Sequence[str]],
+    second: Sequence[Sequence[str]],
+    k: int,
+    p: float = PERSISTENCE,
+) -> tuple[FloatArray, FloatArray]:
+    """Return the RBO and Jaccard@k of each pair of rankings ``first[i]``, ``second[i]``.
+
+    Each value is the float :func:`rank_biased_overlap` and :func:`jaccard` return: the
+    shared-prefix counts are found with numpy, and RBO's sum is taken over the depths in
+    the same order with the same operations, a vector of queries at a time. Queries are
+    measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
+    top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
+    functions themselves.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"persistence must lie strictly between 0 and 1, not {p!r}")
+    if len(first) != len(second):
+        raise ValueError(f"{len(first)} rankings against {len(second)}: pairs needed")
+    rbos = np.empty(len(first))
+    jaccards = np.empty(len(first))
+    for start in range(0, len(first), CHUNK_QUERIES):
+        part = slice(start, start + CHUNK_QUERIES)
+        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p)
+    return rbos, jaccards
+
+
+def _overlap_chunk(
+    first: Sequence[Sequence[str]], second: Sequence[Sequence[str]], k: int, p: float
+) -> tuple[FloatArray, FloatArray]:
+    n = len(first)
+    if n == 0 or k <= 0:
+        ones = np.ones(n)
+        return ones, ones.copy()
+    a_ids, a_hash, a_len, a_flat = _cut(first, k)
+    b_ids, b_hash, b_len, b_flat = _cut(second, k)
+    # Side by side in one row, each row sorted: an id both lists hold sits next to itself.
+    both = np.concatenate((a_hash, b_hash), axis=1)
+    order = np.argsort(both, axis=1, kind="stable")
+    ranked = np.take_along_axis(both, order, axis=1)
+    valid_a, valid_b = np.arange(k) < a_len[:, None], np.arange(k) < b_len[:, None]
+    valid = np.take_along_axis(np.concatenate((valid_a, valid_b), axis=1), order, axis=1)
+    same = (ranked[:, 1:] == ranked[:, :-1]) & valid[:, 1:] & valid[:, :-1]
+    row, col = np.nonzero(same)
+    left, right = order[row, col], order[row, col + 1]
+    # A pair from one side is a repeated id (or two ids' hashes colliding) within one list.
+    odd = (left >= k) | (right < k)
+    i, j = left, right - k
+    matched = ~odd
+    # Hashes only propose matches: the ids themselves decide.
+    a_at = a_flat[row[matched]] + i[matched]
+    b_at = b_flat[row[matched]] + j[matched]
+    equal = np.asarray(a_ids[a_at] == b_ids[b_at], dtype=np.bool_)
+    # An id hashed to the padding's 0 may sort apart from its match among the padding.
+    scalar = ((a_hash == 0) & valid_a).any(axis=1) | ((b_hash == 0) & valid_b).any(axis=1)
+    scalar[row[odd]] = True
+    scalar[row[matched][~equal]] = True
+    keep = matched.copy()
+    keep[matched] = equal
+    # shared[q, d - 1]: the ids both top-d prefixes of query q hold.
+    deepest = np.maximum(i[keep], j[keep])
+    shared = np.zeros((n, k), dtype=np.int64)
+    np.add.at(shared, (row[keep], deepest), 1)
+    shared = np.cumsum(shared, axis=1)
+    rbos = _rbo_from_shared(shared, np.minimum(a_len, b_len), np.maximum(a_len, b_len), k, p)
+    total = a_len + b_len
+    common = shared[:, k - 1]
+    union = total - common
+    jaccards = np.ones(n)
+    np.divide(common, union, out=jaccards, where=union > 0)
+    for q in np.flatnonzero(scalar).tolist():
+        rbos[q] = rank_biased_overlap(first[q], second[q], k, p)
+        jaccards[q] = jaccard(first[q], second[q], k)
+    return rbos, jaccards
+
+
+def _cut(
+    rankings: Sequence[Sequence[str]], k: int
+) -> tuple[NDArray[np.object_], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Return the first ``k`` ids of each ranking flat, their hashes in rows of ``k``, each
+    row's length and where each row starts in the flat ids."""
+    lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+    cut = rankings if int(lengths.max(initial=0)) <= k else map(itemgetter(slice(k)), rankings)
+    lengths = np.minimum(lengths, k)
+    flat = list(chain.from_iterable(cut))
+    ids = np.empty(len(flat), dtype=object)
+    ids[:] = flat
+    hashes = np.fromiter(map(hash, flat), dtype=np.int64, count=len(flat))
+    rows = np.zeros((len(rankings), k), dtype=np.int64)
+    rows[np.arange(k) < lengths[:, None]] = hashes
+    starts = np.zeros(len(rankings), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return ids, rows, lengths, starts
+
+
+def _rbo_from_shared(
+    shared: NDArray[np.int64],
+    short: NDArray[np.int64],
+    long: NDArray[np.int64],
+    k: int,
+    p: float,
+) -> FloatArray:
+    """Return extrapolated RBO of each query from its shared-prefix counts, with the float
+    operations of :func:`rank_biased_overlap` in its order (depth by depth)."""
+    n = len(short)
+    rows = np.arange(n)
+    powers = [p**d for d in range(k + 1)]
+    at_s = np.where(short > 0, shared[rows, np.maximum(short, 1) - 1], 0)
+    total = np.zeros(n)
+    safe_short = np.maximum(short, 1)
+    for d in range(1, k + 1):
+        deep = long >= d
+        if not deep.any():
+            break
+        total = np.where(deep, total + shared[:, d - 1] / d * powers[d], total)
+        beyond = deep & (d > short)
+        step = at_s * (d - short) / (safe_short * d) * powers[d]
+        total = np.where(beyond, total + step, total)
+    at_l = shared[rows, np.maximum(long, 1) - 1]
+    tail = ((at_l - at_s) / np.maximum(long, 1) + at_s / safe_short) * np.take(powers, long)
+    out: FloatArray = np.minimum(1.0, np.maximum(0.0, (1 - p) / p * total + tail))
+    out[short == 0] = 0.0
+    out[long == 0] = 1.0
+    return out

@@ -23,6 +23,7 @@ from functools import partial
 
 import numpy as np
 
+from monitor.compare.matched import Matched
 from monitor.compare.overlap import Overlap
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
@@ -55,11 +56,13 @@ def apply_rule(
     significance: SignificanceConfig,
     history: Sequence[bool] = (),
     overlap: Overlap | None = None,
+    matched: Matched | None = None,
 ) -> RuleOutcome:
     """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values,
-    ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``)."""
+    ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``) and
+    ``matched`` the two runs' queries matched by id, when the caller has them."""
     if rule.metric is not None:
-        outcome = _quality(rule, current, baseline, paired, significance)
+        outcome = _quality(rule, current, baseline, paired, significance, matched)
     elif rule.check is Check.MIN_OVERLAP:
         outcome = _overlap(rule, overlap)
     else:
@@ -82,14 +85,21 @@ def _quality(
     baseline: RunRecord | None,
     paired: tuple[np.ndarray, np.ndarray] | None,
     significance: SignificanceConfig,
+    matched: Matched | None = None,
 ) -> RuleOutcome:
     metric = str(rule.metric)
     # A floor is about the current run alone; a drop compares the pairs of both runs.
-    excluded = left_out(current, None if rule.check is Check.MIN else baseline)
+    alone = rule.check is Check.MIN or baseline is None
+    if matched is not None and matched.current is not current:
+        matched = None
+    if matched is not None and (alone or matched.baseline is baseline):
+        excluded = matched.left_out(paired=not alone)
+    else:
+        excluded = left_out(current, None if alone else baseline)
     make = partial(_outcome(rule, metric, quality=True), left_out=excluded)
     value = current.means.get(metric)
     if value is None or math.isnan(value):
-        failed = left_out(current)
+        failed = matched.left_out(paired=False) if matched is not None else left_out(current)
         reason = f": the search failed for all {failed} judged queries" if failed else ""
         return make(status="skipped", message=f"{metric} was not measured in this run{reason}")
     if rule.check is Check.MIN:
@@ -261,19 +271,9 @@ def aligned(
     baseline: RunRecord, current: RunRecord, metric: str
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Return the query ids both runs answered and evaluated, and their values of ``metric``,
-    aligned. A query the search failed for in either run is left out (:func:`left_out`)."""
-    before: Mapping[str, float] = {
-        q.query_id: q.values[metric] for q in baseline.queries if metric in q.values and answered(q)
-    }
-    now = {
-        q.query_id: q.values[metric] for q in current.queries if metric in q.values and answered(q)
-    }
-    ids = [qid for qid in now if qid in before]
-    return (
-        ids,
-        np.array([before[q] for q in ids], dtype=np.float64),
-        np.array([now[q] for q in ids], dtype=np.float64),
-    )
+    aligned, in the current run's order. A query the search failed for in either run is
+    left out (:func:`left_out`)."""
+    return Matched.of(baseline, current).aligned(metric)
 
 
 def left_out(current: RunRecord, baseline: RunRecord | None = None) -> int:

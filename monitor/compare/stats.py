@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Final, Literal
 
@@ -41,6 +43,14 @@ METHODS: Final[tuple[Method, ...]] = ("auto", "exact", "randomization")
 EXACT_MAX_N: Final = 20
 #: Most (iteration x query) cells drawn at once by the resampling loops.
 CHUNK_CELLS: Final = 1 << 20
+#: Above this many queries, random draws are made per distinct value, not per query.
+GROUPED_FROM_N: Final = 2048
+#: In a sign-flip test of many queries, a magnitude this many deltas share is drawn as one
+#: binomial count of negative signs instead of one sign per delta.
+HEAVY_MIN: Final = 64
+#: A bootstrap of many queries draws counts per distinct delta when there are at most this
+#: share as many distinct deltas as queries (a multinomial draw costs more than an index).
+GROUPED_SHARE: Final = 0.25
 #: Deltas closer to zero than this count as unchanged in ``n_worse``/``n_better``/``n_same``.
 SAME_TOLERANCE: Final = 1e-12
 # Permuted sums that differ from the observed sum only by rounding count as ties; rounding of
@@ -314,6 +324,69 @@ def _sampled_count(
 ) -> int:
     """Count the random sign patterns whose sum is at least as extreme as ``observed``.
 
+    Up to :data:`GROUPED_FROM_N` deltas, one random sign is drawn per delta
+    (:func:`_bit_sums`). Above, the same distribution is drawn in less work
+    (:func:`_grouped_count`).
+    """
+    if deltas.size > GROUPED_FROM_N:
+        return _grouped_count(deltas, observed, alternative, tolerance, iterations, rng)
+    count = 0
+    for sums in _bit_sums(deltas, iterations, rng):
+        count += _count_extreme(sums, observed, alternative, tolerance)
+    return count
+
+
+def _grouped_count(
+    deltas: FloatArray,
+    observed: float,
+    alternative: str,
+    tolerance: float,
+    iterations: int,
+    rng: np.random.Generator,
+) -> int:
+    """Count the sign patterns at least as extreme as ``observed``, drawn by magnitude.
+
+    A flipped sum is ``sum(s_i * |d_i|)``: a zero delta adds nothing whatever its sign, and
+    the ``m`` deltas of one magnitude ``a`` add ``a * (m - 2 X)`` with ``X`` the number of
+    negative signs among them, ``Binomial(m, 1/2)``. So zeros are dropped, each magnitude
+    shared by at least :data:`HEAVY_MIN` deltas costs one binomial draw per iteration, and
+    the other deltas keep one random sign each. The distribution of the sums is that of
+    one sign per delta; the draws are not the same ones. Signs and binomial counts come
+    from two streams spawned from ``seed``'s sequence, so chunking does not matter.
+    """
+    magnitudes, counts = np.unique(np.abs(deltas[deltas != 0.0]), return_counts=True)
+    heavy = counts >= HEAVY_MIN
+    singles = np.repeat(magnitudes[~heavy], counts[~heavy])
+    shared, many = magnitudes[heavy], counts[heavy]
+    signs_rng, counts_rng = (np.random.Generator(np.random.PCG64(child)) for child in _spawn(rng))
+    width = max(1, singles.size + shared.size)
+    rows = max(1, CHUNK_CELLS // width)
+    bits = _bit_sums(singles, iterations, signs_rng, rows=rows) if singles.size else None
+    count = 0
+    for start in range(0, iterations, rows):
+        size = min(rows, iterations - start)
+        sums = next(bits) if bits is not None else np.zeros(size)
+        if shared.size:
+            negative = counts_rng.binomial(many, 0.5, size=(size, shared.size))
+            sums = sums + ((many - 2 * negative) * shared).sum(axis=1)
+        count += _count_extreme(sums, observed, alternative, tolerance)
+    return count
+
+
+def _spawn(rng: np.random.Generator) -> list[np.random.SeedSequence]:
+    """Return two child seed sequences of ``rng``'s seed."""
+    seed = rng.bit_generator.seed_seq
+    if not isinstance(seed, np.random.SeedSequence):  # pragma: no cover - PCG64 has one
+        raise TypeError("the generator has no seed sequence to spawn")
+    return seed.spawn(2)
+
+
+def _bit_sums(
+    deltas: FloatArray, iterations: int, rng: np.random.Generator, *, rows: int = 0
+) -> Iterator[FloatArray]:
+    """Yield the sums of ``iterations`` random sign patterns of ``deltas``, ``rows`` at a
+    time (by default as many as :data:`CHUNK_CELLS` allows).
+
     One random byte holds the signs of eight queries; a table of the 256 signed sums of
     each group of eight turns a row of bytes into a sum by lookup, an eighth of the work of
     a sign matrix product. The table costs 32 floats per query, whatever ``iterations``.
@@ -325,17 +398,14 @@ def _sampled_count(
     table = (padded.reshape(groups, 8) @ signs.T).ravel()
     offsets = np.arange(groups) * 256
     words = -(-groups // 4)
-    rows = max(1, CHUNK_CELLS // deltas.size)
-    count = 0
+    rows = rows or max(1, CHUNK_CELLS // deltas.size)
     for start in range(0, iterations, rows):
         size = min(rows, iterations - start)
         # Whole 32-bit draws, read as little-endian bytes, consume the stream row by row, so
         # the result does not depend on the chunk size or the platform's byte order.
         draws = rng.integers(0, 2**32, size=(size, words), dtype=np.uint32).astype("<u4")
         packed = draws.view(np.uint8)[:, :groups]
-        sums = table[packed + offsets].sum(axis=1)
-        count += _count_extreme(sums, observed, alternative, tolerance)
-    return count
+        yield table[packed + offsets].sum(axis=1)
 
 
 def _count_extreme(sums: FloatArray, observed: float, alternative: str, tolerance: float) -> int:
@@ -359,11 +429,24 @@ def _bootstrap_interval(
         return lowest, highest
     rng = np.random.Generator(np.random.PCG64(seed))
     means = np.empty(iterations)
-    rows = max(1, CHUNK_CELLS // deltas.size)
-    for start in range(0, iterations, rows):
-        size = min(rows, iterations - start)
-        picks = rng.integers(0, deltas.size, size=(size, deltas.size))
-        means[start : start + size] = deltas[picks].mean(axis=1)
+    values, counts = np.unique(deltas, return_counts=True)
+    if deltas.size > GROUPED_FROM_N and GROUPED_SHARE * deltas.size >= values.size:
+        # How often each distinct delta is drawn is all a resampled mean depends on: the
+        # counts of n draws with replacement are Multinomial(n, counts / n).
+        shares = counts / deltas.size
+        rows = max(1, CHUNK_CELLS // values.size)
+        for start in range(0, iterations, rows):
+            size = min(rows, iterations - start)
+            drawn = rng.multinomial(deltas.size, shares, size=size)
+            # A row sum, not a matrix product: BLAS would sum in an order that hangs on the
+            # chunk's shape.
+            means[start : start + size] = (drawn * values).sum(axis=1) / deltas.size
+    else:
+        rows = max(1, CHUNK_CELLS // deltas.size)
+        for start in range(0, iterations, rows):
+            size = min(rows, iterations - start)
+            picks = rng.integers(0, deltas.size, size=(size, deltas.size))
+            means[start : start + size] = deltas[picks].mean(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return min(max(float(low), lowest), highest), min(max(float(high), lowest), highest)
@@ -372,6 +455,9 @@ def _bootstrap_interval(
 # --- Student t quantile ------------------------------------------------------------------
 
 
+# A comparison asks for the same quantile once per metric (one df: the queries compared),
+# and each costs O(df): the pure function is kept for the last few arguments.
+@lru_cache(maxsize=32)
 def _t_quantile(confidence: float, df: int) -> float:
     """Return ``t`` with ``P(|T| <= t) = confidence`` for Student's T with ``df`` (>= 1).
 

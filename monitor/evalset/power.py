@@ -17,10 +17,15 @@ the comparison are fractions.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from monitor.compare.matched import Matched
 
 if TYPE_CHECKING:
     from monitor.config.model import RuleConfig
@@ -90,43 +95,63 @@ class PowerFigure:
         }
 
 
-def minimal_detectable_drop(values: Sequence[float], alpha: float, power: float = POWER) -> float:
+def minimal_detectable_drop(values: ArrayLike, alpha: float, power: float = POWER) -> float:
     """Return ``(z_{1-alpha} + z_{power}) * sd / sqrt(n)`` of ``values`` (NaN below 2 values)."""
-    if len(values) < 2:
+    array = np.asarray(values, dtype=np.float64)
+    if len(array) < 2:
         return math.nan
     z = NormalDist()
-    return (z.inv_cdf(1 - alpha) + z.inv_cdf(power)) * sample_sd(values) / math.sqrt(len(values))
+    return (z.inv_cdf(1 - alpha) + z.inv_cdf(power)) * sample_sd(array) / math.sqrt(len(array))
 
 
-def sample_sd(values: Sequence[float]) -> float:
-    """Return the sample standard deviation (``ddof=1``) of ``values`` (NaN below 2)."""
-    n = len(values)
+def sample_sd(values: ArrayLike) -> float:
+    """Return the sample standard deviation (``ddof=1``) of ``values`` (NaN below 2).
+
+    Both sums are exact (``math.fsum``), so the figure does not depend on the order of the
+    values.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    n = len(array)
     if n < 2:
         return math.nan
-    mean = math.fsum(values) / n
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    mean = math.fsum(array.tolist()) / n
+    return math.sqrt(math.fsum(((array - mean) ** 2).tolist()) / (n - 1))
 
 
 def rule_power(
-    rule: RuleConfig, baseline: RunRecord, latest: RunRecord | None, alpha: float
+    rule: RuleConfig,
+    baseline: RunRecord,
+    latest: RunRecord | None,
+    alpha: float,
+    *,
+    matched: Matched | None = None,
 ) -> PowerFigure | None:
     """Return the power figure of a ``max_drop`` or ``max_relative_drop`` rule, else None.
 
     ``latest`` is the newest run beside the baseline (None: none yet); its per-query deltas
-    from ``baseline`` give the spread, else the baseline's own values do.
+    from ``baseline`` give the spread, else the baseline's own values do. ``matched`` is
+    ``Matched.of(latest, baseline)`` (the baseline's queries matched with the latest's)
+    when the caller has it already.
     """
     check = rule.check.value
     if rule.metric is None or check not in ("max_drop", "max_relative_drop"):
         return None
     name = str(rule.metric)
-    base = {q.query_id: q.values[name] for q in baseline.queries if name in q.values}
     source: PowerSource = "baseline values"
-    values = list(base.values())
     if latest is not None and latest.run_id != baseline.run_id:
-        current = {q.query_id: q.values[name] for q in latest.queries if name in q.values}
-        paired = [current[qid] - value for qid, value in base.items() if qid in current]
-        if len(paired) >= 2:
-            values, source = paired, "paired deltas"
+        pairs = matched if matched is not None else Matched.of(latest, baseline)
+        base, has_base = pairs.column(name, baseline=False)
+        values = base[has_base]
+        now, has_now = pairs.column(name, baseline=True)
+        at = pairs.position
+        held = has_base & (at >= 0)
+        held[held] = has_now[at[held]]
+        if np.count_nonzero(held) >= 2:
+            values, source = now[at[held]] - base[held], "paired deltas"
+    else:
+        values = np.fromiter(
+            (q.values[name] for q in baseline.queries if name in q.values), dtype=np.float64
+        )
     drop = minimal_detectable_drop(values, alpha)
     relative = check == "max_relative_drop"
     if relative:
@@ -152,11 +177,15 @@ def rule_powers(
 ) -> dict[str, PowerFigure]:
     """Return the power figure of each drop rule of ``rules`` by rule name.
 
-    Everything is computed from the two records in memory: no store is read.
+    Everything is computed from the two records in memory: no store is read, and the two
+    runs' queries are matched once for all rules.
     """
+    matched = None
+    if latest is not None and latest.run_id != baseline.run_id:
+        matched = Matched.of(latest, baseline)
     figures = {}
     for rule in rules:
-        figure = rule_power(rule, baseline, latest, alpha)
+        figure = rule_power(rule, baseline, latest, alpha, matched=matched)
         if figure is not None:
             figures[figure.rule] = figure
     return figures

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from monitor.evalset import EvalSet
 from monitor.records import Query
@@ -46,23 +47,38 @@ def _digest(rows: object) -> str:
 
 def queries_fingerprint(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the query ids and texts (sorted by id), grades left out."""
-    return _digest(sorted([query.id, query.text] for query in evalset))
+    return _queries_digest(_by_id(evalset))
 
 
 def judgments_version(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the grades only: ``[[qid, [[doc, grade], ...]], ...]``,
     queries and docs sorted, so the same labels from any source give the same version."""
-    return _digest(
-        [
-            [query.id, sorted(query.judgments.items())]
-            for query in sorted(evalset, key=lambda query: query.id)
-        ]
-    )
+    return _judgments_digest(_by_id(evalset))
 
 
 def labels_of(evalset: EvalSet) -> RunLabels:
-    """Return the queries fingerprint and judgments version of an (effective) eval set."""
-    return RunLabels(queries_fingerprint(evalset), judgments_version(evalset))
+    """Return the queries fingerprint and judgments version of an (effective) eval set.
+
+    Both digests read the queries in one sort by id. A caller that needs the labels more
+    than once in a run computes them once and passes them on (``align_baseline``'s
+    ``current``): each call reads the whole eval set.
+    """
+    queries = _by_id(evalset)
+    return RunLabels(_queries_digest(queries), _judgments_digest(queries))
+
+
+def _by_id(evalset: EvalSet) -> list[Query]:
+    """Return the queries sorted by id (ids are unique, so no two compare equal)."""
+    return sorted(evalset, key=attrgetter("id"))
+
+
+def _queries_digest(queries: Sequence[Query]) -> str:
+    return _digest([[query.id, query.text] for query in queries])
+
+
+def _judgments_digest(queries: Sequence[Query]) -> str:
+    # Docs are unique keys, so sorting the pairs sorts by doc id.
+    return _digest([[query.id, sorted(query.judgments.items())] for query in queries])
 
 
 def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:

@@ -1,0 +1,134 @@
+"""A run's queries matched with its baseline's once, as arrays, for one comparison.
+
+A comparison reads the same pairs of queries many times: every rule, every metric change,
+every per-query diff and segment breakdown, the overlap of the rankings. :class:`Matched`
+finds each current query's baseline query once, and reads each metric's per-query values
+once per run, into numpy arrays in the current run's order; the readers then select with
+masks instead of building a dict per question.
+
+Query ids are unique within a run (they are the eval set's). Should a hand-made record repeat
+one, the baseline's last query of that id is the one matched, as a dict keyed by id keeps it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from operator import attrgetter, methodcaller
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.store.records import RunRecord
+
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.intp]
+BoolArray = NDArray[np.bool_]
+
+_VALUES = attrgetter("values")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Matched:
+    """The queries of ``current`` matched with those of ``baseline`` by id.
+
+    ``position[i]`` is the index in ``baseline.queries`` of ``current.queries[i]``'s id, -1
+    when the baseline has no such query. The ``answered_*`` masks say which queries the
+    search answered (``error_type`` is None) in each run, over that run's own queries.
+    """
+
+    baseline: RunRecord
+    current: RunRecord
+    position: IndexArray
+    answered_before: BoolArray
+    answered_now: BoolArray
+    # Each metric's column of each run, read on first use: (values, present) by (side, name).
+    _columns: dict[tuple[bool, str], tuple[FloatArray, BoolArray]] = field(
+        default_factory=dict, repr=False
+    )
+
+    @classmethod
+    def of(cls, baseline: RunRecord, current: RunRecord) -> Matched:
+        """Match ``current``'s queries with ``baseline``'s by id."""
+        index = {q.query_id: i for i, q in enumerate(baseline.queries)}
+        position = np.fromiter(
+            (index.get(q.query_id, -1) for q in current.queries),
+            dtype=np.intp,
+            count=len(current.queries),
+        )
+        return cls(baseline, current, position, _answered(baseline), _answered(current))
+
+    def column(self, metric: str, *, baseline: bool) -> tuple[FloatArray, BoolArray]:
+        """Return one run's values of ``metric`` over its own queries (NaN where a query has
+        none) and whether each query has one."""
+        key = (baseline, metric)
+        found = self._columns.get(key)
+        if found is None:
+            queries = (self.baseline if baseline else self.current).queries
+            rows = list(map(_VALUES, queries))
+            values = np.fromiter(
+                map(methodcaller("get", metric, math.nan), rows),
+                dtype=np.float64,
+                count=len(rows),
+            )
+            # A missing value reads as NaN: only those need asking whether the name is there.
+            present = ~np.isnan(values)
+            for i in np.flatnonzero(~present).tolist():
+                present[i] = metric in rows[i]
+            found = self._columns[key] = (values, present)
+        return found
+
+    def both_answered(self) -> IndexArray:
+        """Return the indices (in ``current.queries``) of the queries both runs answered."""
+        at = self.position
+        safe = np.where(at >= 0, at, 0)
+        both = self.answered_now & (at >= 0) & self.answered_before[safe]
+        return np.flatnonzero(both)
+
+    def pairs(self, metric: str) -> tuple[IndexArray, FloatArray, FloatArray]:
+        """Return the current indices of the queries both runs answered and evaluated on
+        ``metric``, and their (baseline, current) values, in the current run's order."""
+        now, has_now = self.column(metric, baseline=False)
+        before, has_before = self.column(metric, baseline=True)
+        both = self.both_answered()
+        at = self.position[both]
+        keep = both[has_now[both] & has_before[at]]
+        return keep, before[self.position[keep]], now[keep]
+
+    def aligned(self, metric: str) -> tuple[list[str], FloatArray, FloatArray]:
+        """Return :func:`monitor.compare.rules.aligned`'s ids and values of ``metric``."""
+        keep, before, after = self.pairs(metric)
+        return self.current_ids(keep), before, after
+
+    def current_ids(self, indices: IndexArray) -> list[str]:
+        """Return the ids of ``current.queries`` at ``indices``."""
+        queries = self.current.queries
+        return [queries[i].query_id for i in indices.tolist()]
+
+    def left_out(self, *, paired: bool = True) -> int:
+        """Return how many judged queries a quality rule leaves out because the search
+        failed for them (:func:`monitor.compare.rules.left_out`): of the queries both runs
+        hold, those either run failed for; with ``paired=False``, those the current run
+        failed for."""
+        judged_now = _judged(self.current)
+        if not paired:
+            return int(np.count_nonzero(judged_now & ~self.answered_now))
+        at = self.position
+        held = at >= 0
+        safe = np.where(held, at, 0)
+        judged = judged_now | _judged(self.baseline)[safe]
+        both = self.answered_now & self.answered_before[safe]
+        return int(np.count_nonzero(held & judged & ~both))
+
+
+def _answered(run: RunRecord) -> BoolArray:
+    return np.fromiter(
+        (q.error_type is None for q in run.queries), dtype=np.bool_, count=len(run.queries)
+    )
+
+
+def _judged(run: RunRecord) -> BoolArray:
+    """Return whether each query of ``run`` has a relevant judgment."""
+    return np.fromiter(
+        (bool(q.relevant_ids) for q in run.queries), dtype=np.bool_, count=len(run.queries)
+    )
