@@ -30,6 +30,7 @@ from monitor.errors import (
 )
 from monitor.lockskips import suite_lock
 from monitor.logs import get_logger, hide_secrets
+from monitor.memory import paused_collection
 from monitor.outcome import SuiteOutcome
 from monitor.secrets import suite_scrubber
 
@@ -63,6 +64,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@paused_collection()  # millions of long-lived objects: no collector pass over them
 def run_suite(
     suite: SuiteConfig,
     store: Store,
@@ -105,6 +107,7 @@ def run_suite(
             close_notifiers(built.values())
 
 
+@paused_collection()
 def run_shard(
     suite: SuiteConfig,
     store: Store,
