@@ -334,11 +334,11 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
     columns (None: the line reader must read it). A qrels path is read in a thread while the
     run is read; its error, if any, is the one raised, as when read first."""
     if not isinstance(qrels, str | Path):
-        return _as_qrels(qrels, grades), _read_columns(run)
+        return _as_qrels(qrels, grades), read_run_columns(run)
     with ThreadPoolExecutor(max_workers=1) as pool:
         judged = pool.submit(_as_qrels, qrels, grades)
         try:
-            columns = _read_columns(run)
+            columns = read_run_columns(run)
         except BaseException:
             judged.result()  # the judgments' fault first
             raise
@@ -348,24 +348,9 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
 def read_run_columns(path: str | Path) -> TrecColumns | None:
     """Return the TREC run at ``path`` as columns, None if the line reader must read it
     (not a TREC run, a line the column readers do not read as it does, a missing file)."""
-    return _read_columns(Path(path))
+    from monitor.search.trec_arrow import read_columns
 
-
-def _read_columns(path: Path) -> TrecColumns | None:
-    """Return the TREC run at ``path`` as columns, None if the line reader must read it."""
-    from monitor.search.saved import is_trec_run
-    from monitor.search.trec_arrow import ARROW_MIN_BYTES, read_trec_arrow
-    from monitor.search.trec_columns import read_trec_columns
-
-    try:
-        if not is_trec_run(path):
-            return None
-        # pyarrow (the optional "fast" extra) splits big plain files on every core; its
-        # import costs more than it saves below ARROW_MIN_BYTES.
-        columns = read_trec_arrow(path) if path.stat().st_size >= ARROW_MIN_BYTES else None
-        return columns if columns is not None else read_trec_columns(path)
-    except OSError:
-        return None  # the line reader names the fault
+    return read_columns(path)
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

@@ -141,3 +141,24 @@ def test_replay_declares_that_its_hits_are_checked() -> None:
     from monitor.search.base import gives_checked_hits
 
     assert True is gives_checked_hits(ReplaySearch({"q1": ["d1"]}))
+
+
+def test_a_big_trec_run_is_replayed_from_pyarrow_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run file over the size where pyarrow pays is read by it, as `evaluate` reads one,
+    and replays the same rankings as the line reader's."""
+    pytest.importorskip("pyarrow")
+    from monitor.search import trec_arrow
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 b 1 2.0 t\nq1 Q0 a 2 2.0 t\nq1 Q0 c 3 1.0 t\nq2 Q0 d 1 5.0 t\n")
+    lines = {qid: tuple(hits) for qid, hits in load_hits(path).items()}
+    read: list[object] = []
+    real = trec_arrow.read_trec_arrow
+    monkeypatch.setattr(trec_arrow, "ARROW_MIN_BYTES", 0)
+    monkeypatch.setattr(trec_arrow, "read_trec_arrow", lambda p: read.append(p) or real(p))
+    replay = ReplaySearch.from_file(path)
+    assert [path] == read
+    for qid in ("q1", "q2"):
+        assert lines[qid] == replay(Query(qid, "text"), 10)

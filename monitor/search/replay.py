@@ -28,7 +28,7 @@ from monitor.errors import InputError, SearchOutputError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
 from monitor.search.base import HitLike, normalise_hits
 from monitor.search.options import Options
-from monitor.search.saved import FORMATS, is_trec_run, load_hits
+from monitor.search.saved import FORMATS, load_hits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,16 +117,11 @@ class _ColumnRun:
 
 def _trec_columns(path: Path, format: str) -> TrecColumns | None:
     """Return the TREC run at ``path`` as columns, or None for the line reader to read it."""
-    from monitor.search.trec_columns import read_trec_columns
+    from monitor.search.trec_arrow import read_columns
 
     if format not in FORMATS:
         return None  # the line reader names the unknown format
-    try:
-        if not is_trec_run(path, format):
-            return None
-        return read_trec_columns(path)
-    except OSError:
-        return None  # the line reader names the fault
+    return read_columns(path, format)
 
 
 def build(options: Mapping[str, object]) -> ReplaySearch:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,28 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColumns | None:
+    """Return the run at ``path`` as columns, or None when it is not a TREC run (by
+    ``format``, or its first byte when ``auto``) or the line reader must read it (a line the
+    column readers do not read as it does, a fault opening the file: it names the fault).
+
+    A big plain file is read by pyarrow (the optional ``fast`` extra) on every core; its
+    import costs more than it saves below :data:`ARROW_MIN_BYTES`, so smaller files, and
+    every file pyarrow leaves, are read by the numpy tokeniser.
+    """
+    from monitor.search.saved import is_trec_run
+    from monitor.search.trec_columns import read_trec_columns
+
+    try:
+        if not is_trec_run(Path(path), format):
+            return None
+        big = os.path.getsize(path) >= ARROW_MIN_BYTES
+        columns = read_trec_arrow(path) if big else None
+        return columns if columns is not None else read_trec_columns(path)
+    except OSError:
+        return None
 
 
 def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) -> TrecColumns | None:
