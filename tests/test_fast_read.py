@@ -312,3 +312,29 @@ def test_arrow_refuses_what_it_would_read_differently(tmp_path: Path, text: str 
     path = tmp_path / "run.trec"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     assert read_trec_arrow(path) is None
+
+
+@pytest.mark.parametrize(
+    ("data", "plain"),
+    [
+        (b"ab\r\ncd\n", True),
+        (b"abc\r\nd\n", True),
+        (b"abcd\r\n", True),
+        (b"abcdefg\r\nx", True),
+        (b"ab\rcd\n", False),
+        (b"abc\rd\n", False),
+        (b"abc\r", False),
+        (b"abc\r\r\n", False),
+    ],
+)
+def test_a_lone_cr_is_found_across_block_edges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, plain: bool
+) -> None:
+    """A CR not followed by LF sends the file to the numpy reader wherever it falls, a CR
+    ending a block judged with the next block's first byte."""
+    from monitor.search import trec_arrow
+
+    monkeypatch.setattr(trec_arrow, "_BLOCK_BYTES", 4)
+    path = tmp_path / "run.trec"
+    path.write_bytes(data)
+    assert plain == trec_arrow._plain_lines(path)

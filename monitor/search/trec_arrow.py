@@ -195,15 +195,21 @@ def _plain_lines(path: str | os.PathLike[str]) -> bool:
         if not head or head.startswith(_MAGIC):
             return False
         handle.seek(0)
-        # Block by block (a memory map would count the file in RSS); a CR ending a block
-        # is judged with the next block's first byte.
-        pending = b""
-        while block := handle.read(_BLOCK_BYTES):
-            data = pending + block
-            pending = b"\r" if data.endswith(b"\r") else b""
-            if b"\r" in data and _LONE_CR.search(data, 0, len(data) - len(pending)):
+        # Block by block into one buffer (a memory map would count the file in RSS): most
+        # files hold no CR at all, which a byte search over the block tells at once. A CR
+        # ending a block is judged with the next block's first byte.
+        block = bytearray(_BLOCK_BYTES)
+        view = memoryview(block)
+        after_cr = False
+        while size := handle.readinto(block):
+            data = view[:size]
+            if after_cr and data[0] != ord("\n"):
                 return False
-        return not pending
+            after_cr = data[size - 1] == ord("\r")
+            end = size - 1 if after_cr else size
+            if block.find(b"\r", 0, end) >= 0 and _LONE_CR.search(data[:end]):
+                return False
+        return not after_cr
 
 
 def _numbers(column: Any, dtype: Any) -> Any:
