@@ -225,3 +225,27 @@ def test_the_warm_up_compiles_every_template(three_runs: Path) -> None:
     pages.page("suites.html", cards=pages.views.suites())
     pages.page("run.html", suite=SUITE, report=pages.views.run_page(SUITE, 2))
     assert (len(pages.env.list_templates()), compiled) == (compiled, len(read))
+
+
+def test_a_run_stored_while_the_app_is_up_is_read_before_anyone_asks(tmp_path: Path) -> None:
+    """The app looks for new runs in the background: a run the job stores while it serves
+    is read and compared without a request, and its first view reads it no more."""
+    path = tmp_path / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    reads: Counter[int] = Counter()
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: _Counting(open_store(path), reads),
+        refresh_seconds=0.05,
+    )
+    with TestClient(create_app(settings)) as client:
+        with open_store(path) as store:
+            new = run_suite(default_config().suite(SUITE), store, progress=False).run_id
+        assert new is not None
+        deadline = time.monotonic() + 10
+        while reads[new] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert 1 == reads[new]
+        assert 200 == client.get(f"/suites/{SUITE}/runs/{new}").status_code
+    assert 1 == reads[new]
