@@ -100,8 +100,12 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
     counts = {
         name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
     }
-    every = np.empty(sum(int(c.sum()) for c in counts.values()), dtype=object)
-    every[:] = list(chain.from_iterable(chain.from_iterable(rankings.values())))
+    # Straight from the tuples into one object array: no list of millions of ids between.
+    every = np.fromiter(
+        chain.from_iterable(chain.from_iterable(rankings.values())),
+        dtype=object,
+        count=sum(int(c.sum()) for c in counts.values()),
+    )
     codes, docs = _first_seen_codes(every)
     at = 0
     for name, sizes in counts.items():
