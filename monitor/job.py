@@ -594,7 +594,8 @@ def _record(
         error_types=[outcome.error_type for outcome in outcomes],
         error_messages=[outcome.error_message for outcome in outcomes],
         retrieved_ids=[outcome.retrieved_ids for outcome in outcomes],
-        relevant_ids=[evalset[qid].relevant_ids for qid in ids],
+        # The runner copied each query's relevant ids into its outcome: not derived again.
+        relevant_ids=[outcome.relevant_ids for outcome in outcomes],
         metrics=metrics,
         values=matrix,
         present=marks,
