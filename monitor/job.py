@@ -559,36 +559,60 @@ def _record(
     *,
     pipeline: str | None = None,
 ) -> RunRecord:
-    """Turn a finished run into the store's record: one QueryRecord per eval-set query.
+    """Turn a finished run into the store's record: one QueryRecord per eval-set query, and
+    the same queries as the columns the store saves.
 
     Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
     their rankings, latency and error but carry no metric values.
     """
-    from monitor.store.records import RunFigures, RunRecord, stored_query
+    import numpy as np
+    import pandas as pd
+
+    from monitor.store.records import QueryColumns, RunFigures, RunRecord, stored_query
 
     frame = evaluation.per_query
-    # Row by row from one float array: a dict per row from pandas costs several times more.
-    names = [str(name) for name in frame.columns]
-    rows = frame.to_numpy(dtype=float).tolist()
-    values: dict[str, dict[str, float]] = {
-        str(qid): dict(zip(names, row, strict=True))
-        for qid, row in zip(frame.index.tolist(), rows, strict=True)
-    }
-    # Every part is already of its stored type (str names, Python floats, tuples of str):
-    # stored_query skips the per-value conversions QueryRecord would repeat.
     outcomes = result.outcomes
     ids = [outcome.query_id for outcome in outcomes]
-    # Each field as a list and the records built by one map: no generator step per query.
+    # Each query's row of the evaluation's float array, found for all queries at once.
+    position = (
+        frame.index.get_indexer(pd.Index(ids)) if len(frame.columns) else np.full(len(ids), -1)
+    )
+    present = position >= 0
+    metrics = tuple(str(name) for name in frame.columns) if present.any() else ()
+    matrix = np.full((len(ids), len(metrics)), np.nan)
+    matrix[present] = frame.to_numpy(dtype=float)[position[present]] if metrics else 0.0
+    marks = np.repeat(present[:, None], len(metrics), axis=1)
+    # Row by row from one float array: a dict per row from pandas costs several times more.
+    rows: list[list[float]] = matrix.tolist()
+    values = [
+        dict(zip(metrics, row, strict=True)) if has else {}
+        for row, has in zip(rows, present.tolist(), strict=True)
+    ]
+    columns = QueryColumns(
+        query_ids=ids,
+        latency_seconds=[outcome.latency_seconds for outcome in outcomes],
+        error_types=[outcome.error_type for outcome in outcomes],
+        error_messages=[outcome.error_message for outcome in outcomes],
+        retrieved_ids=[outcome.retrieved_ids for outcome in outcomes],
+        # The runner copied each query's relevant ids into its outcome: not derived again.
+        relevant_ids=[outcome.relevant_ids for outcome in outcomes],
+        metrics=metrics,
+        values=matrix,
+        present=marks,
+    )
+    # Every part is already of its stored type (str names, Python floats, tuples of str):
+    # stored_query skips the per-value conversions QueryRecord would repeat, and the records
+    # share the columns' tuples.
     queries = tuple(
         map(
             stored_query,
             ids,
-            [values.get(qid, {}) for qid in ids],
-            [outcome.retrieved_ids for outcome in outcomes],
-            [evalset[qid].relevant_ids for qid in ids],
-            [outcome.latency_seconds for outcome in outcomes],
-            [outcome.error_type for outcome in outcomes],
-            [outcome.error_message for outcome in outcomes],
+            values,
+            columns.retrieved_ids,
+            columns.relevant_ids,
+            columns.latency_seconds,
+            columns.error_types,
+            columns.error_messages,
         )
     )
     return RunRecord(
@@ -613,6 +637,7 @@ def _record(
         ),
         stats=dict(result.search_stats),
         queries=queries,
+        columns=columns,
     )
 
 

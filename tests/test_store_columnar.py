@@ -7,6 +7,7 @@ import dataclasses
 import math
 import sqlite3
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,8 @@ from hypothesis import strategies as st
 from store_legacy import insert_legacy_run
 from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
 
-from monitor.errors import StoreError, StoreLookupError
-from monitor.store import QueryRecord, SqlStore, columnar, open_store, schema
+from monitor.errors import StoreError, StoreLookupError, UsageError
+from monitor.store import QueryRecord, RunRecord, SqlStore, columnar, open_store, schema
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
@@ -305,3 +306,56 @@ def test_texts_read_back_as_written(texts: list[str | None]) -> None:
         t if t is None or not any(0xD800 <= ord(c) <= 0xDFFF for c in t) else "x" for t in clean
     ]
     assert clean == columnar._unstrings(columnar._strings(clean))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(query, max_size=60, unique_by=lambda q: q.query_id))
+def test_columns_encode_as_the_same_queries_as_records(queries: list[QueryRecord]) -> None:
+    """A run's queries given as columns are saved byte for byte as the same records are."""
+    expected = columnar.encode_queries(queries)
+    assert expected == columnar.encode_columns(columnar.columns_of(queries))
+
+
+def test_doc_ids_are_coded_in_order_of_first_appearance() -> None:
+    """Document codes number the ids in the order they are first retrieved or judged."""
+    queries = [
+        QueryRecord("q1", retrieved_ids=("b", "a", "b")),
+        QueryRecord("q2", relevant_ids=("c", "a")),
+    ]
+    blobs = columnar.encode_queries(queries)
+    assert ["b", "a", "c"] == columnar._texts(columnar._unpack(blobs[columnar.DOC_IDS]))
+    assert [0, 1, 0] == columnar._unpack(blobs[columnar.RETRIEVED])[1].tolist()
+    assert [2, 1] == columnar._unpack(blobs[columnar.RELEVANT])[1].tolist()
+
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+class _SameHash(str):
+    """A text whose hash is the same as every other's, to force a collision."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_ids_of_one_hash_still_get_codes_of_their_own() -> None:
+    """Two distinct ids that hash alike are still two documents."""
+    queries = [QueryRecord("q1", retrieved_ids=(_SameHash("x"), _SameHash("y"), _SameHash("x")))]
+    decoded = columnar.decode_queries(columnar.encode_queries(queries))
+    assert ("x", "y", "x") == decoded[0].retrieved_ids
+
+
+def test_columns_of_another_length_than_the_records_are_refused() -> None:
+    """A run whose columns and records count different queries is refused at once."""
+    columns = columnar.columns_of([QueryRecord("q1")])
+    with pytest.raises(UsageError, match="columns hold 1 queries and its records 2"):
+        RunRecord(
+            suite="s",
+            pipeline="p",
+            started_at=T0,
+            finished_at=T0,
+            queries=(QueryRecord("q1"), QueryRecord("q2")),
+            columns=columns,
+        )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from monitor.store.records import QueryRecord, stored_query
+from monitor.store.records import QueryColumns, QueryRecord, stored_query
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -67,38 +67,84 @@ class QueryArrays:
 
 def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
     """Return the blobs of ``queries`` by field name."""
-    import pandas as pd  # imported here: opening a store needs no pandas
+    return encode_columns(columns_of(queries))
 
-    blobs = {
-        QUERY_IDS: _pack(_strings([q.query_id for q in queries])),
-        LATENCY: _pack([np.array([_nan(q.latency_seconds) for q in queries], dtype=np.float64)]),
-        ERROR_TYPE: _pack(_strings([q.error_type for q in queries])),
-        ERROR_MESSAGE: _pack(_strings([q.error_message for q in queries])),
-    }
-    rankings = {
-        RETRIEVED: [q.retrieved_ids for q in queries],
-        RELEVANT: [q.relevant_ids for q in queries],
-    }
-    flat = {name: list(chain.from_iterable(lists)) for name, lists in rankings.items()}
-    # Codes in order of first appearance: neighbouring queries share documents, so the
-    # codes of a ranking are close together and compress better than sorted ones. pandas'
-    # factorize gives exactly those codes from one C hash table, a third of a dict's time.
-    every = np.empty(sum(map(len, flat.values())), dtype=object)
-    every[:] = list(chain(*flat.values()))
-    codes, docs = pd.factorize(every, sort=False)
-    at = 0
-    for name, lists in rankings.items():
-        counts = np.fromiter(map(len, lists), np.int32, len(lists))
-        coded = codes[at : at + len(flat[name])].astype(np.int32)
-        at += len(flat[name])
-        blobs[name] = _pack([counts, coded])
-    blobs[DOC_IDS] = _pack(_strings(docs.tolist()))
+
+def columns_of(queries: Sequence[QueryRecord]) -> QueryColumns:
+    """Return ``queries`` as columns, metrics in the order they first appear."""
     present, matrix, metrics = _value_matrix(queries)
+    return QueryColumns(
+        query_ids=[q.query_id for q in queries],
+        latency_seconds=[q.latency_seconds for q in queries],
+        error_types=[q.error_type for q in queries],
+        error_messages=[q.error_message for q in queries],
+        retrieved_ids=[q.retrieved_ids for q in queries],
+        relevant_ids=[q.relevant_ids for q in queries],
+        metrics=tuple(metrics),
+        values=matrix,
+        present=present,
+    )
+
+
+def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
+    """Return the blobs of a run's query columns by field name (those of the same queries
+    as records, byte for byte, from :func:`encode_queries`)."""
+    latency = np.array(columns.latency_seconds, dtype=np.float64)  # None becomes NaN
+    blobs = {
+        QUERY_IDS: _pack(_strings(columns.query_ids)),
+        LATENCY: _pack([latency]),
+        ERROR_TYPE: _pack(_strings(columns.error_types)),
+        ERROR_MESSAGE: _pack(_strings(columns.error_messages)),
+    }
+    rankings = {RETRIEVED: columns.retrieved_ids, RELEVANT: columns.relevant_ids}
+    counts = {
+        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
+    }
+    # Straight from the tuples into one object array: no list of millions of ids between.
+    every = np.fromiter(
+        chain.from_iterable(chain.from_iterable(rankings.values())),
+        dtype=object,
+        count=sum(int(c.sum()) for c in counts.values()),
+    )
+    codes, docs = _first_seen_codes(every)
+    at = 0
+    for name, sizes in counts.items():
+        size = int(sizes.sum())
+        blobs[name] = _pack([sizes, codes[at : at + size]])
+        at += size
+    blobs[DOC_IDS] = _pack(_strings(docs))
+    metrics = list(columns.metrics)
     blobs[METRIC_NAMES] = _pack(_strings(metrics))
+    present, matrix = columns.present, columns.values
     for j, metric in enumerate(metrics):
         values = matrix[present[:, j], j]
         blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present[:, j]), *_floats(values)])
     return blobs
+
+
+def _first_seen_codes(texts: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
+    """Return an int32 code per text, numbered in order of first appearance, and the distinct
+    texts in that order.
+
+    Codes in order of first appearance: neighbouring queries share documents, so the codes
+    of a ranking are close together and compress better than sorted ones. The texts are
+    numbered by their hashes (str caches its hash; an int64 hash table is about twice as fast
+    as pandas' one of objects, which compares strings), and every text is then compared with
+    the first of its code: two distinct texts of one hash, which no run of 64-bit hashes is
+    likely to hold, fall back to numbering the texts themselves.
+    """
+    import pandas as pd  # imported here: opening a store needs no pandas
+
+    hashes = np.fromiter(map(hash, texts), np.int64, texts.size)
+    codes, distinct = pd.factorize(hashes, sort=False)
+    first = np.empty(distinct.size, dtype=np.intp)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write is the first seen
+    docs = texts[first]
+    if not (texts == docs[codes]).all():  # a collision of hashes
+        codes, uniques = pd.factorize(texts, sort=False)
+        docs = np.asarray(uniques, dtype=object)
+    result: list[str] = docs.tolist()
+    return codes.astype(np.int32), result
 
 
 def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:
@@ -243,10 +289,6 @@ def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
 def _metric_names(blobs: Mapping[str, bytes]) -> list[str]:
     """Return the run's metric names in the order they first appeared."""
     return _texts(_unpack(blobs[METRIC_NAMES]))
-
-
-def _nan(value: float | None) -> float:
-    return np.nan if value is None else value
 
 
 def _floats(values: NDArray[np.float64]) -> list[NDArray[Any]]:

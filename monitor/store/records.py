@@ -8,14 +8,18 @@ records back. Timestamps are timezone-aware and returned in UTC.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from monitor.errors import UsageError
 from monitor.records import LatencySummary
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 #: The status of a saved run: ``"ok"`` when it produced metrics, ``"failed"`` otherwise.
 RunStatus = Literal["ok", "failed"]
@@ -72,6 +76,48 @@ def stored_query(
 
 
 @dataclass(frozen=True, slots=True)
+class QueryColumns:
+    """A run's queries as the columns the store saves, for a composer that has them as arrays.
+
+    Row ``i`` is query ``query_ids[i]``: its latency (None when unknown), error, rankings, and
+    in ``values[i]`` its value of each of ``metrics``, where ``present[i]`` says which of them
+    it has (``values`` and ``present`` are queries x metrics). It holds what a tuple of
+    :class:`QueryRecord` holds, without an object per query: the store encodes it as is.
+    """
+
+    query_ids: Sequence[str]
+    latency_seconds: Sequence[float | None]
+    error_types: Sequence[str | None]
+    error_messages: Sequence[str | None]
+    retrieved_ids: Sequence[tuple[str, ...]]
+    relevant_ids: Sequence[tuple[str, ...]]
+    metrics: tuple[str, ...]
+    values: NDArray[np.float64]
+    present: NDArray[np.bool_]
+
+    def __post_init__(self) -> None:
+        n = len(self.query_ids)
+        shape = (n, len(self.metrics))
+        fields = (
+            self.latency_seconds,
+            self.error_types,
+            self.error_messages,
+            self.retrieved_ids,
+            self.relevant_ids,
+        )
+        if any(len(column) != n for column in fields):
+            raise UsageError(f"every column of a run's queries must have {n} rows, one a query")
+        if self.values.shape != shape or self.present.shape != shape:
+            raise UsageError(
+                f"a run's metric values must be {shape[0]} queries x {shape[1]} metrics,"
+                f" not {self.values.shape} (present: {self.present.shape})"
+            )
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+
+@dataclass(frozen=True, slots=True)
 class RunFigures:
     """The figures of a whole run, beside its metric means.
 
@@ -119,7 +165,9 @@ class RunRecord:
     versions); it must be JSON-serialisable and reads back as JSON types (a tuple as a list).
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
     ``pruned_at`` says when retention dropped the run's per-query detail: then ``queries`` is
-    empty and only the means and figures remain.
+    empty and only the means and figures remain. ``columns``, when the composer gives them,
+    are the same queries as columns, saved as they are instead of encoding ``queries`` again;
+    a record the store returns has none.
     """
 
     suite: str
@@ -136,6 +184,7 @@ class RunRecord:
     queries: tuple[QueryRecord, ...] = ()
     run_id: int | None = None
     pruned_at: datetime | None = None
+    columns: QueryColumns | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -147,6 +196,11 @@ class RunRecord:
         object.__setattr__(self, "means", _frozen_floats(self.means))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "queries", tuple(self.queries))
+        if self.columns is not None and len(self.columns) != len(self.queries):
+            raise UsageError(
+                f"a run's columns hold {len(self.columns)} queries and its records"
+                f" {len(self.queries)} (expected the same queries)"
+            )
         if self.pruned_at is not None:
             object.__setattr__(self, "pruned_at", utc(self.pruned_at, "pruned_at"))
 

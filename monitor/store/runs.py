@@ -15,7 +15,13 @@ from monitor.errors import StoreError
 from monitor.records import LatencySummary
 from monitor.store import columnar
 from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
-from monitor.store.records import QueryRecord, RunFigures, RunRecord, RunSummary
+from monitor.store.records import (
+    QueryColumns,
+    QueryRecord,
+    RunFigures,
+    RunRecord,
+    RunSummary,
+)
 from monitor.store.sql import Transaction
 
 #: The latency figures kept in ``run_figures`` (family ``latency``), in saved order.
@@ -40,7 +46,7 @@ _HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error, per_qu
 def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
     """Insert ``run`` with its figures and queries; return the id the database gave it."""
     d = tx.dialect
-    ids = [query.query_id for query in run.queries]
+    ids = run.columns.query_ids if run.columns is not None else [q.query_id for q in run.queries]
     if len(set(ids)) != len(ids):
         repeated = next(qid for qid in ids if ids.count(qid) > 1)
         raise StoreError(
@@ -76,20 +82,25 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
             for position, (name, value) in enumerate(values.items())
         ),
     )
-    insert_blobs(tx, run_id, run.queries)
+    insert_blobs(tx, run_id, run.queries if run.columns is None else run.columns)
     return run_id
 
 
-def insert_blobs(tx: Transaction, run_id: int, queries: tuple[QueryRecord, ...]) -> None:
-    """Insert the per-query columns of a run (none for a run without queries)."""
-    if not queries:
+def insert_blobs(
+    tx: Transaction, run_id: int, queries: tuple[QueryRecord, ...] | QueryColumns
+) -> None:
+    """Insert the per-query columns of a run, given as records or as columns (none for a
+    run without queries)."""
+    if not len(queries):
         return
+    blobs = (
+        columnar.encode_columns(queries)
+        if isinstance(queries, QueryColumns)
+        else columnar.encode_queries(queries)
+    )
     tx.executemany(
         "INSERT INTO run_blobs (run_id, field, codec, data) VALUES (?, ?, ?, ?)",
-        (
-            (run_id, name, columnar.CODEC, data)
-            for name, data in columnar.encode_queries(queries).items()
-        ),
+        ((run_id, name, columnar.CODEC, data) for name, data in blobs.items()),
     )
 
 
