@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -270,3 +272,23 @@ def test_parse_names_the_source_of_a_bad_line() -> None:
         EvalSet.parse(
             '{"id": "q1", "query": "a"}\n{"id": "q1", "query": "b"}\n', "jsonl", "memo.jsonl"
         )
+
+
+def test_a_loaded_set_refuses_a_repeated_id_on_add(tmp_path: Path) -> None:
+    """A set read from a file knows its ids: adding one of them again raises UsageError."""
+    path = tmp_path / "set.jsonl"
+    path.write_text('{"id": "q1", "query": "a"}\n{"id": "q2", "query": "b"}\n', encoding="utf-8")
+    evalset = EvalSet.load(path)
+    with pytest.raises(UsageError, match="already has a query with id 'q2'"):
+        evalset.add("q2", "again")
+    assert (("q1", "q2"), True, "b") == (evalset.ids, "q1" in evalset, evalset["q2"].text)
+
+
+def test_fingerprint_is_the_same_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard encoder and orjson give one fingerprint for a set with every kind of text."""
+    evalset = EvalSet(name="x")
+    evalset.add("q\x00\u2028", 'caf\u00e9 "\\/\t\x7f\U0001f600', relevant={"d\n": -(2**63), "e": 2})
+    evalset.add("a", "", relevant=["z", "b"])
+    with_orjson = evalset.fingerprint
+    monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError
+    assert with_orjson == EvalSet(name="x", queries=evalset.queries).fingerprint

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
 from os import PathLike
 
 from monitor.errors import UsageError
@@ -20,6 +21,8 @@ from monitor.evalset._checks import (
     metadata_from,
 )
 from monitor.records import MetaValue, Query
+
+_ID = attrgetter("id")
 
 #: What :meth:`EvalSet.add` takes as ``relevant``: doc ids (grade 1 each) or id -> grade.
 Relevant = Iterable[str] | Mapping[str, int]
@@ -141,7 +144,20 @@ class EvalSet:
         set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
         """
         contents = formats.load_evalset(path, format, queries=queries, name=name)
-        return cls(contents.name, contents.queries)
+        # A file's queries are checked by its reader (decoded UTF-8 holds no lone surrogate,
+        # which only a text given in code can), and its ids are unique: none is checked again.
+        return cls._of_read(contents)
+
+    @classmethod
+    def _of_read(cls, contents: formats.Contents) -> EvalSet:
+        """Return the eval set of queries a reader checked, without checking them again."""
+        evalset = cls(contents.name)
+        by_id = dict(zip(map(_ID, contents.queries), contents.queries, strict=True))
+        if len(by_id) != len(contents.queries):  # never from a reader; add() names the repeat
+            return cls(contents.name, contents.queries)
+        evalset._queries = list(contents.queries)
+        evalset._by_id = by_id
+        return evalset
 
     @classmethod
     def parse(
@@ -202,10 +218,9 @@ class EvalSet:
         if self._fingerprint is None:
             rows = [
                 [query.id, query.text, sorted(query.judgments.items())]
-                for query in sorted(self._queries, key=lambda query: query.id)
+                for query in sorted(self._queries, key=_ID)
             ]
-            canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-            digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            digest = hashlib.sha256(canonical_json(rows)).hexdigest()
             self._fingerprint = f"sha256:{digest}"
         return self._fingerprint
 
@@ -244,6 +259,22 @@ class EvalSet:
 
     def __repr__(self) -> str:
         return f"<EvalSet {self.name!r}: {len(self._queries)} queries>"
+
+
+def canonical_json(rows: Sequence[object]) -> bytes:
+    """Return the UTF-8 bytes of ``json.dumps(rows, ensure_ascii=False, separators=(",",
+    ":"))``, written by orjson when it is installed: the same bytes for the strings, integers
+    and lists of a fingerprint, in one pass in C."""
+    try:
+        import orjson
+    except ImportError:  # optional: the standard encoder writes the same bytes
+        pass
+    else:
+        try:
+            return orjson.dumps(rows)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits: the standard one writes it
+            pass
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _already_valid(query: Query) -> bool:
