@@ -52,6 +52,7 @@ _FIELD_SET = frozenset(FIELDS)
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 #: A string's closing quote before a colon: how every key of a JSON object ends.
 _KEY_END = re.compile(r'"[ \t\r]*:')
+_SPACED_QUOTE = re.compile(r'"[ \t\r]')
 # An integer literal longer than this is kept as a LongInteger, which every check refuses by
 # name: Python refuses to convert more than 4,300 digits, and no grade needs 100.
 _MAX_INT_DIGITS = 100
@@ -288,7 +289,7 @@ def _quick_metadata(values: list[Any]) -> list[dict[str, MetaValue]] | None:
 
 def _key_ends(text: str) -> int:
     """Return how many key-ending quotes (``"`` then ``:``, JSON spaces between) ``text`` has."""
-    if '" ' in text or '"\t' in text or '"\r' in text:
+    if _SPACED_QUOTE.search(text):  # one pass, where three substring tests took two
         return len(_KEY_END.findall(text))
     return text.count('":')  # in C, and the same count when no quote is followed by a space
 

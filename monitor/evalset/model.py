@@ -20,6 +20,7 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
+from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
 
 _ID = attrgetter("id")
@@ -143,7 +144,8 @@ class EvalSet:
         the suffix decides. For ``trec``, ``queries`` names a ``qid<TAB>text`` file. The
         set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
         """
-        contents = formats.load_evalset(path, format, queries=queries, name=name)
+        with paused_collection():  # a million long-lived records: no collector pass over them
+            contents = formats.load_evalset(path, format, queries=queries, name=name)
         # A file's queries are checked by its reader (decoded UTF-8 holds no lone surrogate,
         # which only a text given in code can), and its ids are unique: none is checked again.
         return cls._of_read(contents)
@@ -216,10 +218,11 @@ class EvalSet:
         fingerprint.
         """
         if self._fingerprint is None:
-            rows = [
-                [query.id, query.text, sorted(query.judgments.items())]
-                for query in sorted(self._queries, key=_ID)
-            ]
+            with paused_collection():  # a row per query and a pair per judgment, soon freed
+                rows = [
+                    [query.id, query.text, sorted(query.judgments.items())]
+                    for query in sorted(self._queries, key=_ID)
+                ]
             digest = hashlib.sha256(canonical_json(rows)).hexdigest()
             self._fingerprint = f"sha256:{digest}"
         return self._fingerprint
