@@ -313,3 +313,22 @@ def test_load_reads_with_the_cyclic_collector_paused(
     gc.enable()
     EvalSet.load(path)
     assert ([False], True) == (seen, gc.isenabled())
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 4096])
+def test_fingerprint_is_the_same_whatever_block_of_rows_it_hashes_at_once(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing the canonical rows a few queries at a time gives the documented digest."""
+    import hashlib
+    import json
+
+    from monitor.evalset import model
+
+    evalset = EvalSet("x")
+    for number in (3, 1, 2):
+        evalset.add(f"q{number}", f"text {number}", relevant={f"d{number}": number, "a": 0})
+    rows = sorted([q.id, q.text, sorted(q.judgments.items())] for q in evalset)
+    canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    monkeypatch.setattr(model, "_FINGERPRINT_BLOCK", block)
+    assert "sha256:" + hashlib.sha256(canonical.encode()).hexdigest() == evalset.fingerprint

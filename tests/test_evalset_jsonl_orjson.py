@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from monitor.errors import InputError
+from monitor.evalset import _documents
 from monitor.evalset._documents import _quick_jsonl
 from monitor.evalset.formats import parse_evalset
 
@@ -137,4 +138,19 @@ def test_mixed_and_missing_judgments_read_alike_with_and_without_orjson(
     assert (_parse(text, True, monkeypatch), True) == (
         _parse(text, False, monkeypatch),
         _quick_jsonl(text) is not None,
+    )
+
+
+@pytest.mark.parametrize("block", [1, 40, 100])
+def test_a_text_read_in_small_blocks_reads_as_a_whole(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queries, their lines and a later fault's message do not depend on the block size."""
+    whole = (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD))
+    faulty = GOOD + '\n{"id": "q9", "query": "a", "relevant": {"d1": true}}\n'
+    expected = _parse(faulty, True, monkeypatch)
+    monkeypatch.setattr(_documents, "_BLOCK_CHARS", block)
+    assert (whole, expected) == (
+        (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD)),
+        _parse(faulty, False, monkeypatch),
     )

@@ -18,7 +18,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -53,6 +53,8 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 #: A string's closing quote before a colon: how every key of a JSON object ends.
 _KEY_END = re.compile(r'"[ \t\r]*:')
 _SPACED_QUOTE = re.compile(r'"[ \t\r]')
+# How much text the orjson reader decodes and checks at once: a few thousand lines.
+_BLOCK_CHARS = 1 << 20
 # An integer literal longer than this is kept as a LongInteger, which every check refuses by
 # name: Python refuses to convert more than 4,300 digits, and no grade needs 100.
 _MAX_INT_DIGITS = 100
@@ -198,24 +200,47 @@ def _quick_jsonl(text: str) -> Columns | None:
     keeps.
 
     Each check runs over a whole column (every id, every grade, ...) rather than query by
-    query: a set of a million queries is checked in a few passes in C.
+    query, for a block of lines at a time: a set of a million queries is checked in a few
+    passes in C, and only one block's lines and decoded objects are held beside the queries
+    (the whole file's would double the peak memory of the load).
     """
     try:
         import orjson
     except ImportError:  # optional: the standard reader reads every file too
         return None
-    lines = text.split("\n")
-    numbers = [number for number, line in enumerate(lines, start=1) if line.strip()]
-    written = lines if len(numbers) == len(lines) else [lines[n - 1] for n in numbers]
-    try:
-        objs = list(map(orjson.loads, written))
-    except orjson.JSONDecodeError:
+    queries: list[Query] = []
+    numbers: list[int] = []
+    keys = 0
+    start, first = 0, 1  # where the block starts in the text, and its first line's number
+    while start < len(text):
+        end = text.find("\n", start + _BLOCK_CHARS)
+        end = len(text) if end < 0 else end
+        lines = text[start:end].split("\n")
+        written = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
+        block = _quick_block([line for _, line in written], orjson.loads)
+        if block is None:
+            return None
+        queries += block[0]
+        keys += block[1]
+        numbers += [number for number, _ in written]
+        start, first = end + 1, first + len(lines)
+    if _key_ends(text) != keys:
         return None
-    if set(map(type, objs)) != {dict} or not all(map(_FIELD_SET.issuperset, objs)):
+    return Columns(tuple(queries), tuple(numbers))
+
+
+def _quick_block(lines: list[str], loads: Callable[[str], Any]) -> tuple[list[Query], int] | None:
+    """Return the queries of non-blank JSONL lines and how many keys they decode to, or None
+    unless every line is a well-formed query (see :func:`_quick_jsonl`)."""
+    try:
+        objs = list(map(loads, lines))
+    except ValueError:  # orjson.JSONDecodeError is one
+        return None
+    if set(map(type, objs)) - {dict} or not all(map(_FIELD_SET.issuperset, objs)):
         return None
     ids = [obj.get("id") for obj in objs]
     texts = [obj.get("query") for obj in objs]
-    if set(map(type, ids)) != {str} or "" in ids or set(map(type, texts)) != {str}:
+    if set(map(type, ids)) - {str} or "" in ids or set(map(type, texts)) - {str}:
         return None
     judgments = _quick_judgments([obj.get("relevant") for obj in objs])
     metadata = _quick_metadata([obj.get("metadata") for obj in objs])
@@ -223,10 +248,7 @@ def _quick_jsonl(text: str) -> Columns | None:
         return None
     listed, graded = judgments
     keys = sum(map(len, objs)) + sum(map(len, metadata)) + sum(map(len, graded))
-    if _key_ends(text) != keys:
-        return None
-    queries = owned_queries(ids, texts, listed, metadata)
-    return Columns(tuple(queries), tuple(numbers))
+    return owned_queries(ids, texts, listed, metadata), keys
 
 
 def _quick_judgments(

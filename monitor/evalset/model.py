@@ -24,6 +24,8 @@ from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
 
 _ID = attrgetter("id")
+#: How many queries' canonical rows the fingerprint writes and hashes at once.
+_FINGERPRINT_BLOCK = 4096
 
 #: What :meth:`EvalSet.add` takes as ``relevant``: doc ids (grade 1 each) or id -> grade.
 Relevant = Iterable[str] | Mapping[str, int]
@@ -146,9 +148,10 @@ class EvalSet:
         """
         with paused_collection():  # a million long-lived records: no collector pass over them
             contents = formats.load_evalset(path, format, queries=queries, name=name)
-        # A file's queries are checked by its reader (decoded UTF-8 holds no lone surrogate,
-        # which only a text given in code can), and its ids are unique: none is checked again.
-        return cls._of_read(contents)
+            # A file's queries are checked by its reader (decoded UTF-8 holds no lone
+            # surrogate, which only a text given in code can), and its ids are unique: none
+            # is checked again.
+            return cls._of_read(contents)
 
     @classmethod
     def _of_read(cls, contents: formats.Contents) -> EvalSet:
@@ -218,13 +221,21 @@ class EvalSet:
         fingerprint.
         """
         if self._fingerprint is None:
-            with paused_collection():  # a row per query and a pair per judgment, soon freed
-                rows = [
-                    [query.id, query.text, sorted(query.judgments.items())]
-                    for query in sorted(self._queries, key=_ID)
-                ]
-            digest = hashlib.sha256(canonical_json(rows)).hexdigest()
-            self._fingerprint = f"sha256:{digest}"
+            ordered = sorted(self._queries, key=_ID)
+            digest = hashlib.sha256(b"[")
+            # The rows of a block of queries at a time: the whole set's would hold a list per
+            # query and a pair per judgment at once (half a gigabyte at a million queries).
+            with paused_collection():  # those rows are freed as each block is hashed
+                for start in range(0, len(ordered), _FINGERPRINT_BLOCK):
+                    rows = [
+                        [query.id, query.text, sorted(query.judgments.items())]
+                        for query in ordered[start : start + _FINGERPRINT_BLOCK]
+                    ]
+                    if start:
+                        digest.update(b",")
+                    digest.update(canonical_json(rows)[1:-1])  # the rows without [ and ]
+            digest.update(b"]")
+            self._fingerprint = f"sha256:{digest.hexdigest()}"
         return self._fingerprint
 
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
