@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from monitor.errors import InputError, UsageError
-from monitor.evalset import EvalSet
+from monitor.evalset import EvalSet, formats
 from monitor.records import Query
 
 
@@ -270,3 +274,61 @@ def test_parse_names_the_source_of_a_bad_line() -> None:
         EvalSet.parse(
             '{"id": "q1", "query": "a"}\n{"id": "q1", "query": "b"}\n', "jsonl", "memo.jsonl"
         )
+
+
+def test_a_loaded_set_refuses_a_repeated_id_on_add(tmp_path: Path) -> None:
+    """A set read from a file knows its ids: adding one of them again raises UsageError."""
+    path = tmp_path / "set.jsonl"
+    path.write_text('{"id": "q1", "query": "a"}\n{"id": "q2", "query": "b"}\n', encoding="utf-8")
+    evalset = EvalSet.load(path)
+    with pytest.raises(UsageError, match="already has a query with id 'q2'"):
+        evalset.add("q2", "again")
+    assert (("q1", "q2"), True, "b") == (evalset.ids, "q1" in evalset, evalset["q2"].text)
+
+
+def test_fingerprint_is_the_same_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard encoder and orjson give one fingerprint for a set with every kind of text."""
+    evalset = EvalSet(name="x")
+    evalset.add("q\x00\u2028", 'caf\u00e9 "\\/\t\x7f\U0001f600', relevant={"d\n": -(2**63), "e": 2})
+    evalset.add("a", "", relevant=["z", "b"])
+    with_orjson = evalset.fingerprint
+    monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError
+    assert with_orjson == EvalSet(name="x", queries=evalset.queries).fingerprint
+
+
+def test_load_reads_with_the_cyclic_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is read with the collector off, and the collector is on again afterwards."""
+    path = tmp_path / "set.jsonl"
+    path.write_text('{"id": "q1", "query": "a"}\n', encoding="utf-8")
+    seen: list[bool] = []
+    read = formats.load_evalset
+
+    def watched(*args: Any, **kwargs: Any) -> formats.Contents:
+        seen.append(gc.isenabled())
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(formats, "load_evalset", watched)
+    gc.enable()
+    EvalSet.load(path)
+    assert ([False], True) == (seen, gc.isenabled())
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 4096])
+def test_fingerprint_is_the_same_whatever_block_of_rows_it_hashes_at_once(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing the canonical rows a few queries at a time gives the documented digest."""
+    import hashlib
+    import json
+
+    from monitor.evalset import model
+
+    evalset = EvalSet("x")
+    for number in (3, 1, 2):
+        evalset.add(f"q{number}", f"text {number}", relevant={f"d{number}": number, "a": 0})
+    rows = sorted([q.id, q.text, sorted(q.judgments.items())] for q in evalset)
+    canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    monkeypatch.setattr(model, "_FINGERPRINT_BLOCK", block)
+    assert "sha256:" + hashlib.sha256(canonical.encode()).hexdigest() == evalset.fingerprint

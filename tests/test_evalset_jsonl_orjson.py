@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from monitor.errors import InputError
+from monitor.evalset import _documents
 from monitor.evalset._documents import _quick_jsonl
 from monitor.evalset.formats import parse_evalset
 
@@ -44,9 +45,9 @@ def test_well_formed_queries_read_alike_with_and_without_orjson(
 
 
 def test_well_formed_queries_take_the_orjson_path() -> None:
-    """A text of well-formed queries is read by orjson, one entry per non-blank line."""
-    entries = _quick_jsonl(GOOD)
-    assert [1, 3, 4, 5] == [entry.line for entry in entries or ()]
+    """A text of well-formed queries is read by orjson, with the line of each query."""
+    columns = _quick_jsonl(GOOD)
+    assert (1, 3, 4, 5) == (None if columns is None else columns.lines)
 
 
 @pytest.mark.parametrize(
@@ -65,6 +66,15 @@ def test_well_formed_queries_take_the_orjson_path() -> None:
         '{"id": "q9", "query": "a", "extra": 1}',
         '{"id": "q9", "query": "a"',
         '["q9"]',
+        '{"id": "q9", "query": "a", "relevant": [["d1"]]}',
+        '{"id": "q9", "query": "a", "relevant": [{"d1": 1}]}',
+        '{"id": "q9", "query": "a", "relevant": ["d1", 2]}',
+        '{"id": "q9", "query": "a", "relevant": {"": 1}}',
+        '{"id": "q9", "query": "a", "relevant": {"d1": 9223372036854775808}}',
+        '{"id": "q9", "query": "a", "metadata": {"": 1}}',
+        '{"id": "q9", "query": "a", "metadata": [1]}',
+        '{"id": "q9", "query": 7}',
+        '{"id": "q1", "query": "again"}',
     ],
 )
 def test_a_faulty_line_gives_the_standard_error(line: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,4 +96,61 @@ def test_the_first_fault_is_named_even_when_orjson_would_see_a_later_one_first(
     assert (message, True) == (
         _parse(text, True, monkeypatch),
         str(message).startswith("set.jsonl:1:"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "value"),
+    [
+        ('{"id": "q9", "query": "a", "metadata": {"n": 18446744073709551616}}', 2**64),
+        ('{"id": "q9", "query": "a", "metadata": {"n": -9223372036854775809}}', -(2**63) - 1),
+        ('{"id": "q9", "query": "a", "metadata": {"n": 1e300}}', 1e300),
+        ('{"id": "q9", "query": "a", "metadata": {"n": 18446744073709551615}}', 2**64 - 1),
+    ],
+)
+def test_a_metadata_number_beyond_64_bits_reads_as_the_standard_reader_reads_it(
+    line: str, value: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integer too long for orjson stays an integer, and a float stays a float."""
+    text = GOOD + "\n" + line + "\n"
+    read = _parse(text, False, monkeypatch)
+    assert (repr(value), _parse(text, True, monkeypatch)) == (
+        repr(read[-1][3]["n"]),  # type: ignore[index]
+        read,
+    )
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"id": "q1", "query": "a", "relevant": ["d1"]}', '{"id": "q2", "query": "b"}'],
+        ['{"id": "q1", "query": "a"}', '{"id": "q2", "query": "b", "relevant": {"d": -3}}'],
+        ['{"id": "q1", "query": "a", "relevant": null, "metadata": null}'],
+        ['{"id": "q1", "query": "a", "relevant": []}', '{"id": "q2", "query": "b"}'],
+    ],
+)
+def test_mixed_and_missing_judgments_read_alike_with_and_without_orjson(
+    lines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listed, graded, null and absent judgments side by side read as the standard reader
+    reads them, through orjson."""
+    text = "\n".join(lines) + "\n"
+    assert (_parse(text, True, monkeypatch), True) == (
+        _parse(text, False, monkeypatch),
+        _quick_jsonl(text) is not None,
+    )
+
+
+@pytest.mark.parametrize("block", [1, 40, 100])
+def test_a_text_read_in_small_blocks_reads_as_a_whole(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queries, their lines and a later fault's message do not depend on the block size."""
+    whole = (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD))
+    faulty = GOOD + '\n{"id": "q9", "query": "a", "relevant": {"d1": true}}\n'
+    expected = _parse(faulty, True, monkeypatch)
+    monkeypatch.setattr(_documents, "_BLOCK_CHARS", block)
+    assert (whole, expected) == (
+        (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD)),
+        _parse(faulty, False, monkeypatch),
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.errors import InputError
-from monitor.evalset import read_trec_qrels
+from monitor.errors import InputError, UsageError
+from monitor.evalset import EvalSet, read_trec_qrels
 
 BAD = Path(__file__).parent / "data" / "evalset" / "bad"
 
@@ -83,3 +83,12 @@ def test_a_million_lines_load_in_well_under_two_seconds(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - start
     assert (10_000, 1_000_000) == (len(qrels), sum(len(j) for j in qrels.values()))
     assert elapsed < 2.0, f"took {elapsed:.2f} s"
+
+
+def test_a_judged_query_id_starting_with_a_hash_is_not_written_to_qrels(tmp_path: Path) -> None:
+    """Saving refuses a judged query whose id would make its qrels lines comments."""
+    evalset = EvalSet("x")
+    evalset.add("#1", "text", relevant=["d1"])
+    with pytest.raises(UsageError, match="starts with '#'"):
+        evalset.save(tmp_path / "set.qrels", queries=tmp_path / "set.tsv")
+    assert [] == sorted(tmp_path.iterdir())

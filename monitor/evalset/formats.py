@@ -29,16 +29,19 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from os import PathLike
 
 from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _table, trec
 from monitor.evalset._checks import Invalid
-from monitor.evalset._documents import Entry
+from monitor.evalset._documents import Columns, Entry
 from monitor.evalset._files import read_text
 from monitor.io import logical_stem, logical_suffix
 from monitor.io import write_input_atomic as write_atomic
 from monitor.records import Query
+
+_ID = attrgetter("id")
 
 #: The format names :meth:`EvalSet.load` and :meth:`EvalSet.save` take.
 FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
@@ -57,7 +60,11 @@ SUFFIXES = {
 
 @dataclass(frozen=True, slots=True)
 class Contents:
-    """What an eval set file holds: the set's name and its queries, in file order."""
+    """What an eval set file holds: the set's name and its queries, in file order.
+
+    Every reader here checks each query as it reads it and refuses a repeated id, so an
+    :class:`~monitor.evalset.model.EvalSet` takes these queries without checking them again.
+    """
 
     name: str
     queries: tuple[Query, ...]
@@ -180,7 +187,7 @@ def parse_evalset(
     if not text.strip():
         raise InputError(source, "at least one query (the file is empty)", line=1)
     held: str | None = None
-    entries: Iterable[Entry]
+    entries: Iterable[Entry] | Columns
     if format == "jsonl":
         entries = _documents.read_jsonl(text, source)
     elif format == "json":
@@ -233,9 +240,18 @@ def format_evalset(evalset: Contents, format: str) -> str:
     raise UsageError(f"cannot format {format!r} as a single text")
 
 
-def _assemble(entries: Iterable[Entry], source: str, name: str) -> Contents:
-    """Return the eval set of ``entries``; raise InputError on a repeated id or none at all."""
-    queries: list[Query] = []
+def _assemble(entries: Iterable[Entry] | Columns, source: str, name: str) -> Contents:
+    """Return the eval set of ``entries``; raise InputError on a repeated id or none at all.
+
+    Columns read whole are checked at once: only a set holding a repeated id is walked, to
+    name the first repeat as the entries are.
+    """
+    if isinstance(entries, Columns):
+        queries = entries.queries
+        if len(set(map(_ID, queries))) == len(queries) and queries:
+            return Contents(name, queries)
+        entries = map(Entry, entries.lines, queries)
+    listed: list[Query] = []
     first: dict[str, int | None] = {}
     for entry in entries:
         query_id = entry.query.id
@@ -244,7 +260,7 @@ def _assemble(entries: Iterable[Entry], source: str, name: str) -> Contents:
             where = "" if seen is None else f" (first on line {seen})"
             raise InputError(source, f"a unique query id{where}", line=entry.line, found=query_id)
         first[query_id] = entry.line
-        queries.append(entry.query)
+        listed.append(entry.query)
     if not first:
         raise InputError(source, "at least one query", line=1)
-    return Contents(name, tuple(queries))
+    return Contents(name, tuple(listed))

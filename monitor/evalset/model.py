@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import attrgetter
 from os import PathLike
 
 from monitor.errors import UsageError
@@ -19,7 +20,12 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
+from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
+
+_ID = attrgetter("id")
+#: How many queries' canonical rows the fingerprint writes and hashes at once.
+_FINGERPRINT_BLOCK = 4096
 
 #: What :meth:`EvalSet.add` takes as ``relevant``: doc ids (grade 1 each) or id -> grade.
 Relevant = Iterable[str] | Mapping[str, int]
@@ -140,8 +146,23 @@ class EvalSet:
         the suffix decides. For ``trec``, ``queries`` names a ``qid<TAB>text`` file. The
         set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
         """
-        contents = formats.load_evalset(path, format, queries=queries, name=name)
-        return cls(contents.name, contents.queries)
+        with paused_collection():  # a million long-lived records: no collector pass over them
+            contents = formats.load_evalset(path, format, queries=queries, name=name)
+            # A file's queries are checked by its reader (decoded UTF-8 holds no lone
+            # surrogate, which only a text given in code can), and its ids are unique: none
+            # is checked again.
+            return cls._of_read(contents)
+
+    @classmethod
+    def _of_read(cls, contents: formats.Contents) -> EvalSet:
+        """Return the eval set of queries a reader checked, without checking them again."""
+        evalset = cls(contents.name)
+        by_id = dict(zip(map(_ID, contents.queries), contents.queries, strict=True))
+        if len(by_id) != len(contents.queries):  # never from a reader; add() names the repeat
+            return cls(contents.name, contents.queries)
+        evalset._queries = list(contents.queries)
+        evalset._by_id = by_id
+        return evalset
 
     @classmethod
     def parse(
@@ -200,13 +221,21 @@ class EvalSet:
         fingerprint.
         """
         if self._fingerprint is None:
-            rows = [
-                [query.id, query.text, sorted(query.judgments.items())]
-                for query in sorted(self._queries, key=lambda query: query.id)
-            ]
-            canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-            digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-            self._fingerprint = f"sha256:{digest}"
+            ordered = sorted(self._queries, key=_ID)
+            digest = hashlib.sha256(b"[")
+            # The rows of a block of queries at a time: the whole set's would hold a list per
+            # query and a pair per judgment at once (half a gigabyte at a million queries).
+            with paused_collection():  # those rows are freed as each block is hashed
+                for start in range(0, len(ordered), _FINGERPRINT_BLOCK):
+                    rows = [
+                        [query.id, query.text, sorted(query.judgments.items())]
+                        for query in ordered[start : start + _FINGERPRINT_BLOCK]
+                    ]
+                    if start:
+                        digest.update(b",")
+                    digest.update(canonical_json(rows)[1:-1])  # the rows without [ and ]
+            digest.update(b"]")
+            self._fingerprint = f"sha256:{digest.hexdigest()}"
         return self._fingerprint
 
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
@@ -244,6 +273,22 @@ class EvalSet:
 
     def __repr__(self) -> str:
         return f"<EvalSet {self.name!r}: {len(self._queries)} queries>"
+
+
+def canonical_json(rows: Sequence[object]) -> bytes:
+    """Return the UTF-8 bytes of ``json.dumps(rows, ensure_ascii=False, separators=(",",
+    ":"))``, written by orjson when it is installed: the same bytes for the strings, integers
+    and lists of a fingerprint, in one pass in C."""
+    try:
+        import orjson
+    except ImportError:  # optional: the standard encoder writes the same bytes
+        pass
+    else:
+        try:
+            return orjson.dumps(rows)
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits: the standard one writes it
+            pass
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _already_valid(query: Query) -> bool:

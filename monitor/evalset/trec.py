@@ -175,6 +175,11 @@ def format_qrels(queries: Sequence[Query]) -> str:
     lines = []
     for query in queries:
         _check_token(query.id, "query id")
+        if query.id.startswith("#") and query.judgments:
+            raise UsageError(
+                f"query id {query.id!r} starts with '#' and cannot be written to TREC qrels "
+                "(a line starting with '#' is a comment there)"
+            )
         for doc, grade in query.judgments.items():
             _check_token(doc, "document id")
             lines.append(f"{query.id} 0 {doc} {grade}\n")
