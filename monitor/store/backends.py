@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from monitor.errors import StoreError
@@ -69,19 +70,39 @@ def open_sqlite(path: Path) -> SqlStore:
     db = Database(connection, SQLITE, location, sqlite3.Error)
     try:
         with db.errors("setting up the connection"):
+            _set_up(connection)
+        return SqlStore(db)
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """Set the connection's pragmas, waiting out another opener that holds the file.
+
+    Switching a new file to WAL takes the file for itself, and SQLite answers "database is
+    locked" at once to a second connection doing the same, without its busy timeout: openers
+    of a new store at once retry, for as long as that timeout, instead of failing.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_SECONDS
+    pause = 0.005
+    while True:
+        try:
             # Takes effect on a new file (before its first table): freed pages can then be
             # handed back step by step (SqlStore.reclaim_space); older files get it when
             # schema version 5 compacts them.
             connection.execute("PRAGMA auto_vacuum = INCREMENTAL")
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            connection.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
-            # In WAL mode NORMAL loses no committed transaction on a crash, only on power loss.
-            connection.execute("PRAGMA synchronous = NORMAL")
-        return SqlStore(db)
-    except BaseException:
-        connection.close()
-        raise
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.2)
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+    # In WAL mode NORMAL loses no committed transaction on a crash, only on power loss.
+    connection.execute("PRAGMA synchronous = NORMAL")
 
 
 def open_postgres(url: str) -> SqlStore:
