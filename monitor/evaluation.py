@@ -24,6 +24,7 @@ from monitor.metrics.spec import (
     default_metrics,
     parse_metrics,
 )
+from monitor.search.trec_arrow import read_columns
 from monitor.search.trec_columns import TrecColumns
 
 if TYPE_CHECKING:
@@ -217,9 +218,10 @@ def evaluate(
 
     ``qrels`` is ``{qid: {doc: grade}}``, an eval set, or a path (TREC qrels or any eval-set
     format); ``run`` is ``{qid: [doc, ...]}`` best first, ``{qid: {doc: score}}``, a runner
-    result, a path (TREC run or JSON) or a TREC run's columns (:func:`read_run_columns`;
-    metrics without a unit). Queries with no relevant judgment are left out of
-    the means unless ``include_no_relevant``; judged queries missing from the run score 0.
+    result, a path (TREC run or JSON) or a TREC run's columns
+    (:func:`monitor.search.trec_arrow.read_columns`; metrics without a unit). Queries with
+    no relevant judgment are left out of the means unless ``include_no_relevant``; judged
+    queries missing from the run score 0.
 
     A runner result's failed queries (``error_type`` set) rank nothing, so they score 0 like
     any miss; with ``exclude_failed`` they are left out of the values and the means instead,
@@ -334,23 +336,15 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
     columns (None: the line reader must read it). A qrels path is read in a thread while the
     run is read; its error, if any, is the one raised, as when read first."""
     if not isinstance(qrels, str | Path):
-        return _as_qrels(qrels, grades), read_run_columns(run)
+        return _as_qrels(qrels, grades), read_columns(run)
     with ThreadPoolExecutor(max_workers=1) as pool:
         judged = pool.submit(_as_qrels, qrels, grades)
         try:
-            columns = read_run_columns(run)
+            columns = read_columns(run)
         except BaseException:
             judged.result()  # the judgments' fault first
             raise
         return judged.result(), columns
-
-
-def read_run_columns(path: str | Path) -> TrecColumns | None:
-    """Return the TREC run at ``path`` as columns, None if the line reader must read it
-    (not a TREC run, a line the column readers do not read as it does, a missing file)."""
-    from monitor.search.trec_arrow import read_columns
-
-    return read_columns(path)
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

@@ -178,10 +178,10 @@ def _loaded(run: RunLike) -> RunLike:
     """Return a run file's contents, so that it is read once for the sweep and its lengths:
     a TREC run as columns when the column readers read it (a big file in seconds)."""
     if isinstance(run, str | Path):
-        from monitor.evaluation import read_run_columns
         from monitor.search.saved import load_run
+        from monitor.search.trec_arrow import read_columns
 
-        columns = read_run_columns(run)
+        columns = read_columns(run)
         return columns if columns is not None else load_run(run)
     as_run = getattr(run, "as_run", None)
     return as_run() if callable(as_run) else run
