@@ -33,15 +33,6 @@ _LONE_CR = re.compile(b"\r(?!\n)")
 _MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, xz, zstd
 
 
-def available() -> bool:
-    """Return whether pyarrow can be imported."""
-    try:
-        import pyarrow.csv  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColumns | None:
     """Return the run at ``path`` as columns, or None when it is not a TREC run (by
     ``format``, or its first byte when ``auto``) or the line reader must read it (a line the
@@ -122,7 +113,6 @@ def read_trec_arrow(path: str | os.PathLike[str], limit: int = MAX_RUN_BYTES) ->
 def _pack_batch(batch: Any, codes: dict[str, int]) -> tuple[Any, Any, Any] | None:
     """Return one batch's (query code, doc words, score), adding new query ids to
     ``codes`` in file order; None if a field is one the numpy reader must read."""
-
     query_col, doc_col, score_col = batch.columns
     for column in (query_col, doc_col):
         offsets, data = _values(column)
