@@ -348,13 +348,20 @@ def _latest_run(store: Store, suite: str, baseline_id: int | None) -> RunRecord:
     return latest
 
 
-def _chosen_run(store: Store, suite: str, run_id: int) -> RunRecord:
+def suite_run(store: Store, suite: str, run_id: int) -> RunRecord:
+    """Return run ``run_id`` of ``suite``; UsageError when the store has no such run or it
+    belongs to another suite."""
     try:
         run = store.get_run(run_id)
     except StoreLookupError:
         raise UsageError(f"no run {run_id} in the store") from None
     if run.suite != suite:
         raise UsageError(f"run {run_id} belongs to suite {run.suite!r}, not {suite!r}")
+    return run
+
+
+def _chosen_run(store: Store, suite: str, run_id: int) -> RunRecord:
+    run = suite_run(store, suite, run_id)
     if not run.ok:
         raise UsageError(f"run {run_id} failed ({run.error}): it has no metrics to report")
     return run

@@ -433,18 +433,9 @@ class Views:
         return self._report(store, suite, run_id).comparison
 
     def _run(self, store: Store, suite: str, run_id: int) -> RunRecord:
-        from monitor.errors import StoreLookupError
+        from monitor.report.compose import suite_run
 
-        def load() -> RunRecord:
-            try:
-                run = store.get_run(run_id)
-            except StoreLookupError:
-                raise UsageError(f"no run {run_id} in the store") from None
-            if run.suite != suite:
-                raise UsageError(f"run {run_id} belongs to suite {run.suite!r}, not {suite!r}")
-            return run
-
-        return self._runs.get(("run", run_id), load)
+        return self._runs.get(("run", run_id), lambda: suite_run(store, suite, run_id))
 
     def _query(
         self, store: Store, suite: SuiteConfig, run_id: int, query_id: str
