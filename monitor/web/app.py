@@ -52,7 +52,7 @@ class WebSettings:
     suite's latest comparison in the background at start-up, so the first pages are fast,
     and then every ``refresh_seconds`` (None: never) looks for runs stored since and computes
     theirs, so the first view after a run is as fast as after start-up (a look that finds
-    nothing new reads each suite's newest runs and nothing else).
+    nothing new reads each suite's judgment layers and newest runs, and computes nothing).
     """
 
     config: MonitorConfig
