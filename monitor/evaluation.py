@@ -52,6 +52,11 @@ class _HasFailures(Protocol):
     def failures(self) -> tuple[_Outcome, ...]: ...
 
 
+@runtime_checkable
+class _HasColumns(Protocol):
+    def ranking_columns(self) -> TrecColumns | None: ...
+
+
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
 RunLike: TypeAlias = "Run | _HasRun | TrecColumns | str | Path"
 
@@ -252,7 +257,7 @@ def evaluate(
         judged, columns = _read_both(qrels, grades, Path(run))
     else:
         judged = _as_qrels(qrels, grades)
-        columns = run if isinstance(run, TrecColumns) and not units else None
+        columns = None if units else _columns_of(run)
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
@@ -345,6 +350,16 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
             judged.result()  # the judgments' fault first
             raise
         return judged.result(), columns
+
+
+def _columns_of(run: RunLike) -> TrecColumns | None:
+    """Return ``run`` as columns when it is or holds them (a bulk-answered runner result),
+    else None."""
+    if isinstance(run, TrecColumns):
+        return run
+    if isinstance(run, _HasColumns):
+        return run.ranking_columns()
+    return None
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

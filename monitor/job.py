@@ -568,11 +568,13 @@ def _record(
     import numpy as np
     import pandas as pd
 
+    from monitor.runner.table import OutcomeTable
     from monitor.store.records import QueryColumns, RunFigures, RunRecord, stored_query
 
     frame = evaluation.per_query
     outcomes = result.outcomes
-    ids = [outcome.query_id for outcome in outcomes]
+    table = outcomes if isinstance(outcomes, OutcomeTable) else None
+    ids = table.query_ids if table is not None else [outcome.query_id for outcome in outcomes]
     # Each query's row of the evaluation's float array, found for all queries at once.
     position = (
         frame.index.get_indexer(pd.Index(ids)) if len(frame.columns) else np.full(len(ids), -1)
@@ -588,18 +590,31 @@ def _record(
         dict(zip(metrics, row, strict=True)) if has else {}
         for row, has in zip(rows, present.tolist(), strict=True)
     ]
-    columns = QueryColumns(
-        query_ids=ids,
-        latency_seconds=[outcome.latency_seconds for outcome in outcomes],
-        error_types=[outcome.error_type for outcome in outcomes],
-        error_messages=[outcome.error_message for outcome in outcomes],
-        retrieved_ids=[outcome.retrieved_ids for outcome in outcomes],
-        # The runner copied each query's relevant ids into its outcome: not derived again.
-        relevant_ids=[outcome.relevant_ids for outcome in outcomes],
-        metrics=metrics,
-        values=matrix,
-        present=marks,
-    )
+    if table is not None:  # answered in bulk: every query answered, one latency
+        columns = QueryColumns(
+            query_ids=ids,
+            latency_seconds=[table.latency_seconds] * len(ids),
+            error_types=[None] * len(ids),
+            error_messages=[None] * len(ids),
+            retrieved_ids=table.retrieved_ids(),
+            relevant_ids=[query.relevant_ids for query in table.queries],
+            metrics=metrics,
+            values=matrix,
+            present=marks,
+        )
+    else:
+        columns = QueryColumns(
+            query_ids=ids,
+            latency_seconds=[outcome.latency_seconds for outcome in outcomes],
+            error_types=[outcome.error_type for outcome in outcomes],
+            error_messages=[outcome.error_message for outcome in outcomes],
+            retrieved_ids=[outcome.retrieved_ids for outcome in outcomes],
+            # The runner copied each query's relevant ids into its outcome: not derived again.
+            relevant_ids=[outcome.relevant_ids for outcome in outcomes],
+            metrics=metrics,
+            values=matrix,
+            present=marks,
+        )
     # Every part is already of its stored type (str names, Python floats, tuples of str):
     # stored_query skips the per-value conversions QueryRecord would repeat, and the records
     # share the columns' tuples.

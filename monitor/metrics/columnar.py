@@ -44,8 +44,9 @@ class ColumnarRun(Protocol):
         """Return, per query, the repeated copies dropped."""
         ...
 
-    def ranks(self, query_ids: Sequence[str], docs: Sequence[str]) -> IntArray:
-        """Return each pair's 1-based rank (copies dropped), NOT_RETRIEVED when absent."""
+    def ranks(self, codes: IntArray, docs: Sequence[str]) -> IntArray:
+        """Return each pair's 1-based rank (copies dropped), NOT_RETRIEVED when absent; a
+        pair's code is its query's index in :attr:`query_ids`, -1 for a query not there."""
         ...
 
 
@@ -77,9 +78,7 @@ def resolve_columns(
         where = np.fromiter(
             (position.get(q, -1) for q in query_ids), np.int64, count=len(query_ids)
         )
-        owner = np.repeat(np.arange(len(query_ids)), n_wanted)
-        pair_query = [query_ids[i] for i in owner.tolist()]
-        rank = np.asarray(run.ranks(pair_query, docs), dtype=np.int64)
+        rank = np.asarray(run.ranks(np.repeat(where, n_wanted), docs), dtype=np.int64)
         return rank, retrieved[where], copies[where], where < 0
 
     return resolve_with(

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from monitor.records import LatencySummary, MetaValue, QueryOutcome
+from monitor.runner.table import OutcomeTable
+
+if TYPE_CHECKING:
+    from monitor.search.trec_columns import TrecColumns
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """One run of a set of queries through one search function.
 
-    ``outcomes`` follow the order of the queries given. ``warmup`` is how many queries were
+    ``outcomes`` follow the order of the queries given: a tuple, or for a search that
+    answered in bulk an :class:`~monitor.runner.table.OutcomeTable` (its outcomes as
+    columns, each built when read). ``warmup`` is how many queries were
     sent once before the measured run, their answers discarded. ``latency`` covers answered
     queries only (a failure is counted by ``error_rate``; its latency is not a latency of the
     search). ``queries_per_second`` is over the measured run; ``duration_seconds`` is the
@@ -24,7 +31,7 @@ class RunResult:
     retryable error. ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
     """
 
-    outcomes: tuple[QueryOutcome, ...]
+    outcomes: Sequence[QueryOutcome]
     k: int
     started_at: datetime
     finished_at: datetime
@@ -47,6 +54,8 @@ class RunResult:
     @property
     def failed(self) -> int:
         """Return the number of queries that raised, timed out or were not run."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return 0  # a bulk answer answers every query
         return sum(1 for outcome in self.outcomes if outcome.error_type is not None)
 
     @property
@@ -57,11 +66,15 @@ class RunResult:
     @property
     def empty(self) -> int:
         """Return the number of answered queries with no hits."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return self.outcomes.empty
         return sum(1 for outcome in self.outcomes if outcome.empty)
 
     @property
     def duplicates(self) -> int:
         """Return how many repeated ids were dropped over all queries."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return self.outcomes.duplicates
         return sum(outcome.duplicates for outcome in self.outcomes)
 
     @property
@@ -82,6 +95,8 @@ class RunResult:
         None when no first hit has a score, or when one is not finite (the mean is not a
         number then).
         """
+        if isinstance(self.outcomes, OutcomeTable):
+            return self.outcomes.mean_top1_score()
         scores = [
             outcome.hits[0].score
             for outcome in self.outcomes
@@ -95,12 +110,16 @@ class RunResult:
     @property
     def error_counts(self) -> dict[str, int]:
         """Return the number of failed queries by error type, most frequent first."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return {}
         counts = Counter(o.error_type for o in self.outcomes if o.error_type is not None)
         return dict(counts.most_common())
 
     @property
     def failures(self) -> tuple[QueryOutcome, ...]:
         """Return the failed queries' outcomes, in query order."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return ()
         return tuple(outcome for outcome in self.outcomes if outcome.failed)
 
     def as_run(self) -> dict[str, list[str]]:
@@ -110,3 +129,10 @@ class RunResult:
         out (``evaluate(..., exclude_failed=True)``), so it is never counted as a miss there.
         """
         return {outcome.query_id: list(outcome.retrieved_ids) for outcome in self.outcomes}
+
+    def ranking_columns(self) -> TrecColumns | None:
+        """Return the rankings as a TREC run's columns when the run holds them as arrays (a
+        bulk answer: every query answered), else None."""
+        if isinstance(self.outcomes, OutcomeTable):
+            return self.outcomes.columns()
+        return None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -16,6 +17,8 @@ from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import RunResult
+from monitor.runner.table import OutcomeTable
+from monitor.search.answers import BulkSearch, answers_in_bulk
 from monitor.search.base import (
     Search,
     answers_in_memory,
@@ -124,8 +127,14 @@ def run_queries(
         retries=retries,
         warmup=warmup,
     )
+    table: OutcomeTable | None = None
     try:
-        if is_async(search):
+        bulk = answers_in_bulk(search)
+        answered_all = None if bulk is None else _run_bulk(bulk, items, warmup, k, plan)
+        if answered_all is not None:
+            table, measured_start = answered_all
+            tally.done = len(table)
+        elif is_async(search):
             measured_start = _run_async(warm, plan, concurrency)
         else:
             measured_start = _run_sync(warm, plan, concurrency)
@@ -161,19 +170,27 @@ def run_queries(
         raise ErrorBudgetExceeded(
             tally.failed, len(items), error_budget or 0.0, counts, sent=tally.done
         )
-    outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
+    outcomes: Sequence[QueryOutcome]
+    if table is not None:
+        outcomes = table
+        latency = LatencySummary.of(itertools.repeat(table.latency_seconds, len(table)))
+        rate = len(table) / (end - measured_start) if len(table) and end > measured_start else None
+    else:
+        outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
+        latency = LatencySummary.of(
+            outcome.latency_seconds
+            for outcome in outcomes
+            if outcome.error_type is None and outcome.latency_seconds is not None
+        )
+        rate = _rate(outcomes, end - measured_start)
     result = RunResult(
         outcomes=outcomes,
         k=k,
         started_at=started_at,
         finished_at=datetime.now(timezone.utc),
         duration_seconds=end - start,
-        latency=LatencySummary.of(
-            outcome.latency_seconds
-            for outcome in outcomes
-            if outcome.error_type is None and outcome.latency_seconds is not None
-        ),
-        queries_per_second=_rate(outcomes, end - measured_start),
+        latency=latency,
+        queries_per_second=rate,
         warmup=warmup,
         retries=tally.retries,
         search_stats=_stats(search),
@@ -195,6 +212,39 @@ def run_pipelines(
         name: run_queries(items, search, label=name, **settings)
         for name, search in searches.items()
     }
+
+
+def _run_bulk(
+    search: BulkSearch, items: tuple[Query, ...], warmup: int, k: int, plan: Plan
+) -> tuple[OutcomeTable, float] | None:
+    """Answer every query in one call of a search that answers in bulk; return the outcomes
+    and when the measured call began, or None for the queries to be sent one by one (the
+    search declined, or raised: the calls one by one record what fails).
+
+    The warm-up queries are answered once first, their answer discarded. A cancelled run
+    sends nothing here: the drivers record it as cancelled.
+    """
+    if plan.cancelled() or not items:
+        return None
+    try:
+        if warmup:
+            search.answer_all(items[:warmup], k)
+        measured_start = time.perf_counter()
+        answers = search.answer_all(items, k)
+        seconds = time.perf_counter() - measured_start
+    except Exception as error:
+        logger.warning(
+            "bulk_answer_failed",
+            error_type=type(error).__name__,
+            error=plan.caller.scrub(str(error)),
+        )
+        return None
+    if answers is None:
+        return None
+    if len(answers) != len(items):
+        logger.warning("bulk_answer_failed", error="answers for another number of queries")
+        return None
+    return OutcomeTable(items, answers, seconds / len(items)), measured_start
 
 
 def _run_sync(warm: Plan, plan: Plan, concurrency: int) -> float:
@@ -304,7 +354,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
-def _rate(outcomes: tuple[QueryOutcome, ...], seconds: float) -> float | None:
+def _rate(outcomes: Sequence[QueryOutcome], seconds: float) -> float | None:
     """Return queries run per second (queries cut by the deadline were not run)."""
     ran = sum(1 for outcome in outcomes if outcome.error_type != "deadline")
     return ran / seconds if ran and seconds > 0 else None

@@ -9,8 +9,9 @@ ranked as trec_eval ranks them, JSON ``{qid: [hits best first]}`` or ``{qid: {do
 score}}``, and every score a finite number.
 
 The replay needs the query id, so it declares ``takes_query``; it answers from memory, so it
-declares ``in_memory`` and the runner calls it without worker threads. A query the run does
-not hold is answered with no hits, as trec_eval counts it.
+declares ``in_memory`` and the runner calls it without worker threads. A run held as columns
+answers the whole eval set in one call (``answer_all``, :mod:`monitor.search.answers`). A
+query the run does not hold is answered with no hits, as trec_eval counts it.
 
 A TREC run file is held as the columns of :mod:`monitor.search.trec_columns` (doc ids as
 fixed-width bytes, scores as floats, one slice per query): a million-query run costs a few
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from monitor.search.answers import Answers
     from monitor.search.trec_columns import TrecColumns
 
 
@@ -74,45 +76,75 @@ class ReplaySearch:
             return self._run.hits(query.id, k)
         return self._run.get(query.id, ())[:k]
 
+    def answer_all(self, queries: Sequence[Query], k: int) -> Answers | None:
+        """Return every query's saved ranking at once (a TREC run held as columns), or None:
+        a run read into mappings is answered query by query."""
+        if not isinstance(self._run, _ColumnRun):
+            return None
+        return self._run.answer_all([query.id for query in queries], k)
+
     def stats(self) -> dict[str, MetaValue]:
         """Return where the run came from and how many queries it holds."""
         return {"replay_source": self.source, "replay_queries": len(self._run)}
 
 
 class _ColumnRun:
-    """A TREC run's rankings as arrays: per query, a slice of doc ids and scores."""
+    """A TREC run's rankings as arrays: per query, a range of rows of doc ids and scores."""
 
     def __init__(self, columns: TrecColumns) -> None:
         import numpy as np
 
-        width = columns.doc_words.shape[1]
-        # Big-endian words are the id's bytes; numpy's fixed-width bytes drop the zero
-        # padding (an id holds no NUL byte: the column reader leaves those to the line reader).
-        self._docs: npt.NDArray[np.bytes_] = (
-            columns.doc_words.astype(">u8").view(f"S{8 * width}").reshape(-1)
-        )
+        # Only what answers need is kept: the columns' query codes and row hashes go.
+        self._words: npt.NDArray[np.uint64] = columns.doc_words
         self._scores: npt.NDArray[np.float64] = columns.score
-        counts = np.bincount(columns.query, minlength=len(columns.query_ids))
-        ends = np.cumsum(counts)
-        spans = zip((ends - counts).tolist(), ends.tolist(), strict=True)
-        self._spans = dict(zip(columns.query_ids, spans, strict=True))
+        self._copy: npt.NDArray[np.bool_] = columns.copy
+        counts = np.bincount(columns.query, minlength=len(columns.query_ids)).astype(np.int64)
+        self._counts = counts
+        self._firsts = np.cumsum(counts) - counts
+        self._codes = {qid: code for code, qid in enumerate(columns.query_ids)}
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return len(self._codes)
 
     def hits(self, qid: str, k: int) -> tuple[Hit, ...]:
         """Return the ranking of ``qid`` (repeated ids kept, as the line reader keeps them),
         cut to ``k``."""
-        span = self._spans.get(qid)
-        if span is None:
+        code = self._codes.get(qid)
+        if code is None:
             return ()
-        start, end = span
-        if k >= 0:
-            end = min(end, start + k)
-            docs, scores = self._docs[start:end].tolist(), self._scores[start:end].tolist()
-        else:  # as a tuple's slice [:k]: all but the last -k
-            docs, scores = self._docs[start:end][:k].tolist(), self._scores[start:end][:k].tolist()
-        return tuple(map(Hit, map(bytes.decode, docs), scores))
+        start = int(self._firsts[code])
+        end = start + int(self._counts[code])
+        # k < 0 cuts as a tuple's slice [:k]: all but the last -k.
+        end = min(end, start + k) if k >= 0 else max(start, end + k)
+        width = self._words.shape[1]
+        # Big-endian words are the id's bytes; numpy's fixed-width bytes drop the zero
+        # padding (an id holds no NUL byte: the column reader leaves those to the line reader).
+        docs = self._words[start:end].astype(">u8").view(f"S{8 * width}").reshape(-1).tolist()
+        return tuple(map(Hit, map(bytes.decode, docs), self._scores[start:end].tolist()))
+
+    def answer_all(self, query_ids: Sequence[str], k: int) -> Answers:
+        """Return every query's ranking cut to ``k`` with its later copies dropped, as the
+        runner keeps what :meth:`hits` returns."""
+        import numpy as np
+
+        from monitor.search.answers import Answers
+
+        n = len(query_ids)
+        code = np.fromiter((self._codes.get(q, -1) for q in query_ids), np.int64, count=n)
+        held = code >= 0
+        safe = np.where(held, code, 0)
+        taken = np.where(held, np.minimum(self._counts[safe], max(k, 0)), 0)
+        offsets = np.cumsum(taken) - taken
+        rows = np.repeat(self._firsts[safe] - offsets, taken) + np.arange(int(taken.sum()))
+        kept = ~self._copy[rows]
+        counts = np.bincount(np.repeat(np.arange(n), taken)[kept], minlength=n).astype(np.int64)
+        rows = rows[kept]
+        return Answers(
+            counts=counts,
+            doc_words=self._words[rows],
+            scores=self._scores[rows],
+            duplicates=taken - counts,
+        )
 
 
 def _trec_columns(path: Path, format: str) -> TrecColumns | None:

@@ -88,23 +88,20 @@ class TrecColumns:
     def _counts(self) -> _I64:
         return np.bincount(self.query, minlength=len(self.query_ids)).astype(np.int64)
 
-    def ranks(self, query_ids: Sequence[str], docs: Sequence[str]) -> _I64:
-        """Return the 1-based rank of each (query id, doc id) pair, NOT_RETRIEVED if absent.
+    def ranks(self, codes: _I64, docs: Sequence[str]) -> _I64:
+        """Return the 1-based rank of each (query code, doc id) pair, NOT_RETRIEVED if absent
+        (a code of -1 is a query the run does not hold).
 
         The rank counts each doc id once, at its best position (later copies dropped).
         """
         out = np.full(len(docs), NOT_RETRIEVED, dtype=np.int64)
         width = self.doc_words.shape[1]
-        codes = np.fromiter(
-            (self._codes.get(q, -1) for q in query_ids), dtype=np.int64, count=len(query_ids)
-        )
-        encoded = [doc.encode("utf-8", "surrogatepass") for doc in docs]
-        usable = codes >= 0
-        usable &= np.fromiter((len(b) <= 8 * width for b in encoded), bool, count=len(docs))
+        lengths, packed = _pack_texts(docs, width)
+        usable = (codes >= 0) & (lengths <= 8 * width)
         pairs = np.flatnonzero(usable)
         if not len(pairs) or not len(self.query):
             return out
-        words = _pack_python([encoded[i] for i in pairs.tolist()], width)
+        words = packed[pairs]
         pair_codes = codes[pairs]
         wanted = _hash(pair_codes, words)
         order = np.argsort(wanted, kind="stable")
@@ -201,6 +198,29 @@ def _ranked(codes: dict[str, int], query: _I32, words: _U64, score: _F64) -> Tre
         score=score,
         copy=_later_copies(query, words, row_hash),
         row_hash=row_hash,
+        _codes=codes,
+    )
+
+
+def ranking_columns(
+    query_ids: Sequence[str], counts: _I64, words: _U64, score: _F64
+) -> TrecColumns:
+    """Return rankings already in order as columns: query ``query_ids[i]`` holds the next
+    ``counts[i]`` rows, best first, and no id twice (as a run's recorded rankings are).
+
+    The rows keep their order: the ranks are the positions given, whatever the scores.
+    """
+    codes = {qid: code for code, qid in enumerate(query_ids)}
+    if len(codes) != len(query_ids):
+        raise ValueError("ranking_columns takes each query id once")
+    query = np.repeat(np.arange(len(query_ids), dtype=np.int32), counts)
+    return TrecColumns(
+        query_ids=tuple(query_ids),
+        query=query,
+        doc_words=words,
+        score=score,
+        copy=np.zeros(len(query), dtype=bool),
+        row_hash=_hash(query, words),
         _codes=codes,
     )
 
@@ -369,11 +389,27 @@ def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
     return a[np.minimum(position, len(a) - 1)]
 
 
-def _pack_python(tokens: list[bytes], width: int) -> _U64:
-    """Return ``tokens`` packed as :func:`_pack` packs them, ``width`` words each."""
+def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
+    """Return each text's length in UTF-8 bytes and its first ``8 * width`` bytes packed as
+    :func:`_pack` packs them (a longer text's words are cut: its length tells)."""
+    n = len(texts)
+    joined = "\0".join(texts)
+    if joined.isascii():
+        data = joined.encode("ascii")
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    else:
+        encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+        data = b"\0".join(encoded)
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
     size = 8 * width
-    flat = b"".join(t.ljust(size, b"\0") for t in tokens)
-    return np.frombuffer(flat, dtype=">u8").astype(np.uint64).reshape(len(tokens), width)
+    a = np.frombuffer(data + bytes(size), dtype=np.uint8)
+    starts = np.cumsum(lengths + 1) - (lengths + 1)
+    words = np.zeros((n, width), dtype=np.uint64)
+    for j in range(size):
+        byte = a[starts + j].astype(np.uint64)
+        byte[lengths <= j] = 0
+        words[:, j // 8] |= byte << np.uint64(8 * (7 - j % 8))
+    return lengths, words
 
 
 def _widen(words: _U64, width: int) -> _U64:

@@ -1,0 +1,156 @@
+"""A search that answers in bulk: the same outcomes, figures and metrics as query by query."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from monitor import evaluate
+from monitor.errors import RunTerminated
+from monitor.records import Query
+from monitor.runner import RunResult, run_queries
+from monitor.runner.table import OutcomeTable
+from monitor.search.answers import Answers, answers_in_bulk
+from monitor.search.replay import ReplaySearch
+
+#: Ties, a repeated id (d2 of q1 twice), a non-ASCII id, a long id, a query with no line.
+RUN = """\
+q1 Q0 d1 1 0.5 tag
+q1 Q0 d3 2 0.9 tag
+q1 Q0 d2 3 0.5 tag
+q1 Q0 d2 4 0.4 tag
+q1 Q0 d9 5 0.3 tag
+q2 Q0 dé 1 2.0 tag
+q2 Q0 a-document-id-longer-than-sixteen-bytes 2 1.0 tag
+q4 Q0 x 1 1.0 tag
+"""
+
+
+class OneByOne:
+    """The same replay, without its bulk answer: the runner asks it query by query."""
+
+    takes_query = True
+    in_memory = True
+
+    def __init__(self, replay: ReplaySearch) -> None:
+        self.replay = replay
+
+    def __call__(self, query: Query, k: int) -> object:
+        return self.replay(query, k)
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> ReplaySearch:
+    path = tmp_path / "run.trec"
+    path.write_text(RUN, encoding="utf-8")
+    return ReplaySearch.from_file(path, "trec")
+
+
+@pytest.fixture
+def queries() -> list[Query]:
+    return [
+        Query("q1", "one", {"d2": 1, "d9": 2, "d7": 0}),
+        Query("q2", "two", {"dé": 1, "a-document-id-longer-than-sixteen-bytes": 3}),
+        Query("q3", "three", {"d1": 1}),
+        Query("q4", "four", {}),
+    ]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 10])
+def test_bulk_outcomes_equal_those_asked_one_by_one(
+    replay: ReplaySearch, queries: list[Query], k: int
+) -> None:
+    """Hits (cut to k, repeated ids dropped), duplicates and relevant ids are the same."""
+    bulk = run_queries(queries, replay, k=k)
+    single = run_queries(queries, OneByOne(replay), k=k)
+    assert isinstance(bulk.outcomes, OutcomeTable)
+    assert not isinstance(single.outcomes, OutcomeTable)
+    for mine, theirs in zip(bulk.outcomes, single.outcomes, strict=True):
+        assert (theirs.query_id, theirs.hits, theirs.duplicates, theirs.relevant_ids) == (
+            mine.query_id,
+            mine.hits,
+            mine.duplicates,
+            mine.relevant_ids,
+        )
+    assert (single.empty, single.duplicates, single.failed, single.mean_top1_score) == (
+        bulk.empty,
+        bulk.duplicates,
+        bulk.failed,
+        bulk.mean_top1_score,
+    )
+
+
+def test_bulk_metrics_equal_those_of_the_outcomes(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """The metric engine reads a bulk run's columns and gives the values of its rankings."""
+    metrics = ["ndcg@3", "recall@2", "mrr@10", "map", "judged@3"]
+    qrels = {q.id: dict(q.judgments) for q in queries}
+    bulk = run_queries(queries, replay, k=3)
+    assert bulk.ranking_columns() is not None
+    by_columns = evaluate(qrels, bulk, metrics, exclude_failed=True)
+    by_rankings = evaluate(qrels, bulk.as_run(), metrics)
+    assert by_rankings.query_ids == by_columns.query_ids
+    for metric in by_rankings.metrics:
+        assert by_rankings.values[metric].tolist() == by_columns.values[metric].tolist()
+
+
+def test_outcomes_read_by_index_slice_and_iteration_agree(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """An outcome table is a sequence: an index, a negative index and a slice read alike."""
+    outcomes = run_queries(queries, replay, k=5).outcomes
+    assert isinstance(outcomes, OutcomeTable)
+    listed = list(outcomes)
+    assert (listed[-1], tuple(listed[1:3])) == (outcomes[-1], outcomes[1:3])
+    assert tuple(listed) == outcomes
+    with pytest.raises(IndexError):
+        outcomes[len(listed)]
+
+
+def test_a_cancelled_run_answers_nothing_in_bulk(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """A run cancelled before it starts raises RunTerminated, as a run one by one does."""
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(RunTerminated):
+        run_queries(queries, replay, cancel=cancel)
+
+
+class Failing(OneByOne):
+    """A replay whose bulk answer raises: the queries are then asked one by one."""
+
+    def answer_all(self, queries: list[Query], k: int) -> Answers:
+        raise RuntimeError("the bulk answer broke")
+
+
+def test_a_bulk_answer_that_raises_falls_back_to_one_by_one(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """Nothing is lost when the bulk call fails: every query is asked and answered."""
+    search = Failing(replay)
+    assert answers_in_bulk(search) is search
+    result: RunResult = run_queries(queries, search, k=3)
+    assert not isinstance(result.outcomes, OutcomeTable)
+    assert [3, 2, 0, 1] == [len(o.hits) for o in result.outcomes]
+
+
+def test_a_run_read_into_mappings_is_asked_one_by_one(queries: list[Query]) -> None:
+    """A replay of rankings held as mappings declines the bulk answer."""
+    replay = ReplaySearch({"q1": ["d2", "d9"]})
+    result = run_queries(queries, replay, k=3)
+    assert not isinstance(result.outcomes, OutcomeTable)
+    assert ("d2", "d9") == result.outcomes[0].retrieved_ids
+
+
+def test_bulk_latency_is_the_call_shared_by_every_query(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """Each query is given the same share of the one call's time."""
+    result = run_queries(queries, replay, k=3, warmup=2)
+    latencies = {o.latency_seconds for o in result.outcomes}
+    assert 1 == len(latencies)
+    assert (4, 2) == (result.latency.count, result.warmup)
