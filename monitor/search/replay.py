@@ -139,12 +139,12 @@ class _ColumnRun:
         kept = ~self._copy[rows]
         counts = np.bincount(np.repeat(np.arange(n), taken)[kept], minlength=n).astype(np.int64)
         rows = rows[kept]
-        return Answers(
-            counts=counts,
-            doc_words=self._words[rows],
-            scores=self._scores[rows],
-            duplicates=taken - counts,
-        )
+        if len(rows) == len(self._words) and bool((rows == np.arange(len(rows))).all()):
+            # Every row, in the file's order: the answers share the run's arrays.
+            words, scores = self._words, self._scores
+        else:
+            words, scores = self._words[rows], self._scores[rows]
+        return Answers(counts=counts, doc_words=words, scores=scores, duplicates=taken - counts)
 
 
 def _trec_columns(path: Path, format: str) -> TrecColumns | None:
