@@ -55,6 +55,11 @@ MAX_LINE_BYTES = 1 << 20
 _PAD = 64  # spaces after a chunk, so a column read past a short token stays in bounds
 
 
+#: Runs of at most this many rows a query are ranked by comparing each judged pair with its
+#: query's rows (:meth:`TrecColumns._dense_ranks`), not by a hashed look-up of every row.
+DENSE_MAX_ROWS = 128
+
+
 class _NotALineFile(Exception):
     """The file holds a line longer than :data:`MAX_LINE_BYTES`."""
 
@@ -103,6 +108,13 @@ class TrecColumns:
             return out
         words = packed[pairs]
         pair_codes = codes[pairs]
+        counts = self._counts()
+        deepest = int(counts.max(initial=0))
+        if deepest <= DENSE_MAX_ROWS and deepest * len(pairs) <= 16 * (
+            len(self.query) + len(pairs)
+        ):
+            out[pairs] = self._dense_ranks(pair_codes, words, counts)
+            return out
         wanted = _hash(pair_codes, words)
         order = np.argsort(wanted, kind="stable")
         sorted_wanted = wanted[order]
@@ -128,6 +140,36 @@ class TrecColumns:
         out[pairs[pair]] = (
             rows - start + 1 - (np.searchsorted(copies, rows) - np.searchsorted(copies, start))
         )
+        return out
+
+    def _dense_ranks(self, codes: _I64, words: _U64, counts: _I64) -> _I64:
+        """Return each pair's rank by comparing it with every row of its query, position by
+        position: short rankings (a monitored run's) cost a few passes over the pairs, with
+        no sort and no table of the rows."""
+        first = np.cumsum(counts) - counts
+        kept = np.cumsum(~self.copy)  # non-copy rows up to each row, inclusive
+        start = first[codes]
+        size = counts[codes]
+        head = np.minimum(start, len(kept) - 1)
+        # Non-copy rows before the query's first row: a rank counts from there.
+        before = np.where(size > 0, kept[head] - (~self.copy[head]).astype(np.int64), 0)
+        wanted = _hash(codes, words)
+        out = np.full(len(codes), NOT_RETRIEVED, dtype=np.int64)
+        done = np.zeros(len(codes), dtype=bool)
+        open_ = np.flatnonzero(size > 0)
+        row_hash, doc_words, copy = self.row_hash, self.doc_words, self.copy
+        for depth in range(int(size.max(initial=0))):
+            open_ = open_[(size[open_] > depth) & ~done[open_]]
+            if not len(open_):
+                break
+            rows = start[open_] + depth
+            candidate = np.flatnonzero((row_hash[rows] == wanted[open_]) & ~copy[rows])
+            if len(candidate):
+                found, at = open_[candidate], rows[candidate]
+                exact = (doc_words[at] == words[found]).all(axis=1)
+                found, at = found[exact], at[exact]
+                out[found] = kept[at] - before[found]
+                done[found] = True
         return out
 
     def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
