@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from monitor.store import texts
+from monitor.store.rankings import Rankings, first_seen_codes, merged
 from monitor.store.records import QueryColumns, QueryRecord, stored_query
 
 if TYPE_CHECKING:
@@ -96,23 +98,16 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
         ERROR_TYPE: _pack(_strings(columns.error_types)),
         ERROR_MESSAGE: _pack(_strings(columns.error_messages)),
     }
-    rankings = {RETRIEVED: columns.retrieved_ids, RELEVANT: columns.relevant_ids}
-    counts = {
-        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
-    }
-    # Straight from the tuples into one object array: no list of millions of ids between.
-    every = np.fromiter(
-        chain.from_iterable(chain.from_iterable(rankings.values())),
-        dtype=object,
-        count=sum(int(c.sum()) for c in counts.values()),
-    )
-    codes, docs = _first_seen_codes(every)
-    at = 0
-    for name, sizes in counts.items():
-        size = int(sizes.sum())
-        blobs[name] = _pack([sizes, codes[at : at + size]])
-        at += size
-    blobs[DOC_IDS] = _pack(_strings(docs))
+    retrieved, relevant = columns.retrieved_ids, columns.relevant_ids
+    if isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
+        (codes_retrieved, codes_relevant), whole = merged(
+            [Rankings.of(retrieved), Rankings.of(relevant)]
+        )
+        blobs[RETRIEVED] = _pack([whole.counts[: len(retrieved)], codes_retrieved])
+        blobs[RELEVANT] = _pack([whole.counts[len(retrieved) :], codes_relevant])
+        blobs[DOC_IDS] = _pack(_layout(whole.doc_lengths, whole.doc_bytes))
+    else:
+        blobs.update(_tuple_rankings(retrieved, relevant))
     metrics = list(columns.metrics)
     blobs[METRIC_NAMES] = _pack(_strings(metrics))
     present, matrix = columns.present, columns.values
@@ -122,29 +117,41 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
     return blobs
 
 
-def _first_seen_codes(texts: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
-    """Return an int32 code per text, numbered in order of first appearance, and the distinct
-    texts in that order.
+def _tuple_rankings(
+    retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
+) -> dict[str, bytes]:
+    """Return the ``retrieved``, ``relevant`` and ``doc_ids`` blobs of rankings of tuples."""
+    rankings = {RETRIEVED: retrieved, RELEVANT: relevant}
+    counts = {
+        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
+    }
+    # Straight from the tuples into one object array: no list of millions of ids between.
+    every = np.fromiter(
+        chain.from_iterable(chain.from_iterable(rankings.values())),
+        dtype=object,
+        count=sum(int(c.sum()) for c in counts.values()),
+    )
+    codes, docs = first_seen_codes(every)
+    blobs: dict[str, bytes] = {}
+    at = 0
+    for name, sizes in counts.items():
+        size = int(sizes.sum())
+        blobs[name] = _pack([sizes, codes[at : at + size]])
+        at += size
+    blobs[DOC_IDS] = _pack(_strings(docs))
+    return blobs
 
-    Codes in order of first appearance: neighbouring queries share documents, so the codes
-    of a ranking are close together and compress better than sorted ones. The texts are
-    numbered by their hashes (str caches its hash; an int64 hash table is about twice as fast
-    as pandas' one of objects, which compares strings), and every text is then compared with
-    the first of its code: two distinct texts of one hash, which no run of 64-bit hashes is
-    likely to hold, fall back to numbering the texts themselves.
-    """
-    import pandas as pd  # imported here: opening a store needs no pandas
 
-    hashes = np.fromiter(map(hash, texts), np.int64, texts.size)
-    codes, distinct = pd.factorize(hashes, sort=False)
-    first = np.empty(distinct.size, dtype=np.intp)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write is the first seen
-    docs = texts[first]
-    if not (texts == docs[codes]).all():  # a collision of hashes
-        codes, uniques = pd.factorize(texts, sort=False)
-        docs = np.asarray(uniques, dtype=object)
-    result: list[str] = docs.tolist()
-    return codes.astype(np.int32), result
+def _layout(lengths: NDArray[np.int32], data: NDArray[np.uint8]) -> list[NDArray[Any]]:
+    """Return the arrays :func:`_strings` writes for the texts of a layout (no None among
+    them): hex digits as the bytes they spell, as there."""
+    if data.size and not (lengths % 2).any():
+        hex_digit = ((data >= 0x30) & (data <= 0x39)) | ((data >= 0x61) & (data <= 0x66))
+        if hex_digit.all():
+            nibbles = np.where(data <= 0x39, data - 0x30, data - 0x57).astype(np.uint8)
+            spelt = (nibbles[0::2] << 4) | nibbles[1::2]
+            return [lengths, spelt.astype(np.uint8), np.ones(1, np.uint8)]
+    return [lengths, data]
 
 
 def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:
@@ -356,7 +363,7 @@ def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
     lengths, data, *hexed = arrays
     sizes = np.maximum(lengths, 0)
     chars = np.frombuffer(data.tobytes().hex().encode("ascii"), np.uint8) if hexed else data
-    out = _split(chars, sizes)
+    out = texts.split(chars, sizes)
     if out is None:  # a text holds a NUL byte: slice them one by one
         raw = data.tobytes()
         ends = np.cumsum(sizes).tolist()
@@ -369,28 +376,6 @@ def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
     for i in np.flatnonzero(lengths < 0).tolist():
         out[i] = None
     return out
-
-
-def _split(chars: NDArray[np.uint8], sizes: NDArray[Any]) -> list[str | None] | None:
-    """Return the UTF-8 texts of ``sizes`` bytes each that ``chars`` holds end to end, or None
-    when a text holds a NUL byte.
-
-    A NUL is written after each text and the whole decoded once and split at the NULs (in C):
-    no UTF-8 character but NUL itself holds a zero byte, so every NUL is a boundary.
-    """
-    n = sizes.size
-    if n == 0:
-        return []
-    if chars.size and not chars.all():
-        return None
-    joined = np.zeros(chars.size + n, dtype=np.uint8)
-    ends = np.cumsum(sizes) + np.arange(n)  # where each text's NUL goes
-    keep = np.ones(joined.size, dtype=np.bool_)
-    keep[ends] = False
-    joined[keep] = chars
-    texts: list[str | None] = []
-    texts += joined[:-1].tobytes().decode("utf-8").split("\x00")
-    return texts
 
 
 def _pack(arrays: Sequence[NDArray[Any]]) -> bytes:
