@@ -4,14 +4,18 @@ read back as arrays."""
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_store import make_run
 
-from monitor.store import QueryRecord, columnar, texts
+from monitor.store import QueryRecord, columnar, open_store, texts
 from monitor.store.rankings import Rankings
+from monitor.store.records import ColumnQueries, StoredColumns
 
 doc_ids = st.sampled_from(["d1", "d2", "café", "日本", "00ff", "ab12cd", "", "D9"]) | st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=5
@@ -87,3 +91,106 @@ def test_ids_of_one_content_hash_are_still_told_apart(monkeypatch: pytest.Monkey
     monkeypatch.setattr(texts, "hashes", lambda lengths, data: np.zeros(lengths.size, np.uint64))
     queries = CASES["non-ASCII"]
     assert columnar.encode_queries(queries) == columnar.encode_columns(_as_rankings(queries))
+
+
+# Reading the columns back ----------------------------------------------------------------------
+
+
+def _key(q: QueryRecord) -> object:
+    """Return a query's fields with NaN values made comparable."""
+    values = {k: ("nan" if v != v else v) for k, v in q.values.items()}
+    return dataclasses.replace(q, values={}), values
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(query, max_size=30, unique_by=lambda q: q.query_id))
+def test_a_query_indexed_reads_as_the_decoded_records(queries: list[QueryRecord]) -> None:
+    """Each query built on its own from the columns equals the record decode_queries gives."""
+    blobs = columnar.encode_queries(queries)
+    lazy = ColumnQueries(columnar.decode_columns(blobs))
+    decoded = columnar.decode_queries(blobs)
+    assert [_key(q) for q in decoded] == [_key(lazy[i]) for i in range(len(lazy))]
+    assert [_key(q) for q in queries] == [_key(q) for q in lazy]
+
+
+def test_decoded_columns_hold_rankings_as_arrays() -> None:
+    """The columns read back hold both rankings as Rankings over one dictionary of ids."""
+    columns = columnar.decode_columns(columnar.encode_queries(CASES["hex-like"]))
+    assert (True, True) == (
+        isinstance(columns.retrieved_ids, Rankings),
+        isinstance(columns.relevant_ids, Rankings),
+    )
+    assert [("d9a5bd8ea531", "00ff"), ("b47e",)] == list(columns.retrieved_ids)
+    assert [("b47e",), ("00ff", "abcd")] == list(columns.relevant_ids)
+
+
+def test_decoded_values_are_a_matrix_with_a_present_mask() -> None:
+    """Metric values read back as queries x metrics, NaN and not present where a query has
+    none."""
+    queries = [QueryRecord("a", {"x": 1.0, "y": 2.0}), QueryRecord("b", {"y": 3.0})]
+    columns = columnar.decode_columns(columnar.encode_queries(queries))
+    assert ("x", "y") == columns.metrics
+    assert [[True, True], [False, True]] == columns.present.tolist()
+    assert [1.0, 2.0, 3.0] == columns.values[columns.present].tolist()
+    assert np.isnan(columns.values[1, 0])
+
+
+def test_a_run_read_from_the_store_carries_columns_and_lazy_queries(tmp_path: Path) -> None:
+    """A run another store reads back holds its columns, and builds no record until asked."""
+    with open_store(tmp_path / "m.db") as saving, open_store(tmp_path / "m.db") as other:
+        run_id = saving.save_run(make_run())
+        read = other.get_run(run_id)
+        baseline = other.set_baseline("nightly", run_id) and other.get_baseline("nightly")
+    assert isinstance(read.queries, ColumnQueries)
+    assert isinstance(read.columns, StoredColumns)
+    assert baseline is not None
+    assert isinstance(baseline.columns, StoredColumns)
+    assert isinstance(read.columns.retrieved_ids, Rankings)
+    assert make_run().queries == tuple(read.queries)
+
+
+def test_building_a_run_from_lazy_queries_builds_no_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a run and copying its record leave the query records unbuilt."""
+    with open_store(tmp_path / "m.db") as saving, open_store(tmp_path / "m.db") as other:
+        run_id = saving.save_run(make_run())
+        monkeypatch.setattr(ColumnQueries, "records", _refuse)
+        read = other.get_run(run_id)
+        copied = dataclasses.replace(read, config_hash="other")
+    assert (3, read.columns) == (len(copied.queries), copied.columns)
+
+
+def _refuse(self: ColumnQueries) -> tuple[QueryRecord, ...]:
+    """Stand in for ColumnQueries.records where no record may be built."""
+    raise AssertionError("query records built")
+
+
+def test_runs_read_lazily_equal_the_same_runs_as_records(tmp_path: Path) -> None:
+    """A run read from its columns equals the run the saving store returns as records."""
+    with open_store(tmp_path / "m.db") as saving, open_store(tmp_path / "m.db") as other:
+        run_id = saving.save_run(make_run())
+        assert saving.get_run(run_id) == other.get_run(run_id)
+
+
+def test_other_queries_drop_the_stored_columns(tmp_path: Path) -> None:
+    """A stored run given other queries (re-scored, say) no longer carries the old columns."""
+    with open_store(tmp_path / "m.db") as store:
+        read = store.get_run(store.save_run(make_run()))
+    rescored = dataclasses.replace(read, queries=tuple(read.queries)[:2])
+    assert (None, 2) == (rescored.columns, len(rescored.queries))
+
+
+def test_a_run_saved_from_its_read_columns_saves_the_same_blobs(tmp_path: Path) -> None:
+    """Saving a run read from the store writes its columns back byte for byte."""
+    with open_store(tmp_path / "m.db") as store:
+        first = store.save_run(make_run())
+        again = store.save_run(dataclasses.replace(store.get_run(first), run_id=None))
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        blobs = [
+            db.execute(
+                "SELECT field, data FROM run_blobs WHERE run_id = ? ORDER BY field", (run_id,)
+            ).fetchall()
+            for run_id in (first, again)
+        ]
+    assert blobs[0] == blobs[1]

@@ -26,7 +26,13 @@ import numpy as np
 
 from monitor.store import texts
 from monitor.store.rankings import Rankings, first_seen_codes, merged
-from monitor.store.records import QueryColumns, QueryRecord, stored_query
+from monitor.store.records import (
+    ColumnQueries,
+    QueryColumns,
+    QueryRecord,
+    StoredColumns,
+    stored_query,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -192,30 +198,40 @@ def _value_matrix(
 
 def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
     """Return the queries the blobs of :func:`encode_queries` hold, in their order."""
+    return ColumnQueries(decode_columns(blobs)).records()
+
+
+def decode_columns(blobs: Mapping[str, bytes]) -> StoredColumns:
+    """Return the columns the blobs of :func:`encode_queries` hold: the rankings as
+    :class:`Rankings` over the stored arrays (no str per document id), the metric values as a
+    queries x metrics matrix (NaN where a query has none) and which of them are present."""
     query_ids = _texts(_unpack(blobs[QUERY_IDS]))
     n = len(query_ids)
     (latency,) = _unpack(blobs[LATENCY])
-    error_types = _unstrings(_unpack(blobs[ERROR_TYPE]))
-    error_messages = _unstrings(_unpack(blobs[ERROR_MESSAGE]))
-    docs = _texts(_unpack(blobs[DOC_IDS]))
-    rankings = [_rankings(_unpack(blobs[name]), docs) for name in (RETRIEVED, RELEVANT)]
-    columns = {
-        metric: _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
-        for metric in _metric_names(blobs)
-    }
-    per_query = _value_dicts(columns, n)
-    latencies = [None if v != v else v for v in latency.tolist()]
-    return tuple(
-        map(
-            stored_query,
-            query_ids,
-            per_query,
-            rankings[0],
-            rankings[1],
-            latencies,
-            error_types,
-            error_messages,
-        )
+    lengths, data, *hexed = _unpack(blobs[DOC_IDS])
+    if hexed:  # ids of hex digits are kept as the bytes they spell
+        data = np.frombuffer(data.tobytes().hex().encode("ascii"), np.uint8)
+    rankings = []
+    for name in (RETRIEVED, RELEVANT):
+        counts, codes = _unpack(blobs[name])
+        rankings.append(Rankings(counts, codes, lengths, data))
+    metrics = tuple(_metric_names(blobs))
+    matrix = np.full((n, len(metrics)), np.nan)
+    present = np.zeros((n, len(metrics)), dtype=np.bool_)
+    for j, metric in enumerate(metrics):
+        has, values = _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
+        matrix[has, j] = values
+        present[:, j] = has
+    return StoredColumns(
+        query_ids=query_ids,
+        latency_seconds=[None if v != v else v for v in latency.tolist()],
+        error_types=_unstrings(_unpack(blobs[ERROR_TYPE])),
+        error_messages=_unstrings(_unpack(blobs[ERROR_MESSAGE])),
+        retrieved_ids=rankings[0],
+        relevant_ids=rankings[1],
+        metrics=metrics,
+        values=matrix,
+        present=present,
     )
 
 
@@ -253,29 +269,6 @@ def _ranking(arrays: list[NDArray[Any]], docs: list[str], i: int) -> tuple[str, 
     counts, codes = arrays
     start = int(counts[:i].sum())
     return tuple(docs[c] for c in codes[start : start + int(counts[i])].tolist())
-
-
-def _value_dicts(
-    columns: Mapping[str, tuple[NDArray[np.bool_], NDArray[np.float64]]], n: int
-) -> list[dict[str, float]]:
-    """Return each query's ``{metric: value}`` from the metric columns, metrics in order."""
-    names = list(columns)
-    if not names:
-        return [{} for _ in range(n)]
-    matrix = np.full((n, len(names)), np.nan)
-    present = np.zeros((n, len(names)), dtype=np.bool_)
-    for j, (has, values) in enumerate(columns.values()):
-        matrix[has, j] = values
-        present[:, j] = has
-    full: list[bool] = np.asarray(present.all(axis=1)).tolist()
-    rows: list[list[float]] = matrix.tolist()
-    marks: list[list[bool]] = present.tolist()
-    return [
-        dict(zip(names, row, strict=True))
-        if whole
-        else {name: v for name, v, ok in zip(names, row, mark, strict=True) if ok}
-        for row, mark, whole in zip(rows, marks, full, strict=True)
-    ]
 
 
 def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
@@ -316,19 +309,6 @@ def _metric(arrays: list[NDArray[Any]], n: int) -> tuple[NDArray[np.bool_], NDAr
     present = np.unpackbits(packed, count=n).astype(np.bool_)
     values = rest[0] if len(rest) == 1 else rest[0][rest[1]]
     return present, values
-
-
-def _rankings(arrays: list[NDArray[Any]], docs: list[str]) -> list[tuple[str, ...]]:
-    counts, codes = arrays
-    table = np.empty(len(docs), dtype=object)
-    table[:] = docs
-    picked = table[codes]  # one gather in C, not a Python look-up per hit
-    if counts.size and (counts == counts[0]).all():  # rankings of one length: one reshape
-        return list(map(tuple, picked.reshape(counts.size, int(counts[0])).tolist()))
-    ids = picked.tolist()
-    ends = np.cumsum(counts).tolist()
-    starts = [0, *ends][:-1]
-    return [tuple(ids[a:b]) for a, b in zip(starts, ends, strict=True)]
 
 
 def _strings(texts: Sequence[str | None]) -> list[NDArray[Any]]:
