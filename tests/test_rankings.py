@@ -146,3 +146,15 @@ def test_rankings_refuse_codes_outside_their_ids() -> None:
             np.array([1], np.int32),
             np.ones(1, np.uint8),
         )
+
+
+def test_hashes_are_one_function_of_the_bytes_however_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Texts of many lengths hash to the same values by length groups as byte by byte."""
+    ids = [f"id-{'x' * (i % 37)}-é{i}" for i in range(2000)]
+    lengths, data = texts.layout_of(ids)
+    by_length = texts.hashes(lengths, data)
+    monkeypatch.setattr(texts, "_HORNER_STEPS", 0)
+    assert by_length.tolist() == texts.hashes(lengths, data).tolist()
+    assert len(ids) == len(set(by_length.tolist()))

@@ -100,9 +100,41 @@ def _byte_index(starts: NDArray[np.int64], lengths: NDArray[Any]) -> NDArray[np.
 def hashes(lengths: NDArray[Any], data: NDArray[np.uint8]) -> NDArray[np.uint64]:
     """Return a 64-bit hash of each text's bytes: equal texts hash alike in any layout.
 
-    A polynomial of the bytes (each plus one) modulo 2^64, then mixed with the length by
-    splitmix64's finaliser; computed a chunk of texts at a time.
+    The polynomial ``sum((b_i + 1) * M^(L-1-i))`` of a text's ``L`` bytes modulo 2^64, then
+    mixed with the length by splitmix64's finaliser. Texts of one length are hashed together
+    by Horner's rule, a byte column at a time; when the texts have too many lengths for that,
+    the same polynomial is summed per byte, a chunk of texts at a time.
     """
+    sizes, groups = np.unique(lengths, return_inverse=True)
+    if int(sizes.sum()) <= _HORNER_STEPS:
+        out = _hashes_by_length(lengths, data, sizes, groups.reshape(-1))
+    else:
+        out = _hashes_by_byte(lengths, data)
+    return _mix(out ^ (lengths.astype(np.uint64) * _MIX_2))
+
+
+#: Most byte columns :func:`hashes` steps through by Horner's rule (the sum of the distinct
+#: lengths); beyond, one pass over every byte costs less.
+_HORNER_STEPS = 4096
+
+
+def _hashes_by_length(
+    lengths: NDArray[Any], data: NDArray[np.uint8], sizes: NDArray[Any], groups: NDArray[Any]
+) -> NDArray[np.uint64]:
+    out = np.zeros(lengths.size, dtype=np.uint64)
+    starts = starts_of(lengths)
+    one = np.uint64(1)
+    for g, size in enumerate(sizes.tolist()):
+        members = np.flatnonzero(groups == g)
+        at = starts[members]
+        h = np.zeros(members.size, dtype=np.uint64)
+        for i in range(size):
+            h = h * _MULTIPLIER + (data[at + i].astype(np.uint64) + one)
+        out[members] = h
+    return out
+
+
+def _hashes_by_byte(lengths: NDArray[Any], data: NDArray[np.uint8]) -> NDArray[np.uint64]:
     out = np.zeros(lengths.size, dtype=np.uint64)
     longest = int(lengths.max(initial=0))
     powers = np.ones(max(longest, 1), dtype=np.uint64)
@@ -120,7 +152,7 @@ def hashes(lengths: NDArray[Any], data: NDArray[np.uint8]) -> NDArray[np.uint64]
         terms = (data[index].astype(np.uint64) + np.uint64(1)) * powers[from_end]
         filled = np.flatnonzero(sizes > 0)
         out[part][filled] = np.add.reduceat(terms, starts_of(sizes)[filled])
-    return _mix(out ^ (lengths.astype(np.uint64) * _MIX_2))
+    return out
 
 
 def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
