@@ -135,15 +135,6 @@ def _check_codec(tx: Transaction, run_id: int, field: str, codec: str) -> None:
         )
 
 
-def _still_stored(tx: Transaction, run_id: int) -> bool:
-    """Return whether the run's columns are all there, of the codec this version reads (the
-    same check as reading them, without reading them)."""
-    rows = tx.all("SELECT field, codec FROM run_blobs WHERE run_id = ? ORDER BY field", (run_id,))
-    for name, codec in rows:
-        _check_codec(tx, run_id, name, codec)
-    return bool(rows)
-
-
 def load_queries(tx: Transaction, run_id: int) -> ColumnQueries | tuple[()]:
     """Return the run's queries in run order, read from its columns as they are indexed
     (none when it has no stored detail)."""
@@ -238,8 +229,9 @@ def load_run(
 
     The queries are read from the run's columns as they are indexed (the record carries
     the columns). ``known`` are the queries this process saved the run with, as they read
-    back (:func:`~monitor.store.columnar.reads_back_as_given`): they are returned instead of
-    decoding the run's columns again, unless retention has dropped the run's detail since.
+    back (:func:`~monitor.store.columnar.reads_back_as_given`): they are the records returned
+    instead of building them again from the columns, unless retention has dropped the run's
+    detail since.
     """
     row = tx.one(
         f"SELECT {_HEAD}, query_count, evalset_fingerprint, config_hash, stats FROM runs"
@@ -252,18 +244,20 @@ def load_run(
     count, fingerprint, config_hash, raw_stats = row[-4:]
     stats = tx.dialect.read_json(raw_stats)
     head = _head(tx, row)
-    fresh = (
-        known is not None
-        and head["pruned_at"] is None
-        and len(known) == int(count)
-        and _still_stored(tx, run_id)
-    )
+    blobs = read_blobs(tx, run_id)
+    queries: Sequence[QueryRecord] = ()
+    if blobs and isinstance(known, ColumnQueries) and len(known) == int(count):
+        queries = known
+    elif blobs:
+        fresh = known is not None and head["pruned_at"] is None and len(known) == int(count)
+        built = tuple(known) if fresh and known is not None else None
+        queries = ColumnQueries(columnar.decode_columns(blobs), built)
     return RunRecord(
         **head,
         evalset_fingerprint=fingerprint,
         config_hash=config_hash,
         stats=stats,
-        queries=known if fresh and known is not None else load_queries(tx, run_id),
+        queries=queries,
         means=figures.get("mean", {}),
         figures=figures_of(figures, stats),
     )

@@ -38,20 +38,15 @@ RECLAIM_STEP_PAGES = 1024
 
 
 def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, Sequence[QueryRecord]] | None:
-    """Return the queries a read of the run just saved may return instead of decoding its
-    columns (with the columns the record was saved with), or None when they would not read
-    back as given."""
+    """Return the query records a read of the run just saved may return instead of building
+    them again from its columns, or None when they would not read back as given."""
     queries = run.queries
     if not queries:
         return None
-    if isinstance(queries, ColumnQueries):
-        if isinstance(queries.columns, StoredColumns):  # read from a store: they read back
-            return run_id, queries
-        queries = queries.records()
-    if not columnar.reads_back_as_given(queries):
-        return None
+    if isinstance(queries, ColumnQueries) and isinstance(queries.columns, StoredColumns):
+        return run_id, queries  # read from a store: they read back as they are
     records = tuple(queries)
-    return run_id, records if run.columns is None else ColumnQueries(run.columns, records)
+    return (run_id, records) if columnar.reads_back_as_given(records) else None
 
 
 def utcnow() -> datetime:
