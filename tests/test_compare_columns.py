@@ -1,5 +1,5 @@
 """A comparison of runs read from the store reads their columns, and gives what the records
-give, bit for bit: the match, the values, the answered and judged masks."""
+give, bit for bit: the match, the values, the answered and judged masks, and the overlap."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from monitor.compare.matched import Matched
-from monitor.store import QueryRecord, RunRecord, columnar
+from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
+from monitor.store import QueryRecord, RunRecord, columnar, texts
+from monitor.store.rankings import Rankings
 from monitor.store.records import ColumnQueries
 
 AT = datetime(2030, 1, 1, tzinfo=timezone.utc)
@@ -89,6 +91,7 @@ def test_columns_match_without_building_a_record(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(ColumnQueries, "__getitem__", _refuse)
     matched = Matched.of(before, after)
     matched.aligned("ndcg@10")
+    overlap_of(before, after, 10, matched=matched)
     assert 0 < matched.left_out()
 
 
@@ -105,3 +108,38 @@ def test_a_repeated_baseline_id_matches_its_last_query_in_columns_too() -> None:
     expected = Matched.of(before, after).position.tolist()
     assert expected == Matched.of(_stored(before), _stored(after)).position.tolist()
     assert [2] == expected
+
+
+@pytest.mark.parametrize("k", [1, 5, 10, 20])
+@pytest.mark.parametrize("seed", [7, 8])
+def test_the_overlap_of_columns_is_the_overlap_of_records(k: int, seed: int) -> None:
+    """overlap_of gives the same per-query floats and means from columns as from records."""
+    before, after = _run(seed), _run(seed + 50)
+    expected = overlap_of(before, after, k)
+    assert expected.to_dict() == overlap_of(_stored(before), _stored(after), k).to_dict()
+
+
+@pytest.mark.parametrize("k", [3, 10])
+def test_overlaps_of_rankings_are_the_scalar_measures(k: int) -> None:
+    """Each pair of Rankings scores the float rank_biased_overlap and jaccard give it."""
+    rng = np.random.default_rng(11)
+    first = [_ranking(rng, 25) for _ in range(500)]
+    second = [_ranking(rng, 25) for _ in range(500)]
+    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), k)
+    assert [
+        rank_biased_overlap(a, b, k) for a, b in zip(first, second, strict=True)
+    ] == rbos.tolist()
+    assert [jaccard(a, b, k) for a, b in zip(first, second, strict=True)] == jaccards.tolist()
+
+
+def test_overlaps_of_rankings_survive_colliding_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should every id hash alike, the overlaps are still the scalar measures' floats."""
+    monkeypatch.setattr(texts, "hashes", lambda lengths, data: np.ones(lengths.size, np.uint64))
+    rng = np.random.default_rng(12)
+    first = [_ranking(rng, 20) for _ in range(50)]
+    second = [_ranking(rng, 20) for _ in range(50)]
+    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), 10)
+    assert [
+        rank_biased_overlap(a, b, 10) for a, b in zip(first, second, strict=True)
+    ] == rbos.tolist()
+    assert [jaccard(a, b, 10) for a, b in zip(first, second, strict=True)] == jaccards.tolist()
