@@ -194,3 +194,10 @@ def test_a_run_saved_from_its_read_columns_saves_the_same_blobs(tmp_path: Path) 
             for run_id in (first, again)
         ]
     assert blobs[0] == blobs[1]
+
+
+def test_lazy_queries_print_as_the_tuple_of_their_records() -> None:
+    """The repr of queries read from columns is that of the tuple of records they hold."""
+    queries = tuple(CASES["non-ASCII"])
+    lazy = ColumnQueries(columnar.decode_columns(columnar.encode_queries(queries)))
+    assert repr(queries) == repr(lazy)

@@ -185,7 +185,7 @@ class ColumnQueries(Sequence[QueryRecord]):
     __hash__ = None  # type: ignore[assignment]  # equal by content, as a tuple is
 
     def __repr__(self) -> str:
-        return f"ColumnQueries(<{len(self)} queries>)"
+        return repr(self.records())  # as the tuple of records earlier versions returned
 
     def records(self) -> tuple[QueryRecord, ...]:
         """Return every query as a record, built once."""
