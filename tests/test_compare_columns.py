@@ -143,3 +143,14 @@ def test_overlaps_of_rankings_survive_colliding_hashes(monkeypatch: pytest.Monke
         rank_biased_overlap(a, b, 10) for a, b in zip(first, second, strict=True)
     ] == rbos.tolist()
     assert [jaccard(a, b, 10) for a, b in zip(first, second, strict=True)] == jaccards.tolist()
+
+
+def test_overlaps_of_long_rankings_cut_short_are_the_scalar_measures() -> None:
+    """Rankings mostly below the cutoff (few of their ids hashed) score the scalar floats."""
+    rng = np.random.default_rng(13)
+    first = [tuple(f"a{q}-{x}" for x in rng.integers(0, 30, 20)) for q in range(200)]
+    second = [tuple(f"a{q}-{x}" for x in rng.integers(0, 30, 20)) for q in range(200)]
+    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), 2)
+    pairs = list(zip(first, second, strict=True))
+    assert [rank_biased_overlap(a, b, 2) for a, b in pairs] == rbos.tolist()
+    assert [jaccard(a, b, 2) for a, b in pairs] == jaccards.tolist()

@@ -205,10 +205,10 @@ def overlaps(
         raise ValueError(f"{len(first)} rankings against {len(second)}: pairs needed")
     rbos = np.empty(len(first))
     jaccards = np.empty(len(first))
-    # Each side's dictionary hashed once, not once a chunk.
+    # Each side's ids hashed once, not once a chunk, and only those of a top k.
     doc_hashes = None
     if isinstance(first, Rankings) and isinstance(second, Rankings):
-        doc_hashes = (first.doc_hashes(), second.doc_hashes())
+        doc_hashes = (_top_hashes(first, k), _top_hashes(second, k))
     for start in range(0, len(first), CHUNK_QUERIES):
         part = slice(start, start + CHUNK_QUERIES)
         rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p, doc_hashes)
@@ -243,6 +243,7 @@ def _overlap_chunk(
                 second.doc_lengths,
                 second.doc_bytes,
                 b_codes[b_at],
+                starts=(first.doc_starts, second.doc_starts),
             )
     else:
         a_ids, a_hash, a_len, a_flat = _cut(first, k)
@@ -308,6 +309,23 @@ def _cut(
     starts = np.zeros(len(rankings), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     return ids, rows, lengths, starts
+
+
+def _top_hashes(rankings: Rankings, k: int) -> NDArray[np.uint64]:
+    """Return the content hash of each distinct id of ``rankings`` that some top ``k`` holds
+    (0, or its hash, for the others, which no top k reads)."""
+    lengths = np.minimum(rankings.counts.astype(np.int64), max(k, 0))
+    within = np.arange(max(k, 0)) < lengths[:, None]
+    at = texts.starts_of(rankings.counts)[:, None] + np.arange(max(k, 0))
+    held = np.zeros(len(rankings.doc_lengths), dtype=np.bool_)
+    held[rankings.codes[at[within]]] = True
+    used = np.flatnonzero(held)
+    if 2 * used.size >= held.size:  # most ids are read: hashing them all costs less
+        return rankings.doc_hashes()
+    out = np.zeros(held.size, dtype=np.uint64)
+    picked = texts.gather(rankings.doc_lengths, rankings.doc_bytes, used, rankings.doc_starts)
+    out[used] = texts.hashes(*picked)
+    return out
 
 
 def _cut_rankings(

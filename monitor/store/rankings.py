@@ -147,6 +147,7 @@ class Rankings(Sequence[tuple[str, ...]]):
                     other.doc_lengths,
                     other.doc_bytes,
                     other.codes,
+                    starts=(self.doc_starts, other.doc_starts),
                 ).all()
             )
         if isinstance(other, Sequence) and not isinstance(other, str | bytes):
@@ -174,7 +175,23 @@ class Rankings(Sequence[tuple[str, ...]]):
         starts = self._starts[indices]
         at = np.repeat(starts - texts.starts_of(counts), counts)
         picked = self.codes[at + np.arange(at.size, dtype=np.int64)]
-        return Rankings(counts, picked, self.doc_lengths, self.doc_bytes)
+        # Over the same ids: their offsets are shared, not summed again.
+        taken = object.__new__(Rankings)
+        for name, value in (
+            ("counts", counts),
+            ("codes", picked),
+            ("doc_lengths", self.doc_lengths),
+            ("doc_bytes", self.doc_bytes),
+            ("_starts", texts.starts_of(counts)),
+            ("_doc_starts", self._doc_starts),
+        ):
+            object.__setattr__(taken, name, value)
+        return taken
+
+    @property
+    def doc_starts(self) -> NDArray[np.int64]:
+        """Return where each distinct id starts in ``doc_bytes``."""
+        return self._doc_starts
 
     def doc_hashes(self) -> NDArray[np.uint64]:
         """Return the content hash of each distinct id (:func:`monitor.store.texts.hashes`)."""

@@ -177,12 +177,17 @@ def equal(
     other_lengths: NDArray[Any],
     other_data: NDArray[np.uint8],
     second: NDArray[Any],
+    *,
+    starts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None,
 ) -> NDArray[np.bool_]:
     """Return whether text ``first[i]`` of one layout has the bytes of text ``second[i]`` of
-    another (or the same) layout, for each ``i``."""
+    another (or the same) layout, for each ``i``; ``starts`` are the two layouts' offsets
+    (:func:`starts_of`) when the caller has them."""
     a_len, b_len = lengths[first], other_lengths[second]
     same = np.asarray(a_len == b_len, dtype=np.bool_)
-    a_start, b_start = starts_of(lengths)[first], starts_of(other_lengths)[second]
+    if starts is None:
+        starts = (starts_of(lengths), starts_of(other_lengths))
+    a_start, b_start = starts[0][first], starts[1][second]
     check = np.flatnonzero(same & (a_len > 0))
     sizes_all = a_len[check]
     for part in _chunks(sizes_all):
@@ -196,11 +201,15 @@ def equal(
 
 
 def gather(
-    lengths: NDArray[Any], data: NDArray[np.uint8], picked: NDArray[Any]
+    lengths: NDArray[Any],
+    data: NDArray[np.uint8],
+    picked: NDArray[Any],
+    starts: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
-    """Return the layout of texts ``picked`` (indices) of a layout, in that order."""
+    """Return the layout of texts ``picked`` (indices) of a layout, in that order;
+    ``starts`` are the layout's offsets when the caller has them."""
     sizes = lengths[picked].astype(np.int32)
-    starts = starts_of(lengths)[picked]
+    starts = (starts_of(lengths) if starts is None else starts)[picked]
     parts = [data[_byte_index(starts[part], sizes[part])] for part in _chunks(sizes)]
     out = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
     return sizes, out
