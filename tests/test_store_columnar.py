@@ -267,7 +267,8 @@ def test_the_run_just_saved_is_not_decoded_again(store: SqlStore) -> None:
     """Reading the run the store has just saved gives back the saved query records."""
     run = make_run()
     run_id = store.save_run(run)
-    assert run.queries is store.get_run(run_id).queries
+    read = store.get_run(run_id).queries
+    assert [True] * len(run.queries) == [a is b for a, b in zip(run.queries, read, strict=True)]
 
 
 def test_the_run_just_saved_reads_back_without_its_detail_once_pruned(store: SqlStore) -> None:

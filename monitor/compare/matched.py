@@ -6,6 +6,11 @@ finds each current query's baseline query once, and reads each metric's per-quer
 once per run, into numpy arrays in the current run's order; the readers then select with
 masks instead of building a dict per question.
 
+A run read from the store carries its queries as columns (``RunRecord.columns``): then the
+ids, values, errors and judged counts are read from those arrays (ids matched through a
+pandas Index, values from the queries x metrics matrix), building no query record; a run
+without columns is read from its records. Both give the same arrays, bit for bit.
+
 Query ids are unique within a run (they are the eval set's). Should a hand-made record repeat
 one, the baseline's last query of that id is the one matched, as a dict keyed by id keeps it.
 """
@@ -13,13 +18,15 @@ one, the baseline's last query of that id is the one matched, as a dict keyed by
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter, methodcaller
 
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.store.records import RunRecord
+from monitor.store.rankings import Rankings
+from monitor.store.records import QueryColumns, RunRecord
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
@@ -50,12 +57,16 @@ class Matched:
     @classmethod
     def of(cls, baseline: RunRecord, current: RunRecord) -> Matched:
         """Match ``current``'s queries with ``baseline``'s by id."""
-        index = {q.query_id: i for i, q in enumerate(baseline.queries)}
-        position = np.fromiter(
-            (index.get(q.query_id, -1) for q in current.queries),
-            dtype=np.intp,
-            count=len(current.queries),
-        )
+        before, now = _ids(baseline), _ids(current)
+        if baseline.columns is not None and current.columns is not None:
+            import pandas as pd  # imported here: a comparison of records needs no pandas
+
+            index = pd.Index(before)
+            if index.is_unique:
+                position = index.get_indexer(pd.Index(now)).astype(np.intp)
+                return cls(baseline, current, position, _answered(baseline), _answered(current))
+        found = {qid: i for i, qid in enumerate(before)}
+        position = np.fromiter((found.get(qid, -1) for qid in now), dtype=np.intp, count=len(now))
         return cls(baseline, current, position, _answered(baseline), _answered(current))
 
     def column(self, metric: str, *, baseline: bool) -> tuple[FloatArray, BoolArray]:
@@ -64,7 +75,11 @@ class Matched:
         key = (baseline, metric)
         found = self._columns.get(key)
         if found is None:
-            queries = (self.baseline if baseline else self.current).queries
+            run = self.baseline if baseline else self.current
+            if run.columns is not None:
+                found = self._columns[key] = _stored_column(run.columns, metric)
+                return found
+            queries = run.queries
             rows = list(map(_VALUES, queries))
             values = np.fromiter(
                 map(methodcaller("get", metric, math.nan), rows),
@@ -102,6 +117,10 @@ class Matched:
 
     def current_ids(self, indices: IndexArray) -> list[str]:
         """Return the ids of ``current.queries`` at ``indices``."""
+        columns = self.current.columns
+        if columns is not None:
+            ids = columns.query_ids
+            return [ids[i] for i in indices.tolist()]
         queries = self.current.queries
         return [queries[i].query_id for i in indices.tolist()]
 
@@ -121,7 +140,29 @@ class Matched:
         return int(np.count_nonzero(held & judged & ~both))
 
 
+def _ids(run: RunRecord) -> Sequence[str]:
+    """Return the query ids of ``run`` in its order."""
+    if run.columns is not None:
+        return run.columns.query_ids
+    return [q.query_id for q in run.queries]
+
+
+def _stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, BoolArray]:
+    """Return :meth:`Matched.column` of a run from its columns' matrix."""
+    n = len(columns)
+    if metric not in columns.metrics:
+        return np.full(n, math.nan), np.zeros(n, dtype=np.bool_)
+    j = columns.metrics.index(metric)
+    present = np.array(columns.present[:, j], dtype=np.bool_)
+    values = np.where(present, columns.values[:, j], math.nan)
+    return values, present
+
+
 def _answered(run: RunRecord) -> BoolArray:
+    """Return whether the search answered each query of ``run`` (no error)."""
+    if run.columns is not None:
+        types = run.columns.error_types
+        return np.fromiter((t is None for t in types), dtype=np.bool_, count=len(types))
     return np.fromiter(
         (q.error_type is None for q in run.queries), dtype=np.bool_, count=len(run.queries)
     )
@@ -129,6 +170,12 @@ def _answered(run: RunRecord) -> BoolArray:
 
 def _judged(run: RunRecord) -> BoolArray:
     """Return whether each query of ``run`` has a relevant judgment."""
+    columns = run.columns
+    if columns is not None:
+        relevant = columns.relevant_ids
+        if isinstance(relevant, Rankings):
+            return np.asarray(relevant.lengths > 0, dtype=np.bool_)
+        return np.fromiter(map(bool, relevant), dtype=np.bool_, count=len(relevant))
     return np.fromiter(
         (bool(q.relevant_ids) for q in run.queries), dtype=np.bool_, count=len(run.queries)
     )

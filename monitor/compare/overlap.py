@@ -15,11 +15,16 @@ Both lists are cut at k and a repeated id counts once, at its first position (as
 metrics rank). Two empty lists are identical (1); one empty list against another shares
 nothing (0). Only queries the search answered in both runs are compared: a failed query has
 no ranking.
+
+Runs read from the store hold their rankings as arrays
+(:class:`~monitor.store.rankings.Rankings`): their top k are then cut, hashed (by content)
+and matched straight from those arrays, the ids compared byte for byte, with no ``str`` per
+id; the floats are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -29,6 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.compare.matched import Matched
+from monitor.store import texts
+from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 
 FloatArray = NDArray[np.float64]
@@ -149,8 +156,15 @@ def overlap_of(
     """
     pairs = matched if matched is not None else Matched.of(baseline, current)
     both = pairs.both_answered()
-    first = [baseline.queries[i].retrieved_ids for i in pairs.position[both].tolist()]
-    second = [current.queries[i].retrieved_ids for i in both.tolist()]
+    first: Sequence[Sequence[str]]
+    second: Sequence[Sequence[str]]
+    before = None if baseline.columns is None else baseline.columns.retrieved_ids
+    now = None if current.columns is None else current.columns.retrieved_ids
+    if isinstance(before, Rankings) and isinstance(now, Rankings):
+        first, second = before.take(pairs.position[both]), now.take(both)
+    else:
+        first = [baseline.queries[i].retrieved_ids for i in pairs.position[both].tolist()]
+        second = [current.queries[i].retrieved_ids for i in both.tolist()]
     rbos, jaccards = overlaps(first, second, k, p)
     ids = pairs.current_ids(both)
     rows = tuple(map(QueryOverlap, ids, rbos.tolist(), jaccards.tolist()))
@@ -182,7 +196,8 @@ def overlaps(
     the same order with the same operations, a vector of queries at a time. Queries are
     measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
     top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
-    functions themselves.
+    functions themselves. When both are :class:`~monitor.store.rankings.Rankings`, the
+    ids are hashed by content and compared as bytes from their arrays.
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"persistence must lie strictly between 0 and 1, not {p!r}")
@@ -190,21 +205,53 @@ def overlaps(
         raise ValueError(f"{len(first)} rankings against {len(second)}: pairs needed")
     rbos = np.empty(len(first))
     jaccards = np.empty(len(first))
+    # Each side's ids hashed once, not once a chunk, and only those of a top k.
+    doc_hashes = None
+    if isinstance(first, Rankings) and isinstance(second, Rankings):
+        doc_hashes = (_top_hashes(first, k), _top_hashes(second, k))
     for start in range(0, len(first), CHUNK_QUERIES):
         part = slice(start, start + CHUNK_QUERIES)
-        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p)
+        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p, doc_hashes)
     return rbos, jaccards
 
 
+#: Whether the ids at flat positions ``a_at`` of one side equal those at ``b_at`` of the other.
+_Same = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]]
+
+
 def _overlap_chunk(
-    first: Sequence[Sequence[str]], second: Sequence[Sequence[str]], k: int, p: float
+    first: Sequence[Sequence[str]],
+    second: Sequence[Sequence[str]],
+    k: int,
+    p: float,
+    doc_hashes: tuple[NDArray[np.uint64], NDArray[np.uint64]] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     n = len(first)
     if n == 0 or k <= 0:
         ones = np.ones(n)
         return ones, ones.copy()
-    a_ids, a_hash, a_len, a_flat = _cut(first, k)
-    b_ids, b_hash, b_len, b_flat = _cut(second, k)
+    same_ids: _Same
+    if isinstance(first, Rankings) and isinstance(second, Rankings) and doc_hashes is not None:
+        a_codes, a_hash, a_len, a_flat = _cut_rankings(first, k, doc_hashes[0])
+        b_codes, b_hash, b_len, b_flat = _cut_rankings(second, k, doc_hashes[1])
+
+        def same_ids(a_at: NDArray[np.int64], b_at: NDArray[np.int64]) -> NDArray[np.bool_]:
+            return texts.equal(
+                first.doc_lengths,
+                first.doc_bytes,
+                a_codes[a_at],
+                second.doc_lengths,
+                second.doc_bytes,
+                b_codes[b_at],
+                starts=(first.doc_starts, second.doc_starts),
+            )
+    else:
+        a_ids, a_hash, a_len, a_flat = _cut(first, k)
+        b_ids, b_hash, b_len, b_flat = _cut(second, k)
+
+        def same_ids(a_at: NDArray[np.int64], b_at: NDArray[np.int64]) -> NDArray[np.bool_]:
+            return np.asarray(a_ids[a_at] == b_ids[b_at], dtype=np.bool_)
+
     # Side by side in one row, each row sorted: an id both lists hold sits next to itself.
     both = np.concatenate((a_hash, b_hash), axis=1)
     order = np.argsort(both, axis=1, kind="stable")
@@ -221,7 +268,7 @@ def _overlap_chunk(
     # Hashes only propose matches: the ids themselves decide.
     a_at = a_flat[row[matched]] + i[matched]
     b_at = b_flat[row[matched]] + j[matched]
-    equal = np.asarray(a_ids[a_at] == b_ids[b_at], dtype=np.bool_)
+    equal = same_ids(a_at, b_at)
     # An id hashed to the padding's 0 may sort apart from its match among the padding.
     scalar = ((a_hash == 0) & valid_a).any(axis=1) | ((b_hash == 0) & valid_b).any(axis=1)
     scalar[row[odd]] = True
@@ -262,6 +309,40 @@ def _cut(
     starts = np.zeros(len(rankings), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     return ids, rows, lengths, starts
+
+
+def _top_hashes(rankings: Rankings, k: int) -> NDArray[np.uint64]:
+    """Return the content hash of each distinct id of ``rankings`` that some top ``k`` holds
+    (0, or its hash, for the others, which no top k reads)."""
+    lengths = np.minimum(rankings.counts.astype(np.int64), max(k, 0))
+    within = np.arange(max(k, 0)) < lengths[:, None]
+    at = texts.starts_of(rankings.counts)[:, None] + np.arange(max(k, 0))
+    held = np.zeros(len(rankings.doc_lengths), dtype=np.bool_)
+    held[rankings.codes[at[within]]] = True
+    used = np.flatnonzero(held)
+    if 2 * used.size >= held.size:  # most ids are read: hashing them all costs less
+        return rankings.doc_hashes()
+    out = np.zeros(held.size, dtype=np.uint64)
+    picked = texts.gather(rankings.doc_lengths, rankings.doc_bytes, used, rankings.doc_starts)
+    out[used] = texts.hashes(*picked)
+    return out
+
+
+def _cut_rankings(
+    rankings: Rankings, k: int, doc_hashes: NDArray[np.uint64]
+) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Return :func:`_cut` of Rankings from their arrays: the codes of the first ``k`` ids
+    of each ranking flat (in place of the ids), their content hashes in rows of ``k``, each
+    row's length and where each row starts in the flat codes."""
+    lengths = np.minimum(rankings.counts.astype(np.int64), k)
+    within = np.arange(k) < lengths[:, None]
+    at = texts.starts_of(rankings.counts)[:, None] + np.arange(k)
+    codes = rankings.codes[at[within]]
+    rows = np.zeros((len(rankings), k), dtype=np.int64)
+    rows[within] = doc_hashes[codes].view(np.int64)
+    starts = np.zeros(len(rankings), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return codes, rows, lengths, starts
 
 
 def _rbo_from_shared(

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from monitor.store.records import QueryColumns, QueryRecord, stored_query
+from monitor.store import texts
+from monitor.store.rankings import Rankings, first_seen_codes, merged
+from monitor.store.records import (
+    ColumnQueries,
+    QueryColumns,
+    QueryRecord,
+    StoredColumns,
+    stored_query,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -96,23 +104,16 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
         ERROR_TYPE: _pack(_strings(columns.error_types)),
         ERROR_MESSAGE: _pack(_strings(columns.error_messages)),
     }
-    rankings = {RETRIEVED: columns.retrieved_ids, RELEVANT: columns.relevant_ids}
-    counts = {
-        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
-    }
-    # Straight from the tuples into one object array: no list of millions of ids between.
-    every = np.fromiter(
-        chain.from_iterable(chain.from_iterable(rankings.values())),
-        dtype=object,
-        count=sum(int(c.sum()) for c in counts.values()),
-    )
-    codes, docs = _first_seen_codes(every)
-    at = 0
-    for name, sizes in counts.items():
-        size = int(sizes.sum())
-        blobs[name] = _pack([sizes, codes[at : at + size]])
-        at += size
-    blobs[DOC_IDS] = _pack(_strings(docs))
+    retrieved, relevant = columns.retrieved_ids, columns.relevant_ids
+    if isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
+        (codes_retrieved, codes_relevant), whole = merged(
+            [Rankings.of(retrieved), Rankings.of(relevant)]
+        )
+        blobs[RETRIEVED] = _pack([whole.counts[: len(retrieved)], codes_retrieved])
+        blobs[RELEVANT] = _pack([whole.counts[len(retrieved) :], codes_relevant])
+        blobs[DOC_IDS] = _pack(_layout(whole.doc_lengths, whole.doc_bytes))
+    else:
+        blobs.update(_tuple_rankings(retrieved, relevant))
     metrics = list(columns.metrics)
     blobs[METRIC_NAMES] = _pack(_strings(metrics))
     present, matrix = columns.present, columns.values
@@ -122,29 +123,41 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
     return blobs
 
 
-def _first_seen_codes(texts: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
-    """Return an int32 code per text, numbered in order of first appearance, and the distinct
-    texts in that order.
+def _tuple_rankings(
+    retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
+) -> dict[str, bytes]:
+    """Return the ``retrieved``, ``relevant`` and ``doc_ids`` blobs of rankings of tuples."""
+    rankings = {RETRIEVED: retrieved, RELEVANT: relevant}
+    counts = {
+        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
+    }
+    # Straight from the tuples into one object array: no list of millions of ids between.
+    every = np.fromiter(
+        chain.from_iterable(chain.from_iterable(rankings.values())),
+        dtype=object,
+        count=sum(int(c.sum()) for c in counts.values()),
+    )
+    codes, docs = first_seen_codes(every)
+    blobs: dict[str, bytes] = {}
+    at = 0
+    for name, sizes in counts.items():
+        size = int(sizes.sum())
+        blobs[name] = _pack([sizes, codes[at : at + size]])
+        at += size
+    blobs[DOC_IDS] = _pack(_strings(docs))
+    return blobs
 
-    Codes in order of first appearance: neighbouring queries share documents, so the codes
-    of a ranking are close together and compress better than sorted ones. The texts are
-    numbered by their hashes (str caches its hash; an int64 hash table is about twice as fast
-    as pandas' one of objects, which compares strings), and every text is then compared with
-    the first of its code: two distinct texts of one hash, which no run of 64-bit hashes is
-    likely to hold, fall back to numbering the texts themselves.
-    """
-    import pandas as pd  # imported here: opening a store needs no pandas
 
-    hashes = np.fromiter(map(hash, texts), np.int64, texts.size)
-    codes, distinct = pd.factorize(hashes, sort=False)
-    first = np.empty(distinct.size, dtype=np.intp)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write is the first seen
-    docs = texts[first]
-    if not (texts == docs[codes]).all():  # a collision of hashes
-        codes, uniques = pd.factorize(texts, sort=False)
-        docs = np.asarray(uniques, dtype=object)
-    result: list[str] = docs.tolist()
-    return codes.astype(np.int32), result
+def _layout(lengths: NDArray[np.int32], data: NDArray[np.uint8]) -> list[NDArray[Any]]:
+    """Return the arrays :func:`_strings` writes for the texts of a layout (no None among
+    them): hex digits as the bytes they spell, as there."""
+    if data.size and not (lengths % 2).any():
+        hex_digit = ((data >= 0x30) & (data <= 0x39)) | ((data >= 0x61) & (data <= 0x66))
+        if hex_digit.all():
+            nibbles = np.where(data <= 0x39, data - 0x30, data - 0x57).astype(np.uint8)
+            spelt = (nibbles[0::2] << 4) | nibbles[1::2]
+            return [lengths, spelt.astype(np.uint8), np.ones(1, np.uint8)]
+    return [lengths, data]
 
 
 def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:
@@ -185,30 +198,40 @@ def _value_matrix(
 
 def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
     """Return the queries the blobs of :func:`encode_queries` hold, in their order."""
+    return ColumnQueries(decode_columns(blobs)).records()
+
+
+def decode_columns(blobs: Mapping[str, bytes]) -> StoredColumns:
+    """Return the columns the blobs of :func:`encode_queries` hold: the rankings as
+    :class:`Rankings` over the stored arrays (no str per document id), the metric values as a
+    queries x metrics matrix (NaN where a query has none) and which of them are present."""
     query_ids = _texts(_unpack(blobs[QUERY_IDS]))
     n = len(query_ids)
     (latency,) = _unpack(blobs[LATENCY])
-    error_types = _unstrings(_unpack(blobs[ERROR_TYPE]))
-    error_messages = _unstrings(_unpack(blobs[ERROR_MESSAGE]))
-    docs = _texts(_unpack(blobs[DOC_IDS]))
-    rankings = [_rankings(_unpack(blobs[name]), docs) for name in (RETRIEVED, RELEVANT)]
-    columns = {
-        metric: _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
-        for metric in _metric_names(blobs)
-    }
-    per_query = _value_dicts(columns, n)
-    latencies = [None if v != v else v for v in latency.tolist()]
-    return tuple(
-        map(
-            stored_query,
-            query_ids,
-            per_query,
-            rankings[0],
-            rankings[1],
-            latencies,
-            error_types,
-            error_messages,
-        )
+    lengths, data, *hexed = _unpack(blobs[DOC_IDS])
+    if hexed:  # ids of hex digits are kept as the bytes they spell
+        data = np.frombuffer(data.tobytes().hex().encode("ascii"), np.uint8)
+    rankings = []
+    for name in (RETRIEVED, RELEVANT):
+        counts, codes = _unpack(blobs[name])
+        rankings.append(Rankings(counts, codes, lengths, data))
+    metrics = tuple(_metric_names(blobs))
+    matrix = np.full((n, len(metrics)), np.nan)
+    present = np.zeros((n, len(metrics)), dtype=np.bool_)
+    for j, metric in enumerate(metrics):
+        has, values = _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
+        matrix[has, j] = values
+        present[:, j] = has
+    return StoredColumns(
+        query_ids=query_ids,
+        latency_seconds=[None if v != v else v for v in latency.tolist()],
+        error_types=_unstrings(_unpack(blobs[ERROR_TYPE])),
+        error_messages=_unstrings(_unpack(blobs[ERROR_MESSAGE])),
+        retrieved_ids=rankings[0],
+        relevant_ids=rankings[1],
+        metrics=metrics,
+        values=matrix,
+        present=present,
     )
 
 
@@ -246,29 +269,6 @@ def _ranking(arrays: list[NDArray[Any]], docs: list[str], i: int) -> tuple[str, 
     counts, codes = arrays
     start = int(counts[:i].sum())
     return tuple(docs[c] for c in codes[start : start + int(counts[i])].tolist())
-
-
-def _value_dicts(
-    columns: Mapping[str, tuple[NDArray[np.bool_], NDArray[np.float64]]], n: int
-) -> list[dict[str, float]]:
-    """Return each query's ``{metric: value}`` from the metric columns, metrics in order."""
-    names = list(columns)
-    if not names:
-        return [{} for _ in range(n)]
-    matrix = np.full((n, len(names)), np.nan)
-    present = np.zeros((n, len(names)), dtype=np.bool_)
-    for j, (has, values) in enumerate(columns.values()):
-        matrix[has, j] = values
-        present[:, j] = has
-    full: list[bool] = np.asarray(present.all(axis=1)).tolist()
-    rows: list[list[float]] = matrix.tolist()
-    marks: list[list[bool]] = present.tolist()
-    return [
-        dict(zip(names, row, strict=True))
-        if whole
-        else {name: v for name, v, ok in zip(names, row, mark, strict=True) if ok}
-        for row, mark, whole in zip(rows, marks, full, strict=True)
-    ]
 
 
 def decode_arrays(blobs: Mapping[str, bytes]) -> QueryArrays:
@@ -311,19 +311,6 @@ def _metric(arrays: list[NDArray[Any]], n: int) -> tuple[NDArray[np.bool_], NDAr
     return present, values
 
 
-def _rankings(arrays: list[NDArray[Any]], docs: list[str]) -> list[tuple[str, ...]]:
-    counts, codes = arrays
-    table = np.empty(len(docs), dtype=object)
-    table[:] = docs
-    picked = table[codes]  # one gather in C, not a Python look-up per hit
-    if counts.size and (counts == counts[0]).all():  # rankings of one length: one reshape
-        return list(map(tuple, picked.reshape(counts.size, int(counts[0])).tolist()))
-    ids = picked.tolist()
-    ends = np.cumsum(counts).tolist()
-    starts = [0, *ends][:-1]
-    return [tuple(ids[a:b]) for a, b in zip(starts, ends, strict=True)]
-
-
 def _strings(texts: Sequence[str | None]) -> list[NDArray[Any]]:
     """Return ``[lengths, utf-8 bytes]`` (a None has length -1), or ``[lengths in hex digits,
     the bytes they spell, [1]]`` when every text is lower-case hex digits of even length, as
@@ -356,7 +343,7 @@ def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
     lengths, data, *hexed = arrays
     sizes = np.maximum(lengths, 0)
     chars = np.frombuffer(data.tobytes().hex().encode("ascii"), np.uint8) if hexed else data
-    out = _split(chars, sizes)
+    out = texts.split(chars, sizes)
     if out is None:  # a text holds a NUL byte: slice them one by one
         raw = data.tobytes()
         ends = np.cumsum(sizes).tolist()
@@ -369,28 +356,6 @@ def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
     for i in np.flatnonzero(lengths < 0).tolist():
         out[i] = None
     return out
-
-
-def _split(chars: NDArray[np.uint8], sizes: NDArray[Any]) -> list[str | None] | None:
-    """Return the UTF-8 texts of ``sizes`` bytes each that ``chars`` holds end to end, or None
-    when a text holds a NUL byte.
-
-    A NUL is written after each text and the whole decoded once and split at the NULs (in C):
-    no UTF-8 character but NUL itself holds a zero byte, so every NUL is a boundary.
-    """
-    n = sizes.size
-    if n == 0:
-        return []
-    if chars.size and not chars.all():
-        return None
-    joined = np.zeros(chars.size + n, dtype=np.uint8)
-    ends = np.cumsum(sizes) + np.arange(n)  # where each text's NUL goes
-    keep = np.ones(joined.size, dtype=np.bool_)
-    keep[ends] = False
-    joined[keep] = chars
-    texts: list[str | None] = []
-    texts += joined[:-1].tobytes().decode("utf-8").split("\x00")
-    return texts
 
 
 def _pack(arrays: Sequence[NDArray[Any]]) -> bytes:

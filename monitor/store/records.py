@@ -8,11 +8,11 @@ records back. Timestamps are timezone-aware and returned in UTC.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 from monitor.errors import UsageError
 from monitor.records import LatencySummary
@@ -118,6 +118,113 @@ class QueryColumns:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredColumns(QueryColumns):
+    """A run's query columns as the store read them back: the rankings are
+    :class:`~monitor.store.rankings.Rankings` over the stored arrays, the latencies None
+    where unknown, ``values`` NaN where ``present`` is False.
+
+    They belong to the :class:`ColumnQueries` built over them: a record whose queries are
+    replaced by others drops them (:class:`RunRecord`).
+    """
+
+
+class ColumnQueries(Sequence[QueryRecord]):
+    """A run's queries read from its columns, a :class:`QueryRecord` built only for a query
+    indexed (or all of them, once, when iterated).
+
+    The records equal those the store's :func:`~monitor.store.columnar.decode_queries`
+    gives; ``columns`` are the arrays they are read from. ``built``, when given, are those
+    records already (the run a store has just saved), returned as they are.
+    """
+
+    __slots__ = ("_built", "columns")
+
+    def __init__(self, columns: QueryColumns, built: tuple[QueryRecord, ...] | None = None):
+        if built is not None and len(built) != len(columns):
+            raise UsageError(f"{len(built)} query records for {len(columns)} queries of columns")
+        self.columns = columns
+        self._built = built
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    @overload
+    def __getitem__(self, index: int) -> QueryRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[QueryRecord, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> QueryRecord | tuple[QueryRecord, ...]:
+        if self._built is not None or isinstance(index, slice):
+            return self.records()[index]
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"query {index} of {n}")
+        c = self.columns
+        marks = cast("list[bool]", c.present[i].tolist())
+        row = cast("list[float]", c.values[i].tolist())
+        return stored_query(
+            c.query_ids[i],
+            {m: v for m, v, ok in zip(c.metrics, row, marks, strict=True) if ok},
+            c.retrieved_ids[i],
+            c.relevant_ids[i],
+            c.latency_seconds[i],
+            c.error_types[i],
+            c.error_messages[i],
+        )
+
+    def __iter__(self) -> Iterator[QueryRecord]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and self.records() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, as a tuple is
+
+    def __repr__(self) -> str:
+        return repr(self.records())  # as the tuple of records earlier versions returned
+
+    def records(self) -> tuple[QueryRecord, ...]:
+        """Return every query as a record, built once."""
+        if self._built is None:
+            c = self.columns
+            self._built = tuple(
+                map(
+                    stored_query,
+                    c.query_ids,
+                    _value_dicts(c.metrics, c.values, c.present),
+                    list(c.retrieved_ids),
+                    list(c.relevant_ids),
+                    c.latency_seconds,
+                    c.error_types,
+                    c.error_messages,
+                )
+            )
+        return self._built
+
+
+def _value_dicts(
+    metrics: tuple[str, ...], matrix: NDArray[np.float64], present: NDArray[np.bool_]
+) -> list[dict[str, float]]:
+    """Return each query's ``{metric: value}`` of a queries x metrics matrix, in order."""
+    n = len(matrix)
+    if not metrics:
+        return [{} for _ in range(n)]
+    full = cast("list[bool]", present.all(axis=1).tolist())
+    rows: list[list[float]] = matrix.tolist()
+    marks: list[list[bool]] = present.tolist()
+    return [
+        dict(zip(metrics, row, strict=True))
+        if whole
+        else {name: v for name, v, ok in zip(metrics, row, mark, strict=True) if ok}
+        for row, mark, whole in zip(rows, marks, full, strict=True)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
 class RunFigures:
     """The figures of a whole run, beside its metric means.
 
@@ -166,8 +273,12 @@ class RunRecord:
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
     ``pruned_at`` says when retention dropped the run's per-query detail: then ``queries`` is
     empty and only the means and figures remain. ``columns``, when the composer gives them,
-    are the same queries as columns, saved as they are instead of encoding ``queries`` again;
-    a record the store returns has none.
+    are the same queries as columns, saved as they are instead of encoding ``queries`` again.
+    A record the store returns has the columns it read (:class:`StoredColumns`: rankings as
+    arrays) and ``queries`` built from them lazily (:class:`ColumnQueries`), so readers that
+    take arrays (the comparison) build no record per query. Columns read from the store
+    belong to those queries: a record given other queries (``dataclasses.replace(run,
+    queries=...)``) drops them.
     """
 
     suite: str
@@ -181,7 +292,7 @@ class RunRecord:
     figures: RunFigures = field(default_factory=RunFigures)
     stats: Mapping[str, object] = field(default_factory=dict)
     error: str | None = None
-    queries: tuple[QueryRecord, ...] = ()
+    queries: Sequence[QueryRecord] = ()
     run_id: int | None = None
     pruned_at: datetime | None = None
     columns: QueryColumns | None = field(default=None, repr=False, compare=False)
@@ -195,7 +306,12 @@ class RunRecord:
         object.__setattr__(self, "finished_at", utc(self.finished_at, "finished_at"))
         object.__setattr__(self, "means", _frozen_floats(self.means))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
-        object.__setattr__(self, "queries", tuple(self.queries))
+        if isinstance(self.queries, ColumnQueries):
+            object.__setattr__(self, "columns", self.queries.columns)
+        else:
+            object.__setattr__(self, "queries", tuple(self.queries))
+            if isinstance(self.columns, StoredColumns):  # the columns of other queries
+                object.__setattr__(self, "columns", None)
         if self.columns is not None and len(self.columns) != len(self.queries):
             raise UsageError(
                 f"a run's columns hold {len(self.columns)} queries and its records"

@@ -7,7 +7,7 @@ a run whose detail retention dropped (``per_query_pruned_at`` set) keeps its row
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from monitor.records import LatencySummary
 from monitor.store import columnar
 from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
 from monitor.store.records import (
+    ColumnQueries,
     QueryColumns,
     QueryRecord,
     RunFigures,
@@ -87,7 +88,7 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
 
 
 def insert_blobs(
-    tx: Transaction, run_id: int, queries: tuple[QueryRecord, ...] | QueryColumns
+    tx: Transaction, run_id: int, queries: Sequence[QueryRecord] | QueryColumns
 ) -> None:
     """Insert the per-query columns of a run, given as records or as columns (none for a
     run without queries)."""
@@ -134,19 +135,11 @@ def _check_codec(tx: Transaction, run_id: int, field: str, codec: str) -> None:
         )
 
 
-def _still_stored(tx: Transaction, run_id: int) -> bool:
-    """Return whether the run's columns are all there, of the codec this version reads (the
-    same check as reading them, without reading them)."""
-    rows = tx.all("SELECT field, codec FROM run_blobs WHERE run_id = ? ORDER BY field", (run_id,))
-    for name, codec in rows:
-        _check_codec(tx, run_id, name, codec)
-    return bool(rows)
-
-
-def load_queries(tx: Transaction, run_id: int) -> tuple[QueryRecord, ...]:
-    """Return the run's queries in run order (none when it has no stored detail)."""
+def load_queries(tx: Transaction, run_id: int) -> ColumnQueries | tuple[()]:
+    """Return the run's queries in run order, read from its columns as they are indexed
+    (none when it has no stored detail)."""
     blobs = read_blobs(tx, run_id)
-    return columnar.decode_queries(blobs) if blobs else ()
+    return ColumnQueries(columnar.decode_columns(blobs)) if blobs else ()
 
 
 def load_query(tx: Transaction, run_id: int, query_id: str) -> QueryRecord | None:
@@ -230,13 +223,15 @@ def _number(value: float | int | None) -> float | None:
 
 
 def load_run(
-    tx: Transaction, run_id: int, known: tuple[QueryRecord, ...] | None = None
+    tx: Transaction, run_id: int, known: Sequence[QueryRecord] | None = None
 ) -> RunRecord | None:
     """Return the run with this id, its figures and its queries; None when there is none.
 
-    ``known`` are the queries this process saved the run with, as they read back
-    (:func:`~monitor.store.columnar.reads_back_as_given`): they are returned instead of
-    decoding the run's columns again, unless retention has dropped the run's detail since.
+    The queries are read from the run's columns as they are indexed (the record carries
+    the columns). ``known`` are the queries this process saved the run with, as they read
+    back (:func:`~monitor.store.columnar.reads_back_as_given`): they are the records returned
+    instead of building them again from the columns, unless retention has dropped the run's
+    detail since.
     """
     row = tx.one(
         f"SELECT {_HEAD}, query_count, evalset_fingerprint, config_hash, stats FROM runs"
@@ -249,18 +244,20 @@ def load_run(
     count, fingerprint, config_hash, raw_stats = row[-4:]
     stats = tx.dialect.read_json(raw_stats)
     head = _head(tx, row)
-    fresh = (
-        known is not None
-        and head["pruned_at"] is None
-        and len(known) == int(count)
-        and _still_stored(tx, run_id)
-    )
+    blobs = read_blobs(tx, run_id)
+    queries: Sequence[QueryRecord] = ()
+    if blobs and isinstance(known, ColumnQueries) and len(known) == int(count):
+        queries = known
+    elif blobs:
+        fresh = known is not None and head["pruned_at"] is None and len(known) == int(count)
+        built = tuple(known) if fresh and known is not None else None
+        queries = ColumnQueries(columnar.decode_columns(blobs), built)
     return RunRecord(
         **head,
         evalset_fingerprint=fingerprint,
         config_hash=config_hash,
         stats=stats,
-        queries=known if fresh and known is not None else load_queries(tx, run_id),
+        queries=queries,
         means=figures.get("mean", {}),
         figures=figures_of(figures, stats),
     )

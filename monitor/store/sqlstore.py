@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -17,11 +17,13 @@ from monitor.store.columnar import QueryArrays
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
     Baseline,
+    ColumnQueries,
     LockHolder,
     OutboxMessage,
     QueryRecord,
     RunRecord,
     RunSummary,
+    StoredColumns,
 )
 from monitor.store.schema import migrate, schema_version
 from monitor.store.sql import Database, Transaction
@@ -33,6 +35,18 @@ log = get_logger(__name__)
 
 #: Pages handed back per step by :meth:`SqlStore.reclaim_space` (4 MiB of 4 KiB pages).
 RECLAIM_STEP_PAGES = 1024
+
+
+def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, Sequence[QueryRecord]] | None:
+    """Return the query records a read of the run just saved may return instead of building
+    them again from its columns, or None when they would not read back as given."""
+    queries = run.queries
+    if not queries:
+        return None
+    if isinstance(queries, ColumnQueries) and isinstance(queries.columns, StoredColumns):
+        return run_id, queries  # read from a store: they read back as they are
+    records = tuple(queries)
+    return (run_id, records) if columnar.reads_back_as_given(records) else None
 
 
 def utcnow() -> datetime:
@@ -54,7 +68,7 @@ class SqlStore:
         self._advisory: set[str] = set()
         # The last run this store saved, by id, with its queries: the job reads that run
         # back at once (to compare it, to report it) and need not decode its columns again.
-        self._saved: tuple[int, tuple[QueryRecord, ...]] | None = None
+        self._saved: tuple[int, Sequence[QueryRecord]] | None = None
         migrate(db, clock)
 
     def schema_version(self) -> int:
@@ -78,11 +92,10 @@ class SqlStore:
         self._saved = None
         with self._write(f"saving a run of {run.suite!r}") as tx:
             run_id = runs.insert_run(tx, run, self._clock())
-        if run.queries and columnar.reads_back_as_given(run.queries):
-            self._saved = (run_id, run.queries)
+        self._saved = _known_after_save(run_id, run)
         return run_id
 
-    def _known(self, run_id: int) -> tuple[QueryRecord, ...] | None:
+    def _known(self, run_id: int) -> Sequence[QueryRecord] | None:
         """Return the queries this store saved run ``run_id`` with, when it was the last."""
         saved = self._saved
         return saved[1] if saved is not None and saved[0] == run_id else None

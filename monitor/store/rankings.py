@@ -1,0 +1,279 @@
+"""A run's rankings as arrays: :class:`Rankings`, one tuple of document ids per query.
+
+The rankings are held as the store keeps them (compressed row storage): ``counts`` (int32,
+the ids of each query), ``codes`` (int32, an entry per id, into the distinct ids) and the
+distinct ids in the store's text layout (:mod:`monitor.store.texts`: int32 UTF-8 lengths and
+one uint8 array of bytes). An id becomes a ``str`` only when a ranking is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+
+from monitor.errors import UsageError
+from monitor.store import texts
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Rankings(Sequence[tuple[str, ...]]):
+    """One ranking of document ids per query, held as arrays.
+
+    ``rankings[i]`` is query i's tuple of ids (decoding only those); ``doc_lengths`` and
+    ``doc_bytes`` are the distinct ids ``codes`` point into. Two Rankings are equal when they
+    hold the same ids in the same rankings, whatever their codes.
+    """
+
+    counts: NDArray[np.int32]
+    codes: NDArray[np.int32]
+    doc_lengths: NDArray[np.int32]
+    doc_bytes: NDArray[np.uint8]
+    _starts: NDArray[np.int64] = field(init=False, repr=False)
+    _doc_starts: NDArray[np.int64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if int(self.counts.sum()) != self.codes.size:
+            raise UsageError(
+                f"rankings of {int(self.counts.sum())} ids in all (the sum of counts)"
+                f" hold {self.codes.size} codes (expected one a ranked id)"
+            )
+        if int(self.doc_lengths.sum()) != self.doc_bytes.size:
+            raise UsageError(
+                f"the distinct ids' lengths add up to {int(self.doc_lengths.sum())} bytes,"
+                f" but {self.doc_bytes.size} bytes are given"
+            )
+        if self.codes.size and not 0 <= int(self.codes.min()) <= int(self.codes.max()) < len(
+            self.doc_lengths
+        ):
+            raise UsageError(
+                f"a code lies outside the {len(self.doc_lengths)} distinct ids"
+                f" (codes {int(self.codes.min())}..{int(self.codes.max())})"
+            )
+        object.__setattr__(self, "_starts", texts.starts_of(self.counts))
+        object.__setattr__(self, "_doc_starts", texts.starts_of(self.doc_lengths))
+
+    @classmethod
+    def of(cls, rankings: Sequence[Sequence[str]]) -> Rankings:
+        """Return ``rankings`` (tuples or lists of ids) as arrays, ids numbered in order of
+        first appearance."""
+        if isinstance(rankings, Rankings):
+            return rankings
+        counts = np.fromiter(map(len, rankings), np.int32, len(rankings))
+        every = np.fromiter(chain.from_iterable(rankings), object, int(counts.sum()))
+        codes, docs = first_seen_codes(every)
+        lengths, data = texts.layout_of(docs)
+        return cls(counts, codes, lengths, data)
+
+    @classmethod
+    def from_words(cls, counts: NDArray[Any], words: NDArray[np.uint64]) -> Rankings:
+        """Return the rankings of ``counts`` ids each whose ids are ``words`` (entries x w):
+        each id's UTF-8 bytes big-endian, zero padded (an id holds no NUL byte).
+
+        Ids are numbered in order of first appearance by a hash of their words, checked row
+        by row against the first row of their code; two ids of one hash fall back to
+        numbering the rows exactly.
+        """
+        counts = np.asarray(counts, dtype=np.int32)
+        if words.ndim != 2 or words.shape[0] != int(counts.sum()):
+            raise UsageError(
+                f"{int(counts.sum())} ranked ids need as many rows of words,"
+                f" not an array of shape {words.shape}"
+            )
+        import pandas as pd  # imported here: opening a store needs no pandas
+
+        codes, distinct = pd.factorize(texts.word_hashes(words), sort=False)
+        first = _first_rows(codes, distinct.size)
+        if not (words == words[first][codes]).all():  # two ids of one hash
+            _, first_seen, inverse = np.unique(
+                words, axis=0, return_index=True, return_inverse=True
+            )
+            order = np.argsort(first_seen, kind="stable")
+            rank = np.empty(order.size, dtype=np.intp)
+            rank[order] = np.arange(order.size)
+            codes = rank[inverse.reshape(-1)]
+            first = first_seen[order]
+        lengths, data = _unpad(words[first])
+        return cls(counts, codes.astype(np.int32), lengths, data)
+
+    @property
+    def lengths(self) -> NDArray[np.int32]:
+        """Return the number of ids of each ranking."""
+        return self.counts
+
+    def __len__(self) -> int:
+        return int(self.counts.size)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Rankings: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[str, ...] | Rankings:
+        if isinstance(index, slice):
+            return self.take(np.arange(len(self))[index])
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"ranking {index} of {n}")
+        start = int(self._starts[i])
+        picked = self.codes[start : start + int(self.counts[i])]
+        raw = self.doc_bytes
+        starts, lengths = self._doc_starts[picked].tolist(), self.doc_lengths[picked].tolist()
+        return tuple(
+            raw[a : a + size].tobytes().decode("utf-8")
+            for a, size in zip(starts, lengths, strict=True)
+        )
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter(self.tuples())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rankings):
+            if not np.array_equal(self.counts, other.counts):
+                return False
+            return bool(
+                texts.equal(
+                    self.doc_lengths,
+                    self.doc_bytes,
+                    self.codes,
+                    other.doc_lengths,
+                    other.doc_bytes,
+                    other.codes,
+                    starts=(self.doc_starts, other.doc_starts),
+                ).all()
+            )
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and self.tuples() == [tuple(r) for r in other]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, and holds arrays
+
+    def tuples(self) -> list[tuple[str, ...]]:
+        """Return every ranking as a tuple of ids (each distinct id decoded once)."""
+        table = np.empty(len(self.doc_lengths), dtype=object)
+        table[:] = texts.decode(self.doc_lengths, self.doc_bytes)
+        picked = table[self.codes]
+        counts = self.counts
+        if counts.size and (counts == counts[0]).all():  # rankings of one length: a reshape
+            return list(map(tuple, picked.reshape(counts.size, int(counts[0])).tolist()))
+        ids = picked.tolist()
+        ends = np.cumsum(counts).tolist()
+        return [tuple(ids[a:b]) for a, b in zip([0, *ends][:-1], ends, strict=True)]
+
+    def take(self, indices: NDArray[Any]) -> Rankings:
+        """Return the rankings at ``indices``, in that order (over the same distinct ids)."""
+        indices = np.asarray(indices, dtype=np.intp)
+        counts = self.counts[indices]
+        starts = self._starts[indices]
+        at = np.repeat(starts - texts.starts_of(counts), counts)
+        picked = self.codes[at + np.arange(at.size, dtype=np.int64)]
+        # Over the same ids: their offsets are shared, not summed again.
+        taken = object.__new__(Rankings)
+        for name, value in (
+            ("counts", counts),
+            ("codes", picked),
+            ("doc_lengths", self.doc_lengths),
+            ("doc_bytes", self.doc_bytes),
+            ("_starts", texts.starts_of(counts)),
+            ("_doc_starts", self._doc_starts),
+        ):
+            object.__setattr__(taken, name, value)
+        return taken
+
+    @property
+    def doc_starts(self) -> NDArray[np.int64]:
+        """Return where each distinct id starts in ``doc_bytes``."""
+        return self._doc_starts
+
+    def doc_hashes(self) -> NDArray[np.uint64]:
+        """Return the content hash of each distinct id (:func:`monitor.store.texts.hashes`)."""
+        return texts.hashes(self.doc_lengths, self.doc_bytes)
+
+    def hashes(self) -> NDArray[np.uint64]:
+        """Return a 64-bit hash of each ranked id's content, entry by entry: the same id
+        hashes alike in any two Rankings."""
+        return self.doc_hashes()[self.codes]
+
+
+def first_seen_codes(every: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
+    """Return an int32 code per text, numbered in order of first appearance, and the distinct
+    texts in that order.
+
+    Codes in order of first appearance: neighbouring queries share documents, so the codes
+    of a ranking are close together and compress better than sorted ones. The texts are
+    numbered by their hashes (str caches its hash; an int64 hash table is about twice as fast
+    as pandas' one of objects, which compares strings), and every text is then compared with
+    the first of its code: two distinct texts of one hash, which no run of 64-bit hashes is
+    likely to hold, fall back to numbering the texts themselves.
+    """
+    import pandas as pd  # imported here: opening a store needs no pandas
+
+    hashed = np.fromiter(map(hash, every), np.int64, every.size)
+    codes, distinct = pd.factorize(hashed, sort=False)
+    docs = every[_first_rows(codes, distinct.size)]
+    if not (every == docs[codes]).all():  # a collision of hashes
+        codes, uniques = pd.factorize(every, sort=False)
+        docs = np.asarray(uniques, dtype=object)
+    result: list[str] = docs.tolist()
+    return codes.astype(np.int32), result
+
+
+def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings]:
+    """Return each part's codes into one dictionary of the parts' ids, numbered in order of
+    first appearance over the parts' entries in order, and that dictionary (as the rankings
+    of all parts end to end).
+
+    The ids are matched by content hash and then checked byte for byte against the first id
+    of their code; two ids of one hash fall back to numbering the decoded ids exactly.
+    """
+    import pandas as pd  # imported here: opening a store needs no pandas
+
+    sizes = [part.codes.size for part in parts]
+    base = np.cumsum([0, *(len(part.doc_lengths) for part in parts)])
+    lengths = np.concatenate([np.zeros(0, np.int32), *(part.doc_lengths for part in parts)])
+    data = np.concatenate([np.zeros(0, np.uint8), *(part.doc_bytes for part in parts)])
+    # Each entry as a code into the parts' dictionaries end to end.
+    every = np.concatenate(
+        [np.zeros(0, np.int64), *(part.codes + base[i] for i, part in enumerate(parts))]
+    )
+    doc_hash = texts.hashes(lengths, data)
+    codes, distinct = pd.factorize(doc_hash[every], sort=False)
+    first_doc = every[_first_rows(codes, distinct.size)]
+    # Every id used, against the first id of its code: a check per distinct id, not entry.
+    used = np.full(lengths.size, -1, dtype=np.int64)
+    used[every] = codes
+    held = np.flatnonzero(used >= 0)
+    if not texts.equal(lengths, data, held, lengths, data, first_doc[used[held]]).all():
+        table = np.asarray(texts.decode(lengths, data), dtype=object)
+        codes, uniques = pd.factorize(table[every], sort=False)
+        first_doc = every[_first_rows(codes, len(uniques))]
+    doc_lengths, doc_bytes = texts.gather(lengths, data, first_doc)
+    codes32 = codes.astype(np.int32)
+    ends = np.cumsum([0, *sizes])
+    split = [codes32[ends[i] : ends[i + 1]] for i in range(len(parts))]
+    counts = np.concatenate([np.zeros(0, np.int32), *(part.counts for part in parts)])
+    return split, Rankings(counts, codes32, doc_lengths, doc_bytes)
+
+
+def _first_rows(codes: NDArray[Any], size: int) -> NDArray[np.intp]:
+    """Return the first position of each code 0..size-1 in ``codes``."""
+    first = np.empty(size, dtype=np.intp)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write is the first seen
+    return first
+
+
+def _unpad(words: NDArray[np.uint64]) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
+    """Return the text layout of ids given as big-endian, zero-padded words."""
+    raw = np.ascontiguousarray(words.astype(">u8")).view(np.uint8)
+    raw = raw.reshape(words.shape[0], 8 * words.shape[1])
+    filled = raw != 0
+    lengths = filled.sum(axis=1, dtype=np.int32)
+    return lengths, raw[filled]
