@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
@@ -44,9 +45,11 @@ if TYPE_CHECKING:
     from monitor.metrics.spec import Metric
     from monitor.publish import Sink
     from monitor.runner import RunResult
+    from monitor.runner.table import OutcomeTable
     from monitor.search.base import Search
     from monitor.shards import Shard, ShardOutcome
     from monitor.store import Store
+    from monitor.store.rankings import Rankings
     from monitor.store.records import RunFigures, RunRecord
 
 log = get_logger(__name__)
@@ -559,17 +562,20 @@ def _record(
     *,
     pipeline: str | None = None,
 ) -> RunRecord:
-    """Turn a finished run into the store's record: one QueryRecord per eval-set query, and
-    the same queries as the columns the store saves.
+    """Turn a finished run into the store's record: its queries as the columns the store
+    saves, one row per eval-set query, and records of them built only when read.
 
     Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
-    their rankings, latency and error but carry no metric values.
+    their rankings, latency and error but carry no metric values. A run answered in bulk
+    hands its hits over as arrays (:class:`~monitor.runner.table.OutcomeTable`): no Python
+    object is made per hit or per query.
     """
     import numpy as np
     import pandas as pd
 
     from monitor.runner.table import OutcomeTable
-    from monitor.store.records import QueryColumns, RunFigures, RunRecord, stored_query
+    from monitor.store.rankings import Rankings
+    from monitor.store.records import ColumnQueries, QueryColumns, RunFigures, RunRecord
 
     frame = evaluation.per_query
     outcomes = result.outcomes
@@ -584,20 +590,15 @@ def _record(
     matrix = np.full((len(ids), len(metrics)), np.nan)
     matrix[present] = frame.to_numpy(dtype=float)[position[present]] if metrics else 0.0
     marks = np.repeat(present[:, None], len(metrics), axis=1)
-    # Row by row from one float array: a dict per row from pandas costs several times more.
-    rows: list[list[float]] = matrix.tolist()
-    values = [
-        dict(zip(metrics, row, strict=True)) if has else {}
-        for row, has in zip(rows, present.tolist(), strict=True)
-    ]
     if table is not None:  # answered in bulk: every query answered, one latency
+        retrieved, relevant = _bulk_rankings(table)
         columns = QueryColumns(
             query_ids=ids,
             latency_seconds=[table.latency_seconds] * len(ids),
             error_types=[None] * len(ids),
             error_messages=[None] * len(ids),
-            retrieved_ids=table.retrieved_ids(),
-            relevant_ids=[query.relevant_ids for query in table.queries],
+            retrieved_ids=retrieved,
+            relevant_ids=relevant,
             metrics=metrics,
             values=matrix,
             present=marks,
@@ -608,28 +609,13 @@ def _record(
             latency_seconds=[outcome.latency_seconds for outcome in outcomes],
             error_types=[outcome.error_type for outcome in outcomes],
             error_messages=[outcome.error_message for outcome in outcomes],
-            retrieved_ids=[outcome.retrieved_ids for outcome in outcomes],
+            retrieved_ids=Rankings.of([outcome.retrieved_ids for outcome in outcomes]),
             # The runner copied each query's relevant ids into its outcome: not derived again.
-            relevant_ids=[outcome.relevant_ids for outcome in outcomes],
+            relevant_ids=Rankings.of([outcome.relevant_ids for outcome in outcomes]),
             metrics=metrics,
             values=matrix,
             present=marks,
         )
-    # Every part is already of its stored type (str names, Python floats, tuples of str):
-    # stored_query skips the per-value conversions QueryRecord would repeat, and the records
-    # share the columns' tuples.
-    queries = tuple(
-        map(
-            stored_query,
-            ids,
-            values,
-            columns.retrieved_ids,
-            columns.relevant_ids,
-            columns.latency_seconds,
-            columns.error_types,
-            columns.error_messages,
-        )
-    )
     return RunRecord(
         suite=suite.name,
         pipeline=pipeline or suite.pipeline,
@@ -651,8 +637,33 @@ def _record(
             evaluated=evaluation.counts.evaluated,
         ),
         stats=dict(result.search_stats),
-        queries=queries,
-        columns=columns,
+        queries=ColumnQueries(columns),
+    )
+
+
+def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
+    """Return the retrieved and the relevant ids of a bulk-answered run as Rankings over one
+    dictionary of ids, numbered in order of first appearance over both (as the store
+    numbers them), built from the hits' words without a Python object per hit."""
+    import numpy as np
+
+    from monitor.search.trec_columns import pack_ids, widened
+    from monitor.store.rankings import Rankings
+
+    counts, words = table.retrieved_words()
+    relevant = [query.relevant_ids for query in table.queries]
+    relevant_counts = np.fromiter(map(len, relevant), np.int64, len(relevant))
+    relevant_words = pack_ids(list(chain.from_iterable(relevant)))
+    width = max(words.shape[1], relevant_words.shape[1])
+    whole = Rankings.from_words(
+        np.concatenate((counts, relevant_counts)),
+        np.concatenate((widened(words, width), widened(relevant_words, width))),
+    )
+    split = int(counts.sum())
+    lengths, data = whole.doc_lengths, whole.doc_bytes
+    return (
+        Rankings(whole.counts[: len(counts)], whole.codes[:split], lengths, data),
+        Rankings(whole.counts[len(counts) :], whole.codes[split:], lengths, data),
     )
 
 

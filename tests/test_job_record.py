@@ -53,3 +53,54 @@ def test_the_columns_of_a_run_encode_as_its_records(
     assert expected == columnar.encode_columns(record.columns)
     relevant = [evalset[q.query_id].relevant_ids for q in record.queries]
     assert relevant == list(record.columns.relevant_ids)
+
+
+BULK_SUITE = """
+store: {{path: {store}}}
+suites:
+  nightly:
+    evalset: {{bundled: larkfield}}
+    search: {{kind: replay, path: {run}, format: trec}}
+    metrics: [mrr@10, ndcg@10, recall@5]
+    exporters: []
+    notifiers: []
+"""
+
+
+def test_a_run_answered_in_bulk_encodes_as_its_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replayed TREC run (answered in bulk, its hits kept as arrays) hands the store
+    columns that encode as its records do, blob for blob."""
+    from monitor.bundled import larkfield_run
+    from monitor.runner.table import OutcomeTable
+    from monitor.search.base import normalise_hits
+
+    lines = []
+    for qid, hits in larkfield_run("keyword").items():
+        for rank, hit in enumerate(normalise_hits(hits), 1):
+            lines.append(f"{qid} Q0 {hit.id} {rank} {100 - rank} tag\n")
+    run = tmp_path / "keyword.trec"
+    run.write_text("".join(lines), encoding="utf-8")
+    records: list[RunRecord] = []
+    tables: list[bool] = []
+    build = monitor.job._record
+
+    def keep(*args: Any, **kwargs: Any) -> RunRecord:
+        record = build(*args, **kwargs)
+        records.append(record)
+        tables.append(isinstance(args[3].outcomes, OutcomeTable))
+        return record
+
+    monkeypatch.setattr(monitor.job, "_record", keep)
+    config = tmp_path / "monitor.yaml"
+    config.write_text(textwrap.dedent(BULK_SUITE.format(store=tmp_path / "m.db", run=run)))
+    assert 0 == main(["run", "--config", str(config), "--no-progress", "--format", "json"])
+    (record,) = records
+    assert [True] == tables
+    assert record.columns is not None
+    # One dictionary for both, numbered as the store numbers it: stored as it is.
+    shared = columnar._one_dictionary(record.columns.retrieved_ids, record.columns.relevant_ids)
+    assert shared is not None
+    expected = columnar.encode_queries(tuple(record.queries))
+    assert expected == columnar.encode_columns(record.columns)

@@ -181,7 +181,7 @@ def compare_runs(
                 matched.baseline, current, metric, texts=texts, top=top, matched=matched
             )
             breakdown += labelled_segment_changes(labels, rows, before, after, metric)
-    answerable = sum(1 for q in current.queries if q.values)
+    answerable = _answerable(current)
     if answerable < MIN_QUERIES:
         warnings.append(
             f"only {answerable} answerable queries: below {MIN_QUERIES}, significance tests "
@@ -259,6 +259,15 @@ def _held(
         f"in {change.queries} queries"
     )
     return replace(outcome, status="unjudged", message=outcome.message + note)
+
+
+def _answerable(run: RunRecord) -> int:
+    """Return how many queries of ``run`` have a metric value (read from its columns when it
+    has them)."""
+    columns = run.columns
+    if columns is not None:
+        return int(np.count_nonzero(columns.present.any(axis=1))) if columns.metrics else 0
+    return sum(1 for q in run.queries if q.values)
 
 
 def _metric_changes(matched: Matched, judged: Qrels | None = None) -> tuple[MetricChange, ...]:

@@ -454,6 +454,25 @@ def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
     return lengths, words
 
 
+def pack_ids(ids: Sequence[str]) -> _U64:
+    """Return ``ids`` as :attr:`TrecColumns.doc_words` holds doc ids: UTF-8 bytes big-endian
+    in as many 64-bit words as the longest needs, zero padded (an id holding a NUL byte is
+    refused: it would read back cut)."""
+    joined = "".join(ids)
+    if "\0" in joined:
+        raise ValueError("a doc id holds a NUL character")
+    if joined.isascii():
+        longest = max(map(len, ids), default=1)
+    else:
+        longest = max((len(doc.encode("utf-8", "surrogatepass")) for doc in ids), default=1)
+    return _pack_texts(ids, max(1, -(-longest // 8)))[1]
+
+
+def widened(words: _U64, width: int) -> _U64:
+    """Return ``words`` padded with zero words to ``width`` words a row."""
+    return _widen(words, width)
+
+
 def _widen(words: _U64, width: int) -> _U64:
     if words.shape[1] == width:
         return words

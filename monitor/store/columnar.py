@@ -105,7 +105,12 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
         ERROR_MESSAGE: _pack(_strings(columns.error_messages)),
     }
     retrieved, relevant = columns.retrieved_ids, columns.relevant_ids
-    if isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
+    shared = _one_dictionary(retrieved, relevant)
+    if shared is not None:
+        for name, part in zip((RETRIEVED, RELEVANT), shared, strict=True):
+            blobs[name] = _pack([part.counts, part.codes])
+        blobs[DOC_IDS] = _pack(_layout(shared[0].doc_lengths, shared[0].doc_bytes))
+    elif isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
         (codes_retrieved, codes_relevant), whole = merged(
             [Rankings.of(retrieved), Rankings.of(relevant)]
         )
@@ -121,6 +126,29 @@ def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
         values = matrix[present[:, j], j]
         blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present[:, j]), *_floats(values)])
     return blobs
+
+
+def _one_dictionary(
+    retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
+) -> tuple[Rankings, Rankings] | None:
+    """Return both as Rankings when they are Rankings over one dictionary whose ids are
+    numbered in order of first appearance over the retrieved, then the relevant entries (as
+    the store numbers them), every id used: their codes are then stored as they are."""
+    if not (isinstance(retrieved, Rankings) and isinstance(relevant, Rankings)):
+        return None
+    if retrieved.doc_lengths is not relevant.doc_lengths or (
+        retrieved.doc_bytes is not relevant.doc_bytes
+    ):
+        return None
+    every = np.concatenate((retrieved.codes, relevant.codes))
+    size = len(retrieved.doc_lengths)
+    seen = np.zeros(size, dtype=bool)
+    seen[every] = True
+    if not seen.all():
+        return None
+    first = np.empty(size, dtype=np.intp)
+    first[every[::-1]] = np.arange(every.size - 1, -1, -1)
+    return (retrieved, relevant) if bool((first[1:] > first[:-1]).all()) else None
 
 
 def _tuple_rankings(
@@ -158,6 +186,13 @@ def _layout(lengths: NDArray[np.int32], data: NDArray[np.uint8]) -> list[NDArray
             spelt = (nibbles[0::2] << 4) | nibbles[1::2]
             return [lengths, spelt.astype(np.uint8), np.ones(1, np.uint8)]
     return [lengths, data]
+
+
+def columns_read_back_as_given(columns: QueryColumns) -> bool:
+    """Return whether the records of :class:`~monitor.store.records.ColumnQueries` over
+    ``columns`` equal those read back from their blobs: no latency is NaN (it reads back as
+    None); the values, the rankings and the errors read back as they are."""
+    return not any(v != v for v in columns.latency_seconds if v is not None)
 
 
 def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:

@@ -45,6 +45,8 @@ def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, Sequence[QueryR
         return None
     if isinstance(queries, ColumnQueries) and isinstance(queries.columns, StoredColumns):
         return run_id, queries  # read from a store: they read back as they are
+    if isinstance(queries, ColumnQueries):  # composed as columns: no record built to check
+        return (run_id, queries) if columnar.columns_read_back_as_given(queries.columns) else None
     records = tuple(queries)
     return (run_id, records) if columnar.reads_back_as_given(records) else None
 
