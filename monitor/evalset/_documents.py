@@ -18,7 +18,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -217,7 +217,7 @@ def _quick_jsonl(text: str) -> Columns | None:
         end = len(text) if end < 0 else end
         lines = text[start:end].split("\n")
         written = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
-        block = _quick_block([line for _, line in written], orjson.loads)
+        block = _quick_block([line for _, line in written], orjson.loads, orjson.dumps)
         if block is None:
             return None
         queries += block[0]
@@ -229,9 +229,15 @@ def _quick_jsonl(text: str) -> Columns | None:
     return Columns(tuple(queries), tuple(numbers))
 
 
-def _quick_block(lines: list[str], loads: Callable[[str], Any]) -> tuple[list[Query], int] | None:
+def _quick_block(
+    lines: list[str], loads: Callable[[str], Any], dumps: Callable[[Any], bytes]
+) -> tuple[list[Query], int] | None:
     """Return the queries of non-blank JSONL lines and how many keys they decode to, or None
-    unless every line is a well-formed query (see :func:`_quick_jsonl`)."""
+    unless every line is a well-formed query (see :func:`_quick_jsonl`).
+
+    ``dumps`` writes a decoded value back as JSON (``orjson.dumps``): queries whose metadata
+    is written alike share one metadata dict.
+    """
     try:
         objs = list(map(loads, lines))
     except ValueError:  # orjson.JSONDecodeError is one
@@ -243,12 +249,26 @@ def _quick_block(lines: list[str], loads: Callable[[str], Any]) -> tuple[list[Qu
     if set(map(type, ids)) - {str} or "" in ids or set(map(type, texts)) - {str}:
         return None
     judgments = _quick_judgments([obj.get("relevant") for obj in objs])
-    metadata = _quick_metadata([obj.get("metadata") for obj in objs])
+    metadata = _quick_metadata([obj.get("metadata") for obj in objs], dumps)
     if judgments is None or metadata is None:
         return None
     listed, graded = judgments
     keys = sum(map(len, objs)) + sum(map(len, metadata)) + sum(map(len, graded))
     return owned_queries(ids, texts, listed, metadata), keys
+
+
+def _shared(
+    metadata: list[dict[str, MetaValue]], keys: Sequence[Hashable]
+) -> list[dict[str, MetaValue]]:
+    """Return ``metadata`` with the dicts of one key (``keys[i]`` is ``metadata[i]``'s)
+    replaced by one of them.
+
+    A suite's metadata is mostly a few categories repeated (``{"kind": "howto"}``): one dict
+    for each distinct mapping instead of one per query saves a dict and its strings per
+    query. Each is frozen behind a read-only view, so no query can change another's.
+    """
+    one = dict(zip(keys, metadata, strict=True))
+    return list(map(one.__getitem__, keys))
 
 
 def _quick_judgments(
@@ -287,9 +307,17 @@ def _quick_judgments(
     return judgments, graded
 
 
-def _quick_metadata(values: list[Any]) -> list[dict[str, MetaValue]] | None:
+def _quick_metadata(
+    values: list[Any], dumps: Callable[[Any], bytes]
+) -> list[dict[str, MetaValue]] | None:
     """Return each query's metadata from the decoded ``metadata`` values, or None unless
-    every one is well-formed (or absent)."""
+    every one is well-formed (or absent).
+
+    Queries whose metadata is equal, value types included, share one dict (see
+    :func:`_shared`). Strings and None are equal only to their own type, so their items
+    are the key; a number's is its JSON text (``dumps``), which tells ``1``, ``1.0`` and
+    ``true`` apart where the items would not (equal, and of one hash).
+    """
     empty: dict[str, MetaValue] = {}
     kinds = set(map(type, values))
     if not kinds <= {dict, type(None)}:
@@ -306,7 +334,13 @@ def _quick_metadata(values: list[Any]) -> list[dict[str, MetaValue]] | None:
         floats = [item for item in items if type(item) is float]
         if not all(map(math.isfinite, floats)) or max(map(abs, floats)) >= _INT64_BOUND:
             return None
-    return metadata
+    if scalars <= _TEXTS:
+        return _shared(metadata, list(map(tuple, map(dict.items, metadata))))
+    return _shared(metadata, list(map(dumps, metadata)))
+
+
+#: The metadata values whose items tell equal mappings apart exactly.
+_TEXTS = frozenset((str, type(None)))
 
 
 def _key_ends(text: str) -> int:
