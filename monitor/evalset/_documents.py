@@ -18,7 +18,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -216,13 +216,17 @@ def _quick_jsonl(text: str) -> Columns | None:
         end = text.find("\n", start + _BLOCK_CHARS)
         end = len(text) if end < 0 else end
         lines = text[start:end].split("\n")
-        written = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
-        block = _quick_block([line for _, line in written], orjson.loads, orjson.dumps)
+        written: list[str] = lines
+        at: Iterable[int] = range(first, first + len(lines))
+        if "" in lines or any(map(str.isspace, lines)):  # blank lines, the last one at least
+            pairs = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
+            written, at = [line for _, line in pairs], [number for number, _ in pairs]
+        block = _quick_block(written, orjson.loads, orjson.dumps)
         if block is None:
             return None
         queries += block[0]
         keys += block[1]
-        numbers += [number for number, _ in written]
+        numbers += at
         start, first = end + 1, first + len(lines)
     if _key_ends(text) != keys:
         return None
