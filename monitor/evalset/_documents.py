@@ -265,14 +265,14 @@ def _shared(
     metadata: list[dict[str, MetaValue]], keys: Sequence[Hashable]
 ) -> list[dict[str, MetaValue]]:
     """Return ``metadata`` with the dicts of one key (``keys[i]`` is ``metadata[i]``'s)
-    replaced by one of them.
+    replaced by the first of them.
 
     A suite's metadata is mostly a few categories repeated (``{"kind": "howto"}``): one dict
     for each distinct mapping instead of one per query saves a dict and its strings per
     query. Each is frozen behind a read-only view, so no query can change another's.
     """
-    one = dict(zip(keys, metadata, strict=True))
-    return list(map(one.__getitem__, keys))
+    first: dict[Hashable, dict[str, MetaValue]] = {}
+    return list(map(first.setdefault, keys, metadata))  # one hash of each key
 
 
 def _quick_judgments(
