@@ -10,7 +10,9 @@ shape: 5 graded judgments and one metadata key per query) is written to a scratc
 then a fresh process per size loads it ``--repeat`` times (default 3) and reports the best
 and median wall time of ``EvalSet.load`` and of the first ``fingerprint``, with the cyclic
 collector paused by the caller (as the job does) and with it on, and the process's peak
-RSS (``VmHWM``: the interpreter, the file's text and the set; one set held at a time).
+RSS (``VmHWM``: the interpreter, the file's text and the set; one set held at a time), and
+the bytes the loaded set holds per query (allocations traced by ``tracemalloc`` and still
+live once the load has returned, in one more load).
 """
 
 from __future__ import annotations
@@ -53,7 +55,26 @@ def measure(path: Path, repeat: int) -> dict[str, object]:
         key = "paused" if paused else "collector_on"
         figures[key] = {"load": _best_median(loads), "fingerprint": _best_median(fingerprints)}
     figures["peak_rss_mb"] = _peak_rss_mb()
+    figures["held_bytes_per_query"] = _held_bytes_per_query(path)
     return figures
+
+
+def _held_bytes_per_query(path: Path) -> int:
+    """Return the bytes a loaded eval set holds per query (traced allocations still live)."""
+    import tracemalloc
+
+    from monitor.evalset import EvalSet
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        evalset = EvalSet.load(path)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    return round(held / len(evalset))
 
 
 def _best_median(values: list[float]) -> list[float]:
@@ -97,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{paused['load'][1]:.3f} s median, fingerprint {paused['fingerprint'][0]:.3f} s "
                 f"(collector paused); load {on['load'][0]:.3f} s, fingerprint "
                 f"{on['fingerprint'][0]:.3f} s (collector on); peak RSS "
-                f"{figures['peak_rss_mb']:,} MB"
+                f"{figures['peak_rss_mb']:,} MB; {figures['held_bytes_per_query']:,} bytes held "
+                "a query"
             )
     return 0
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import enum
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import monitor.cli.run
 from monitor.cli.run import indented_json
 
 scalars = (
@@ -55,3 +57,35 @@ def test_values_of_other_types_are_left_to_the_standard_encoder() -> None:
     """A subclass of int is written by the standard encoder, as json.dump writes it."""
     document = {"colour": Colour.RED, "rows": [{"c": Colour.RED}]}
     assert json.dumps(document, indent=2) == "".join(indented_json(document))
+
+
+row_keys = st.lists(st.text(max_size=4), min_size=1, max_size=4, unique=True)
+
+
+@given(
+    row_keys.flatmap(
+        lambda names: st.lists(
+            st.fixed_dictionaries(dict.fromkeys(names, scalars)), min_size=1, max_size=6
+        )
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_rows_of_one_key_set_are_written_as_json_dump_writes_them(rows: list[object]) -> None:
+    """Flat rows sharing their keys, any scalars (newlines and quotes too), read the same."""
+    document = {"overlap": {"queries": rows}}
+    assert json.dumps(document, indent=2) == "".join(indented_json(document))
+
+
+def test_rows_across_several_blocks_are_written_as_json_dump_writes_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A table longer than one block of rows joins its blocks as json.dump writes them."""
+    monkeypatch.setattr(monitor.cli.run, "_TABLE_BLOCK", 2)
+    rows = [{"query_id": f"q\n{i},", "rbo": i / 3, "jaccard": float("nan")} for i in range(5)]
+    assert json.dumps([rows], indent=2) == "".join(indented_json([rows]))
+
+
+def test_rows_whose_keys_differ_are_written_as_json_dump_writes_them() -> None:
+    """Rows with other keys or another key order than the first are written alike."""
+    rows = [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1}, {"a": [1, {"c": None}]}]
+    assert json.dumps(rows, indent=2) == "".join(indented_json(rows))

@@ -160,11 +160,21 @@ def test_qrels_lists_every_query_including_unjudged() -> None:
     assert expected == small().qrels()
 
 
-def test_qrels_is_a_copy() -> None:
-    """Changing the returned qrels does not change the eval set."""
+def test_qrels_cannot_change_the_eval_set() -> None:
+    """The returned qrels are read-only, so no caller can change the set's grades."""
     evalset = small()
-    evalset.qrels()["q1"]["d9"] = 1
+    with pytest.raises(TypeError):
+        evalset.qrels()["q1"]["d9"] = 1  # type: ignore[index]
     assert {"d1": 1, "d2": 1} == dict(evalset["q1"].judgments)
+
+
+def test_qrels_are_built_once_until_a_query_is_added() -> None:
+    """A second call returns the same qrels; an added query is in the next call's."""
+    evalset = small()
+    first = evalset.qrels()
+    assert first is evalset.qrels()
+    evalset.add("q9", "new", relevant={"d7": 3})
+    assert {"d7": 3} == evalset.qrels()["q9"]
 
 
 def test_from_qrels_round_trips_qrels() -> None:

@@ -154,3 +154,15 @@ def test_a_text_read_in_small_blocks_reads_as_a_whole(
         (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD)),
         _parse(faulty, False, monkeypatch),
     )
+
+
+@pytest.mark.parametrize("blank", ["", "  \t"])
+def test_each_query_keeps_its_line_across_blocks(
+    blank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks of lines with and without blank lines number every query by its own line."""
+    monkeypatch.setattr(_documents, "_BLOCK_CHARS", 40)
+    lines = [f'{{"id": "q{i}", "query": "text {i}"}}' for i in range(6)]
+    lines[4:4] = [blank]
+    columns = _quick_jsonl("\n".join(lines) + "\n")
+    assert (1, 2, 3, 4, 6, 7) == (None if columns is None else columns.lines)

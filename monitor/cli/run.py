@@ -20,10 +20,12 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
+from itertools import chain
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from monitor.memory import paused_collection
 
@@ -297,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
 
 #: The types the C encoder writes as ``json.dump`` does, whatever their indentation.
 _SCALARS = frozenset((str, int, float, bool, type(None)))
+#: How many rows of a list of flat dicts are written at once (bounds the pieces held).
+_TABLE_BLOCK = 4096
 
 
 def indented_json(value: object) -> list[str]:
@@ -324,15 +328,15 @@ class _IndentedWriter:
         self.pieces: list[str] = []
         self._flat: dict[str, Any] = {}
 
-    def _encoder(self, inner: str) -> Any:
-        """Return a function writing a flat container whose items start at ``inner``."""
-        encoder = self._flat.get(inner)
+    def _encoder(self, separator: str) -> Any:
+        """Return a function writing a flat container with ``separator`` between items."""
+        encoder = self._flat.get(separator)
         if encoder is None:
             import json.encoder
 
             # The C encoder itself: JSONEncoder.encode would build one again on every call.
             c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-            plain = json.JSONEncoder(separators=("," + inner, ": "))
+            plain = json.JSONEncoder(separators=(separator, ": "))
             if c_make_encoder is None:  # a Python built without _json
                 encoder = plain.encode
             else:
@@ -340,11 +344,51 @@ class _IndentedWriter:
                 # skipkeys, allow_nan): json.dump's defaults, no check for cycles (flat).
                 chunks = c_make_encoder(
                     None, plain.default, json.encoder.encode_basestring_ascii, None,
-                    ": ", "," + inner, False, False, True,
+                    ": ", separator, False, False, True,
                 )  # fmt: skip
                 encoder = lambda flat: "".join(chunks(flat, 0))  # noqa: E731
-            self._flat[inner] = encoder
+            self._flat[separator] = encoder
         return encoder
+
+    def _table(self, rows: Sequence[object], newline: str) -> bool:
+        """Append ``rows`` if they are flat dicts with one key order; return whether they were.
+
+        Such a list (a row per query) is written a block of rows at a time, without a
+        Python call per row: the C encoder writes every value of the block at once with a
+        raw newline between them (it never writes one inside a value: it escapes control
+        characters), and the keys and indentation are laid between the values in C.
+        """
+        first = rows[0]
+        if type(first) is not dict or not first or set(map(type, rows)) != {dict}:
+            return False
+        table = cast("Sequence[dict[str, object]]", rows)  # every row is a dict
+        keys = tuple(first)
+        if set(map(tuple, table)) != {keys} or not all(type(key) is str for key in keys):
+            return False
+        inner, row_inner = newline + "  ", newline + "    "
+        labels = [json.dumps(key) + ": " for key in keys]
+        # What follows each value of a row: the next key, or the end of the row and the
+        # start of the next one.
+        between = ["," + row_inner + label for label in labels[1:]]
+        between.append(inner + "}," + inner + "{" + row_inner + labels[0])
+        encode = self._encoder("\n")
+        blocks = []
+        for start in range(0, len(rows), _TABLE_BLOCK):
+            block = table[start : start + _TABLE_BLOCK]
+            values = list(chain.from_iterable(map(dict.values, block)))
+            if not set(map(type, values)) <= _SCALARS:
+                return False
+            tokens = encode(values)[1:-1].split("\n")
+            laid: list[str] = [""] * (2 * len(tokens))
+            laid[0::2] = tokens
+            laid[1::2] = between * len(block)
+            blocks.append("".join(laid))
+        last = blocks[-1]
+        blocks[-1] = last[: len(last) - len(between[-1])] + inner + "}"
+        self.pieces.append("[" + inner + "{" + row_inner + labels[0])
+        self.pieces.extend(blocks)
+        self.pieces.append(newline + "]")
+        return True
 
     def write(self, value: object, newline: str) -> None:
         """Append ``value`` written at the indentation that ``newline`` ends with."""
@@ -358,7 +402,7 @@ class _IndentedWriter:
             if all(type(key) is str for key in items) and all(
                 type(item) in _SCALARS for item in items.values()
             ):
-                pieces.append("{" + inner + self._encoder(inner)(items)[1:-1] + newline + "}")
+                pieces.append("{" + inner + self._encoder("," + inner)(items)[1:-1] + newline + "}")
                 return
             opening = "{"
             for key, item in items.items():
@@ -375,7 +419,11 @@ class _IndentedWriter:
                 return
             inner = newline + "  "
             if all(type(item) in _SCALARS for item in values):
-                pieces.append("[" + inner + self._encoder(inner)(values)[1:-1] + newline + "]")
+                pieces.append(
+                    "[" + inner + self._encoder("," + inner)(values)[1:-1] + newline + "]"
+                )
+                return
+            if self._table(values, newline):
                 return
             opening = "["
             for item in values:

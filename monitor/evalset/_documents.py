@@ -18,7 +18,7 @@ import bisect
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -216,22 +216,32 @@ def _quick_jsonl(text: str) -> Columns | None:
         end = text.find("\n", start + _BLOCK_CHARS)
         end = len(text) if end < 0 else end
         lines = text[start:end].split("\n")
-        written = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
-        block = _quick_block([line for _, line in written], orjson.loads)
+        written: list[str] = lines
+        at: Iterable[int] = range(first, first + len(lines))
+        if "" in lines or any(map(str.isspace, lines)):  # blank lines, the last one at least
+            pairs = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
+            written, at = [line for _, line in pairs], [number for number, _ in pairs]
+        block = _quick_block(written, orjson.loads, orjson.dumps)
         if block is None:
             return None
         queries += block[0]
         keys += block[1]
-        numbers += [number for number, _ in written]
+        numbers += at
         start, first = end + 1, first + len(lines)
     if _key_ends(text) != keys:
         return None
     return Columns(tuple(queries), tuple(numbers))
 
 
-def _quick_block(lines: list[str], loads: Callable[[str], Any]) -> tuple[list[Query], int] | None:
+def _quick_block(
+    lines: list[str], loads: Callable[[str], Any], dumps: Callable[[Any], bytes]
+) -> tuple[list[Query], int] | None:
     """Return the queries of non-blank JSONL lines and how many keys they decode to, or None
-    unless every line is a well-formed query (see :func:`_quick_jsonl`)."""
+    unless every line is a well-formed query (see :func:`_quick_jsonl`).
+
+    ``dumps`` writes a decoded value back as JSON (``orjson.dumps``): queries whose metadata
+    is written alike share one metadata dict.
+    """
     try:
         objs = list(map(loads, lines))
     except ValueError:  # orjson.JSONDecodeError is one
@@ -243,12 +253,26 @@ def _quick_block(lines: list[str], loads: Callable[[str], Any]) -> tuple[list[Qu
     if set(map(type, ids)) - {str} or "" in ids or set(map(type, texts)) - {str}:
         return None
     judgments = _quick_judgments([obj.get("relevant") for obj in objs])
-    metadata = _quick_metadata([obj.get("metadata") for obj in objs])
+    metadata = _quick_metadata([obj.get("metadata") for obj in objs], dumps)
     if judgments is None or metadata is None:
         return None
     listed, graded = judgments
     keys = sum(map(len, objs)) + sum(map(len, metadata)) + sum(map(len, graded))
     return owned_queries(ids, texts, listed, metadata), keys
+
+
+def _shared(
+    metadata: list[dict[str, MetaValue]], keys: Sequence[Hashable]
+) -> list[dict[str, MetaValue]]:
+    """Return ``metadata`` with the dicts of one key (``keys[i]`` is ``metadata[i]``'s)
+    replaced by the first of them.
+
+    A suite's metadata is mostly a few categories repeated (``{"kind": "howto"}``): one dict
+    for each distinct mapping instead of one per query saves a dict and its strings per
+    query. Each is frozen behind a read-only view, so no query can change another's.
+    """
+    first: dict[Hashable, dict[str, MetaValue]] = {}
+    return list(map(first.setdefault, keys, metadata))  # one hash of each key
 
 
 def _quick_judgments(
@@ -287,9 +311,17 @@ def _quick_judgments(
     return judgments, graded
 
 
-def _quick_metadata(values: list[Any]) -> list[dict[str, MetaValue]] | None:
+def _quick_metadata(
+    values: list[Any], dumps: Callable[[Any], bytes]
+) -> list[dict[str, MetaValue]] | None:
     """Return each query's metadata from the decoded ``metadata`` values, or None unless
-    every one is well-formed (or absent)."""
+    every one is well-formed (or absent).
+
+    Queries whose metadata is equal, value types included, share one dict (see
+    :func:`_shared`). Strings and None are equal only to their own type, so their items
+    are the key; a number's is its JSON text (``dumps``), which tells ``1``, ``1.0`` and
+    ``true`` apart where the items would not (equal, and of one hash).
+    """
     empty: dict[str, MetaValue] = {}
     kinds = set(map(type, values))
     if not kinds <= {dict, type(None)}:
@@ -306,7 +338,13 @@ def _quick_metadata(values: list[Any]) -> list[dict[str, MetaValue]] | None:
         floats = [item for item in items if type(item) is float]
         if not all(map(math.isfinite, floats)) or max(map(abs, floats)) >= _INT64_BOUND:
             return None
-    return metadata
+    if scalars <= _TEXTS:
+        return _shared(metadata, list(map(tuple, map(dict.items, metadata))))
+    return _shared(metadata, list(map(dumps, metadata)))
+
+
+#: The metadata values whose items tell equal mappings apart exactly.
+_TEXTS = frozenset((str, type(None)))
 
 
 def _key_ends(text: str) -> int:

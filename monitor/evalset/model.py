@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from os import PathLike
+from types import MappingProxyType
 
 from monitor.errors import UsageError
 from monitor.evalset import formats
@@ -24,6 +25,7 @@ from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
 
 _ID = attrgetter("id")
+_JUDGMENTS = attrgetter("judgments")
 #: How many queries' canonical rows the fingerprint writes and hashes at once.
 _FINGERPRINT_BLOCK = 4096
 
@@ -43,13 +45,14 @@ class EvalSet:
     :class:`~monitor.errors.InputError` with the file and line instead.
     """
 
-    __slots__ = ("_by_id", "_fingerprint", "_queries", "name")
+    __slots__ = ("_by_id", "_fingerprint", "_qrels", "_queries", "name")
 
     def __init__(self, name: str = "", queries: Iterable[Query] = ()) -> None:
         self.name = name
         self._queries: list[Query] = []
         self._by_id: dict[str, Query] = {}
         self._fingerprint: str | None = None
+        self._qrels: Mapping[str, Mapping[str, int]] | None = None
         for query in queries:
             self.add(query)
 
@@ -78,7 +81,7 @@ class EvalSet:
             raise UsageError(f"eval set {self.name!r} already has a query with id {query.id!r}")
         self._queries.append(query)
         self._by_id[query.id] = query
-        self._fingerprint = None
+        self._fingerprint = self._qrels = None
         return query
 
     @staticmethod
@@ -191,9 +194,17 @@ class EvalSet:
         contents = formats.Contents(self.name, self.queries)
         formats.save_evalset(contents, path, format, queries=queries)
 
-    def qrels(self) -> dict[str, dict[str, int]]:
-        """Return query id -> doc id -> grade for every query (``{}`` when unjudged)."""
-        return {query.id: dict(query.judgments) for query in self._queries}
+    def qrels(self) -> Mapping[str, Mapping[str, int]]:
+        """Return query id -> doc id -> grade for every query (``{}`` when unjudged).
+
+        The mapping is read-only, as the queries' judgments it holds are: it is built once,
+        from those judgments without a copy, and every later call returns it again until a
+        query is added.
+        """
+        if self._qrels is None:
+            by_id = dict(zip(self._by_id, map(_JUDGMENTS, self._by_id.values()), strict=True))
+            self._qrels = MappingProxyType(by_id)
+        return self._qrels
 
     @property
     def queries(self) -> tuple[Query, ...]:

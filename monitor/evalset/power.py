@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from monitor.compare.matched import Matched
+from monitor.compare.matched import FloatArray, Matched
 
 if TYPE_CHECKING:
     from monitor.config.model import RuleConfig
@@ -133,43 +133,92 @@ def rule_power(
     ``Matched.of(latest, baseline)`` (the baseline's queries matched with the latest's)
     when the caller has it already.
     """
-    check = rule.check.value
-    if rule.metric is None or check not in ("max_drop", "max_relative_drop"):
+    if _metric_of(rule) is None:
         return None
-    name = str(rule.metric)
-    source: PowerSource = "baseline values"
-    if latest is not None and latest.run_id != baseline.run_id:
-        pairs = matched if matched is not None else Matched.of(latest, baseline)
+    if latest is None or latest.run_id == baseline.run_id:
+        matched = None
+    elif matched is None:
+        matched = Matched.of(latest, baseline)
+    return _Spreads(baseline, matched).figure(rule, alpha)
+
+
+def _metric_of(rule: RuleConfig) -> str | None:
+    """Return the metric of a drop rule (the rules that have a power figure), else None."""
+    if rule.metric is None or rule.check.value not in ("max_drop", "max_relative_drop"):
+        return None
+    return str(rule.metric)
+
+
+class _Spread:
+    """One metric's per-query values behind its figures, with their sample sd (once)."""
+
+    __slots__ = ("sd", "source", "values")
+
+    def __init__(self, values: FloatArray, source: PowerSource) -> None:
+        self.values, self.source = values, source
+        self.sd = sample_sd(values)
+
+
+class _Spreads:
+    """The spread of each metric of the baseline (and the latest run ``matched`` with it,
+    when there is one), read once per metric: the rules of one metric share it."""
+
+    def __init__(self, baseline: RunRecord, matched: Matched | None) -> None:
+        self.baseline, self.matched = baseline, matched
+        self._spreads: dict[str, _Spread] = {}
+
+    def spread(self, name: str) -> _Spread:
+        """Return the paired deltas of ``name`` (else the baseline's values) and their sd."""
+        found = self._spreads.get(name)
+        if found is None:
+            found = self._spreads[name] = self._read(name)
+        return found
+
+    def _read(self, name: str) -> _Spread:
+        pairs = self.matched
+        if pairs is None:
+            values = np.fromiter(
+                (q.values[name] for q in self.baseline.queries if name in q.values),
+                dtype=np.float64,
+            )
+            return _Spread(values, "baseline values")
         base, has_base = pairs.column(name, baseline=False)
-        values = base[has_base]
         now, has_now = pairs.column(name, baseline=True)
         at = pairs.position
         held = has_base & (at >= 0)
         held[held] = has_now[at[held]]
         if np.count_nonzero(held) >= 2:
-            values, source = now[at[held]] - base[held], "paired deltas"
-    else:
-        values = np.fromiter(
-            (q.values[name] for q in baseline.queries if name in q.values), dtype=np.float64
+            return _Spread(now[at[held]] - base[held], "paired deltas")
+        return _Spread(base[has_base], "baseline values")
+
+    def figure(self, rule: RuleConfig, alpha: float) -> PowerFigure | None:
+        """Return the power figure of a drop rule (None for another rule or too few values)."""
+        name = _metric_of(rule)
+        if name is None:
+            return None
+        spread = self.spread(name)
+        n = len(spread.values)
+        drop = math.nan
+        if n >= 2:
+            z = NormalDist()
+            drop = (z.inv_cdf(1 - alpha) + z.inv_cdf(POWER)) * spread.sd / math.sqrt(n)
+        relative = rule.check.value == "max_relative_drop"
+        if relative:
+            mean = self.baseline.means.get(name, math.nan)
+            drop = drop / mean if mean else math.nan
+        if math.isnan(drop):
+            return None
+        return PowerFigure(
+            rule=rule.name,
+            metric=name,
+            threshold=rule.threshold,
+            relative=relative,
+            n=n,
+            sd=spread.sd,
+            drop=drop,
+            alpha=alpha,
+            source=spread.source,
         )
-    drop = minimal_detectable_drop(values, alpha)
-    relative = check == "max_relative_drop"
-    if relative:
-        mean = baseline.means.get(name, math.nan)
-        drop = drop / mean if mean else math.nan
-    if math.isnan(drop):
-        return None
-    return PowerFigure(
-        rule=rule.name,
-        metric=name,
-        threshold=rule.threshold,
-        relative=relative,
-        n=len(values),
-        sd=sample_sd(values),
-        drop=drop,
-        alpha=alpha,
-        source=source,
-    )
 
 
 def rule_powers(
@@ -177,15 +226,17 @@ def rule_powers(
 ) -> dict[str, PowerFigure]:
     """Return the power figure of each drop rule of ``rules`` by rule name.
 
-    Everything is computed from the two records in memory: no store is read, and the two
-    runs' queries are matched once for all rules.
+    Everything is computed from the two records in memory: no store is read, the two runs'
+    queries are matched once for all rules, and each metric's deltas and their spread are
+    computed once for all its rules.
     """
     matched = None
     if latest is not None and latest.run_id != baseline.run_id:
         matched = Matched.of(latest, baseline)
+    spreads = _Spreads(baseline, matched)
     figures = {}
     for rule in rules:
-        figure = rule_power(rule, baseline, latest, alpha, matched=matched)
+        figure = spreads.figure(rule, alpha)
         if figure is not None:
             figures[figure.rule] = figure
     return figures

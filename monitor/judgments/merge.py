@@ -11,12 +11,13 @@ fingerprint it always had.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import islice
+from operator import attrgetter, methodcaller
 
 from monitor.evalset import EvalSet
+from monitor.evalset.model import canonical_json
 from monitor.records import Query
 from monitor.store.layers import Grades, JudgmentLayer, RunLabels
 
@@ -40,9 +41,26 @@ class Conflict:
         )
 
 
-def _digest(rows: object) -> str:
-    canonical = json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+#: How many queries' canonical rows a digest writes and hashes at once.
+_DIGEST_BLOCK = 4096
+_ID = attrgetter("id")
+_TEXT = attrgetter("text")
+_JUDGMENTS = attrgetter("judgments")
+_ITEMS = methodcaller("items")
+
+
+def _digest(rows: Iterable[object]) -> str:
+    """Return ``sha256:<hex>`` of ``json.dumps(list(rows), ensure_ascii=False,
+    separators=(",", ":"))`` in UTF-8, written and hashed a block of rows at a time."""
+    digest = hashlib.sha256(b"[")
+    opening = b""
+    rows = iter(rows)
+    while block := list(islice(rows, _DIGEST_BLOCK)):
+        digest.update(opening)
+        digest.update(canonical_json(block)[1:-1])  # the rows without [ and ]
+        opening = b","
+    digest.update(b"]")
+    return "sha256:" + digest.hexdigest()
 
 
 def queries_fingerprint(evalset: EvalSet) -> str:
@@ -73,12 +91,14 @@ def _by_id(evalset: EvalSet) -> list[Query]:
 
 
 def _queries_digest(queries: Sequence[Query]) -> str:
-    return _digest([[query.id, query.text] for query in queries])
+    # Each row built in C: a pair is written as the list [id, text].
+    return _digest(zip(map(_ID, queries), map(_TEXT, queries), strict=True))
 
 
 def _judgments_digest(queries: Sequence[Query]) -> str:
     # Docs are unique keys, so sorting the pairs sorts by doc id.
-    return _digest([[query.id, sorted(query.judgments.items())] for query in queries])
+    grades = map(sorted, map(_ITEMS, map(_JUDGMENTS, queries)))
+    return _digest(zip(map(_ID, queries), grades, strict=True))
 
 
 def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:
