@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
@@ -375,21 +376,40 @@ def _run_locked(
     from monitor.evalset.suite import load_evalset
     from monitor.judgments.suite import suite_evalset
     from monitor.runner.reference import judge_by_reference
-    from monitor.search import build_search, close_search
+    from monitor.search import close_search
 
     started = clock()
-    frozen = evalset = load_evalset(suite.evalset)
-    if suite.evalset.reference is not None:
+    # The eval set is read on a second thread while the search is built (a replay reads its
+    # run file): both are mostly file reading and array work. An eval set that fails is
+    # reported first, and the search's own failure where it was before, once the eval set
+    # is in place.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-evalset") as pool:
+        loading = pool.submit(load_evalset, suite.evalset)
+        built = _built_search(suite)
         try:
-            evalset = judge_by_reference(
-                evalset, suite.evalset.reference, suite.evalset.reference_k
-            )
-        except SearchBackendError as error:
-            store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
+            frozen = evalset = loading.result()
+        except BaseException:
+            if not isinstance(built, BaseException):
+                close_search(built)
             raise
-    evalset = suite_evalset(store, suite, evalset)
-    _seed_unpinned(suite, store, evalset, config_hash)
-    search = build_search(suite.search.kind, suite.search.plugin_options())
+    try:
+        if suite.evalset.reference is not None:
+            try:
+                evalset = judge_by_reference(
+                    evalset, suite.evalset.reference, suite.evalset.reference_k
+                )
+            except SearchBackendError as error:
+                store.save_run(_failed_record(suite, evalset, config_hash, started, clock(), error))
+                raise
+        evalset = suite_evalset(store, suite, evalset)
+        _seed_unpinned(suite, store, evalset, config_hash)
+    except BaseException:
+        if not isinstance(built, BaseException):
+            close_search(built)
+        raise
+    if isinstance(built, BaseException):
+        raise built
+    search = built
     try:
         result = search_suite(suite, evalset, search, progress=progress, cancel=cancel)
     except SearchBackendError as error:
@@ -403,13 +423,33 @@ def _run_locked(
     return _compared(suite, store, run_id, evalset, evaluation, result, frozen)
 
 
+def _built_search(suite: SuiteConfig) -> Search | Exception:
+    """Return the suite's search built, or the error building it raised (raised again by
+    the caller where a run reports it)."""
+    from monitor.search import build_search
+
+    try:
+        return build_search(suite.search.kind, suite.search.plugin_options())
+    except Exception as error:
+        return error
+
+
 def _measured(
     suite: SuiteConfig, evalset: EvalSet, config_hash: str, result: RunResult
 ) -> tuple[RunRecord, EvaluationResult]:
-    """Measure a finished run; return the store's record of it and the evaluation."""
+    """Measure a finished run; return the store's record of it and the evaluation.
+
+    The rankings the store saves are numbered on a second thread while the run is scored:
+    both are numpy and pandas work that lets go of the GIL, and neither needs the other.
+    """
     try:
-        evaluation = score_run(suite, evalset, result)
-        return _record(suite, evalset, config_hash, result, evaluation), evaluation
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-record") as pool:
+            rankings = pool.submit(run_rankings, result)
+            evaluation = score_run(suite, evalset, result)
+            record = _record(
+                suite, evalset, config_hash, result, evaluation, rankings=rankings.result()
+            )
+        return record, evaluation
     except UsageError as error:  # the monitor's own figures failed their checks
         raise InternalError("measuring the run", str(error)) from error
 
@@ -561,6 +601,7 @@ def _record(
     evaluation: EvaluationResult,
     *,
     pipeline: str | None = None,
+    rankings: tuple[Rankings, Rankings] | None = None,
 ) -> RunRecord:
     """Turn a finished run into the store's record: its queries as the columns the store
     saves, one row per eval-set query, and records of them built only when read.
@@ -568,13 +609,13 @@ def _record(
     Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
     their rankings, latency and error but carry no metric values. A run answered in bulk
     hands its hits over as arrays (:class:`~monitor.runner.table.OutcomeTable`): no Python
-    object is made per hit or per query.
+    object is made per hit or per query. ``rankings`` are :func:`run_rankings` of the run,
+    when the caller has them already.
     """
     import numpy as np
     import pandas as pd
 
     from monitor.runner.table import OutcomeTable
-    from monitor.store.rankings import Rankings
     from monitor.store.records import ColumnQueries, QueryColumns, RunFigures, RunRecord
 
     frame = evaluation.per_query
@@ -590,8 +631,8 @@ def _record(
     matrix = np.full((len(ids), len(metrics)), np.nan)
     matrix[present] = frame.to_numpy(dtype=float)[position[present]] if metrics else 0.0
     marks = np.repeat(present[:, None], len(metrics), axis=1)
+    retrieved, relevant = rankings if rankings is not None else run_rankings(result)
     if table is not None:  # answered in bulk: every query answered, one latency
-        retrieved, relevant = _bulk_rankings(table)
         columns = QueryColumns(
             query_ids=ids,
             latency_seconds=[table.latency_seconds] * len(ids),
@@ -609,9 +650,8 @@ def _record(
             latency_seconds=[outcome.latency_seconds for outcome in outcomes],
             error_types=[outcome.error_type for outcome in outcomes],
             error_messages=[outcome.error_message for outcome in outcomes],
-            retrieved_ids=Rankings.of([outcome.retrieved_ids for outcome in outcomes]),
-            # The runner copied each query's relevant ids into its outcome: not derived again.
-            relevant_ids=Rankings.of([outcome.relevant_ids for outcome in outcomes]),
+            retrieved_ids=retrieved,
+            relevant_ids=relevant,
             metrics=metrics,
             values=matrix,
             present=marks,
@@ -638,6 +678,22 @@ def _record(
         ),
         stats=dict(result.search_stats),
         queries=ColumnQueries(columns),
+    )
+
+
+def run_rankings(result: RunResult) -> tuple[Rankings, Rankings]:
+    """Return the retrieved and the relevant ids of every query of ``result``, in order, as
+    the store saves them."""
+    from monitor.runner.table import OutcomeTable
+    from monitor.store.rankings import Rankings
+
+    outcomes = result.outcomes
+    if isinstance(outcomes, OutcomeTable):
+        return _bulk_rankings(outcomes)
+    return (
+        Rankings.of([outcome.retrieved_ids for outcome in outcomes]),
+        # The runner copied each query's relevant ids into its outcome: not derived again.
+        Rankings.of([outcome.relevant_ids for outcome in outcomes]),
     )
 
 
