@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
-from itertools import chain
 from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
@@ -703,13 +702,14 @@ def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
     numbers them), built from the hits' words without a Python object per hit."""
     import numpy as np
 
+    from monitor.records import relevant_columns
     from monitor.search.trec_columns import pack_ids, widened
     from monitor.store.rankings import Rankings
 
     counts, words = table.retrieved_words()
-    relevant = [query.relevant_ids for query in table.queries]
-    relevant_counts = np.fromiter(map(len, relevant), np.int64, len(relevant))
-    relevant_words = pack_ids(list(chain.from_iterable(relevant)))
+    judged, relevant = relevant_columns(table.queries)
+    relevant_counts = np.array(judged, dtype=np.int64)
+    relevant_words = pack_ids(relevant)
     width = max(words.shape[1], relevant_words.shape[1])
     whole = Rankings.from_words(
         np.concatenate((counts, relevant_counts)),

@@ -11,12 +11,13 @@ import math
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, methodcaller
 from types import MappingProxyType
 
 #: Reads a hit's id in C: a ranking's ids are read once per query per stage.
 _ID = attrgetter("id")
+_JUDGMENTS = attrgetter("judgments")
 
 #: Scalar metadata values a query may carry (category, difficulty, language, ...).
 MetaValue = str | int | float | bool | None
@@ -49,6 +50,21 @@ class Query:
     def answerable(self) -> bool:
         """Return whether at least one document is judged relevant."""
         return any(grade >= 1 for grade in self.judgments.values())
+
+
+def relevant_columns(queries: Sequence[Query]) -> tuple[list[int], list[str]]:
+    """Return, for ``queries`` in order, how many ids each judges relevant and those ids end
+    to end: each query's :attr:`Query.relevant_ids`, read for all of them in C."""
+    judgments = list(map(_JUDGMENTS, queries))
+    grades = list(chain.from_iterable(map(methodcaller("values"), judgments)))
+    relevant = [grade >= 1 for grade in grades]
+    ids = list(compress(chain.from_iterable(judgments), relevant))
+    if all(relevant):
+        return list(map(len, judgments)), ids
+    ends = list(accumulate(map(len, judgments)))
+    marks = list(accumulate(relevant, initial=0))
+    counts = [marks[end] - marks[start] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+    return counts, ids
 
 
 def owned_query(

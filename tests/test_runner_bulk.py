@@ -6,10 +6,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from monitor import evaluate
 from monitor.errors import RunTerminated
-from monitor.records import Query
+from monitor.records import Query, relevant_columns
 from monitor.runner import RunResult, run_queries
 from monitor.runner.table import OutcomeTable
 from monitor.search.answers import Answers, answers_in_bulk
@@ -154,3 +156,16 @@ def test_bulk_latency_is_the_call_shared_by_every_query(
     latencies = {o.latency_seconds for o in result.outcomes}
     assert 1 == len(latencies)
     assert (4, 2) == (result.latency.count, result.warmup)
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(["a", "b", "c", "dé"]), st.integers(-1, 3)), max_size=6
+    )
+)
+def test_relevant_columns_are_each_querys_relevant_ids(grades: list[dict[str, int]]) -> None:
+    """Counts and ids, read in bulk, are the queries' relevant ids in judgment order."""
+    queries = [Query(f"q{i}", "", judged) for i, judged in enumerate(grades)]
+    counts, ids = relevant_columns(queries)
+    assert [len(q.relevant_ids) for q in queries] == counts
+    assert [doc for q in queries for doc in q.relevant_ids] == ids

@@ -11,7 +11,7 @@ counts once at its best position and its copies are counted in ``duplicates``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +32,11 @@ class ColumnarRun(Protocol):
     @property
     def query_ids(self) -> tuple[str, ...]:
         """Return the run's query ids, in the order of the per-query arrays."""
+        ...
+
+    @property
+    def codes(self) -> Mapping[str, int]:
+        """Return each query id's index in :attr:`query_ids`."""
         ...
 
     @property
@@ -67,7 +72,7 @@ def resolve_columns(
     the options (relevance level, max docs, judged only, averages) are applied by the same
     code as for a run held as mappings, so both give the same record.
     """
-    position = {qid: i for i, qid in enumerate(run.query_ids)}
+    position = run.codes
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
     retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
     copies = np.append(run.duplicates, 0).astype(np.int64)

@@ -112,18 +112,19 @@ class OutcomeTable(Sequence[QueryOutcome]):
         """Return how many repeated ids were dropped over all queries."""
         return int(self.answers.duplicates.sum())
 
-    def first_scores(self) -> list[float]:
+    def first_scores(self) -> npt.NDArray[np.float64]:
         """Return the score of each ranking's first hit, for the rankings that have one."""
         answers = self.answers
-        heads = self._starts[answers.counts > 0]
-        return [s for s in answers.scores[heads].tolist() if s == s]
+        heads = answers.scores[self._starts[answers.counts > 0]]
+        return heads[~np.isnan(heads)]
 
     def mean_top1_score(self) -> float | None:
         """Return :attr:`monitor.runner.RunResult.mean_top1_score` of these outcomes."""
         scores = self.first_scores()
-        if not scores or not all(math.isfinite(s) for s in scores):
+        if not scores.size or not np.isfinite(scores).all():
             return None
-        return math.fsum(s / len(scores) for s in scores)
+        # The shares, summed exactly, as the outcomes' own figure sums them.
+        return math.fsum((scores / scores.size).tolist())
 
     def columns(self) -> TrecColumns:
         """Return the rankings as a TREC run's columns, rows in ranking order (no copies),

@@ -25,8 +25,9 @@ from __future__ import annotations
 import io
 import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,11 @@ class TrecColumns:
     copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
     row_hash: _U64  # (rows,) hash of (query code, doc words), as ranks looks pairs up
     _codes: dict[str, int]
+
+    @property
+    def codes(self) -> Mapping[str, int]:
+        """Return each query id's code (its index in :attr:`query_ids`), read-only."""
+        return MappingProxyType(self._codes)
 
     @property
     def n_retrieved(self) -> _I64:

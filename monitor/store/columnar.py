@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -96,36 +96,46 @@ def columns_of(queries: Sequence[QueryRecord]) -> QueryColumns:
 
 def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
     """Return the blobs of a run's query columns by field name (those of the same queries
-    as records, byte for byte, from :func:`encode_queries`)."""
+    as records, byte for byte, from :func:`encode_queries`).
+
+    The blobs are compressed on two threads while the next ones are laid out: zlib lets go
+    of the GIL, and a large run's blobs take most of its save.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="monitor-pack") as pool:
+        packed = {name: pool.submit(_pack, arrays) for name, arrays in _layouts(columns)}
+        return {name: blob.result() for name, blob in packed.items()}
+
+
+def _layouts(columns: QueryColumns) -> Iterator[tuple[str, Sequence[NDArray[Any]]]]:
+    """Yield each blob's name and the arrays it holds, in the order they are stored."""
     latency = np.array(columns.latency_seconds, dtype=np.float64)  # None becomes NaN
-    blobs = {
-        QUERY_IDS: _pack(_strings(columns.query_ids)),
-        LATENCY: _pack([latency]),
-        ERROR_TYPE: _pack(_strings(columns.error_types)),
-        ERROR_MESSAGE: _pack(_strings(columns.error_messages)),
-    }
+    yield QUERY_IDS, _strings(columns.query_ids)
+    yield LATENCY, [latency]
+    yield ERROR_TYPE, _strings(columns.error_types)
+    yield ERROR_MESSAGE, _strings(columns.error_messages)
     retrieved, relevant = columns.retrieved_ids, columns.relevant_ids
     shared = _one_dictionary(retrieved, relevant)
     if shared is not None:
         for name, part in zip((RETRIEVED, RELEVANT), shared, strict=True):
-            blobs[name] = _pack([part.counts, part.codes])
-        blobs[DOC_IDS] = _pack(_layout(shared[0].doc_lengths, shared[0].doc_bytes))
+            yield name, [part.counts, part.codes]
+        yield DOC_IDS, _layout(shared[0].doc_lengths, shared[0].doc_bytes)
     elif isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
         (codes_retrieved, codes_relevant), whole = merged(
             [Rankings.of(retrieved), Rankings.of(relevant)]
         )
-        blobs[RETRIEVED] = _pack([whole.counts[: len(retrieved)], codes_retrieved])
-        blobs[RELEVANT] = _pack([whole.counts[len(retrieved) :], codes_relevant])
-        blobs[DOC_IDS] = _pack(_layout(whole.doc_lengths, whole.doc_bytes))
+        yield RETRIEVED, [whole.counts[: len(retrieved)], codes_retrieved]
+        yield RELEVANT, [whole.counts[len(retrieved) :], codes_relevant]
+        yield DOC_IDS, _layout(whole.doc_lengths, whole.doc_bytes)
     else:
-        blobs.update(_tuple_rankings(retrieved, relevant))
+        yield from _tuple_rankings(retrieved, relevant)
     metrics = list(columns.metrics)
-    blobs[METRIC_NAMES] = _pack(_strings(metrics))
+    yield METRIC_NAMES, _strings(metrics)
     present, matrix = columns.present, columns.values
     for j, metric in enumerate(metrics):
         values = matrix[present[:, j], j]
-        blobs[METRIC_PREFIX + metric] = _pack([np.packbits(present[:, j]), *_floats(values)])
-    return blobs
+        yield METRIC_PREFIX + metric, [np.packbits(present[:, j]), *_floats(values)]
 
 
 def _one_dictionary(
@@ -153,8 +163,9 @@ def _one_dictionary(
 
 def _tuple_rankings(
     retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
-) -> dict[str, bytes]:
-    """Return the ``retrieved``, ``relevant`` and ``doc_ids`` blobs of rankings of tuples."""
+) -> Iterator[tuple[str, Sequence[NDArray[Any]]]]:
+    """Yield the arrays of the ``retrieved``, ``relevant`` and ``doc_ids`` blobs of rankings of
+    tuples."""
     rankings = {RETRIEVED: retrieved, RELEVANT: relevant}
     counts = {
         name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
@@ -166,14 +177,12 @@ def _tuple_rankings(
         count=sum(int(c.sum()) for c in counts.values()),
     )
     codes, docs = first_seen_codes(every)
-    blobs: dict[str, bytes] = {}
     at = 0
     for name, sizes in counts.items():
         size = int(sizes.sum())
-        blobs[name] = _pack([sizes, codes[at : at + size]])
+        yield name, [sizes, codes[at : at + size]]
         at += size
-    blobs[DOC_IDS] = _pack(_strings(docs))
-    return blobs
+    yield DOC_IDS, _strings(docs)
 
 
 def _layout(lengths: NDArray[np.int32], data: NDArray[np.uint8]) -> list[NDArray[Any]]:

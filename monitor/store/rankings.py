@@ -86,19 +86,14 @@ class Rankings(Sequence[tuple[str, ...]]):
                 f"{int(counts.sum())} ranked ids need as many rows of words,"
                 f" not an array of shape {words.shape}"
             )
-        import pandas as pd  # imported here: opening a store needs no pandas
-
-        codes, distinct = pd.factorize(texts.word_hashes(words), sort=False)
-        first = _first_rows(codes, distinct.size)
-        if not (words == words[first][codes]).all():  # two ids of one hash
-            _, first_seen, inverse = np.unique(
-                words, axis=0, return_index=True, return_inverse=True
-            )
-            order = np.argsort(first_seen, kind="stable")
+        codes, first = first_seen(texts.word_hashes(words))
+        if not _rows_match(words, first, codes):  # two ids of one hash
+            _, seen_at, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
+            order = np.argsort(seen_at, kind="stable")
             rank = np.empty(order.size, dtype=np.intp)
             rank[order] = np.arange(order.size)
             codes = rank[inverse.reshape(-1)]
-            first = first_seen[order]
+            first = seen_at[order]
         lengths, data = _unpad(words[first])
         return cls(counts, codes.astype(np.int32), lengths, data)
 
@@ -261,6 +256,29 @@ def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings
     split = [codes32[ends[i] : ends[i + 1]] for i in range(len(parts))]
     counts = np.concatenate([np.zeros(0, np.int32), *(part.counts for part in parts)])
     return split, Rankings(counts, codes32, doc_lengths, doc_bytes)
+
+
+#: Rows compared at once when the ids are checked against the first id of their code.
+_CHECK_ROWS = 1 << 20
+
+
+def first_seen(hashes: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Return a code per hash, equal hashes alike, numbered in order of first appearance, and
+    the position of each code's first appearance."""
+    import pandas as pd  # imported here: opening a store needs no pandas
+
+    codes, distinct = pd.factorize(hashes, sort=False)
+    return codes.astype(np.intp, copy=False), _first_rows(codes, distinct.size)
+
+
+def _rows_match(words: NDArray[np.uint64], first: NDArray[np.intp], codes: NDArray[Any]) -> bool:
+    """Return whether every row of ``words`` equals the first row of its code, compared a
+    block of rows at a time (no copy of the whole array)."""
+    for start in range(0, len(words), _CHECK_ROWS):
+        block = slice(start, start + _CHECK_ROWS)
+        if not (words[block] == words[first[codes[block]]]).all():
+            return False
+    return True
 
 
 def _first_rows(codes: NDArray[Any], size: int) -> NDArray[np.intp]:
