@@ -715,12 +715,7 @@ def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
         np.concatenate((counts, relevant_counts)),
         np.concatenate((widened(words, width), widened(relevant_words, width))),
     )
-    split = int(counts.sum())
-    lengths, data = whole.doc_lengths, whole.doc_bytes
-    return (
-        Rankings(whole.counts[: len(counts)], whole.codes[:split], lengths, data),
-        Rankings(whole.counts[len(counts) :], whole.codes[split:], lengths, data),
-    )
+    return whole.split(len(counts))
 
 
 def _failed_attempt(

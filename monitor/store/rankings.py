@@ -183,6 +183,30 @@ class Rankings(Sequence[tuple[str, ...]]):
             object.__setattr__(taken, name, value)
         return taken
 
+    def split(self, at: int) -> tuple[Rankings, Rankings]:
+        """Return the first ``at`` rankings and the others, over the same distinct ids (their
+        offsets shared, not summed again)."""
+        if not 0 <= at <= len(self):
+            raise UsageError(f"rankings split at {at}, outside 0..{len(self)}")
+        entries = int(self._starts[at]) if at < len(self) else self.codes.size
+        parts = []
+        for counts, codes in (
+            (self.counts[:at], self.codes[:entries]),
+            (self.counts[at:], self.codes[entries:]),
+        ):
+            part = object.__new__(Rankings)
+            for name, value in (
+                ("counts", counts),
+                ("codes", codes),
+                ("doc_lengths", self.doc_lengths),
+                ("doc_bytes", self.doc_bytes),
+                ("_starts", texts.starts_of(counts)),
+                ("_doc_starts", self._doc_starts),
+            ):
+                object.__setattr__(part, name, value)
+            parts.append(part)
+        return parts[0], parts[1]
+
     @property
     def doc_starts(self) -> NDArray[np.int64]:
         """Return where each distinct id starts in ``doc_bytes``."""
