@@ -372,7 +372,6 @@ def _run_locked(
     clock: Clock,
     cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
-    from monitor.evalset.suite import load_evalset
     from monitor.judgments.suite import suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import close_search
@@ -383,7 +382,7 @@ def _run_locked(
     # reported first, and the search's own failure where it was before, once the eval set
     # is in place.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-evalset") as pool:
-        loading = pool.submit(load_evalset, suite.evalset)
+        loading = pool.submit(_loaded_evalset, suite)
         built = _built_search(suite)
         try:
             frozen = evalset = loading.result()
@@ -420,6 +419,15 @@ def _run_locked(
     record, evaluation = _measured(suite, evalset, config_hash, result)
     run_id = store.save_run(record)
     return _compared(suite, store, run_id, evalset, evaluation, result, frozen)
+
+
+def _loaded_evalset(suite: SuiteConfig) -> EvalSet:
+    """Return the suite's frozen eval set, its fingerprint computed (every run records it)."""
+    from monitor.evalset.suite import load_evalset
+
+    evalset = load_evalset(suite.evalset)
+    evalset.fingerprint  # noqa: B018 - computed here, on the loading thread, and kept
+    return evalset
 
 
 def _built_search(suite: SuiteConfig) -> Search | Exception:

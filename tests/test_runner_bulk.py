@@ -169,3 +169,19 @@ def test_relevant_columns_are_each_querys_relevant_ids(grades: list[dict[str, in
     counts, ids = relevant_columns(queries)
     assert [len(q.relevant_ids) for q in queries] == counts
     assert [doc for q in queries for doc in q.relevant_ids] == ids
+
+
+def test_bulk_metrics_do_not_depend_on_the_judgments_order(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """Judgments in the run's order (read by position) and in another (looked up by id)
+    give each query the same values."""
+    metrics = ["ndcg@3", "recall@2", "judged@3"]
+    bulk = run_queries(queries, replay, k=3)
+    in_order = {q.id: dict(q.judgments) for q in queries}
+    shuffled = {q.id: dict(q.judgments) for q in reversed(queries)}
+    first = evaluate(in_order, bulk, metrics, exclude_failed=True)
+    second = evaluate(shuffled, bulk, metrics, exclude_failed=True)
+    for metric in first.metrics:
+        by_id = dict(zip(second.query_ids, second.values[metric].tolist(), strict=True))
+        assert [by_id[q] for q in first.query_ids] == first.values[metric].tolist()

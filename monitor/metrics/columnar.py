@@ -72,17 +72,24 @@ def resolve_columns(
     the options (relevance level, max docs, judged only, averages) are applied by the same
     code as for a run held as mappings, so both give the same record.
     """
-    position = run.codes
+    # A run of the judged queries in the judgments' order (a monitored run of its eval set)
+    # needs no look-up: each query's index in the judgments is its index in the run.
+    same_order = len(run.query_ids) == len(qrels) and run.query_ids == tuple(qrels)
+    position = qrels if same_order else run.codes
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
     retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
     copies = np.append(run.duplicates, 0).astype(np.int64)
 
     def rank_entries(
-        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str]
+        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str], kept: IntArray
     ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
-        where = np.fromiter(
-            (position.get(q, -1) for q in query_ids), np.int64, count=len(query_ids)
-        )
+        if same_order:
+            where = np.asarray(kept, dtype=np.int64)
+        else:
+            codes = run.codes
+            where = np.fromiter(
+                (codes.get(q, -1) for q in query_ids), np.int64, count=len(query_ids)
+            )
         rank = np.asarray(run.ranks(np.repeat(where, n_wanted), docs), dtype=np.int64)
         return rank, retrieved[where], copies[where], where < 0
 

@@ -128,10 +128,12 @@ class Resolution:
     not_in_run: int = 0
 
 
-#: Ranks judged docs: (query ids, docs per query, docs) -> (rank per doc, and per query the
-#: distinct docs retrieved, the copies dropped, whether the run lacks it).
+#: Ranks judged docs: (query ids, docs per query, docs, each query's index in the judgments'
+#: order) -> (rank per doc, and per query the distinct docs retrieved, the copies dropped,
+#: whether the run lacks it).
 EntryRanker: TypeAlias = Callable[
-    [Sequence[str], IntArray, list[str]], tuple[IntArray, IntArray, IntArray, BoolArray]
+    [Sequence[str], IntArray, list[str], IntArray],
+    tuple[IntArray, IntArray, IntArray, BoolArray],
 ]
 
 
@@ -158,7 +160,7 @@ def resolve(
     """
 
     def rank_entries(
-        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str]
+        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str], kept: IntArray
     ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
         return _rank_entries(query_ids, n_wanted, docs, run)
 
@@ -224,7 +226,7 @@ def resolve_with(
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
-    ranks, n_retrieved, duplicates, missing = rank_entries(query_ids, n_wanted, docs)
+    ranks, n_retrieved, duplicates, missing = rank_entries(query_ids, n_wanted, docs, kept)
     query = np.repeat(np.arange(len(query_ids), dtype=np.int64), n_wanted)
     if max_docs is not None:
         ranks[ranks > max_docs] = NOT_RETRIEVED

@@ -79,12 +79,22 @@ class TrecColumns:
     score: _F64  # (rows,)
     copy: npt.NDArray[np.bool_]  # (rows,) a later copy of a doc id the query already has
     row_hash: _U64  # (rows,) hash of (query code, doc words), as ranks looks pairs up
-    _codes: dict[str, int]
+    _codes: dict[str, int] | None
+
+    def __post_init__(self) -> None:
+        if self._codes is None:  # built when first asked (ranking_columns)
+            return
+        if len(self._codes) != len(self.query_ids):
+            raise ValueError("one code per query id")
 
     @property
     def codes(self) -> Mapping[str, int]:
         """Return each query id's code (its index in :attr:`query_ids`), read-only."""
-        return MappingProxyType(self._codes)
+        codes = self._codes
+        if codes is None:
+            codes = {qid: code for code, qid in enumerate(self.query_ids)}
+            object.__setattr__(self, "_codes", codes)
+        return MappingProxyType(codes)
 
     @property
     def n_retrieved(self) -> _I64:
@@ -253,14 +263,12 @@ def _ranked(codes: dict[str, int], query: _I32, words: _U64, score: _F64) -> Tre
 def ranking_columns(
     query_ids: Sequence[str], counts: _I64, words: _U64, score: _F64
 ) -> TrecColumns:
-    """Return rankings already in order as columns: query ``query_ids[i]`` holds the next
-    ``counts[i]`` rows, best first, and no id twice (as a run's recorded rankings are).
+    """Return rankings already in order as columns: query ``query_ids[i]`` (each id once)
+    holds the next ``counts[i]`` rows, best first, and no id twice (as a run's recorded
+    rankings are).
 
     The rows keep their order: the ranks are the positions given, whatever the scores.
     """
-    codes = {qid: code for code, qid in enumerate(query_ids)}
-    if len(codes) != len(query_ids):
-        raise ValueError("ranking_columns takes each query id once")
     query = np.repeat(np.arange(len(query_ids), dtype=np.int32), counts)
     return TrecColumns(
         query_ids=tuple(query_ids),
@@ -269,7 +277,7 @@ def ranking_columns(
         score=score,
         copy=np.zeros(len(query), dtype=bool),
         row_hash=_hash(query, words),
-        _codes=codes,
+        _codes=None,
     )
 
 
@@ -437,6 +445,10 @@ def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
     return a[np.minimum(position, len(a) - 1)]
 
 
+#: Texts packed at once by :func:`_pack_texts`.
+_PACK_ROWS = 1 << 18
+
+
 def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
     """Return each text's length in UTF-8 bytes and its first ``8 * width`` bytes packed as
     :func:`_pack` packs them (a longer text's words are cut: its length tells)."""
@@ -453,10 +465,14 @@ def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
     a = np.frombuffer(data + bytes(size), dtype=np.uint8)
     starts = np.cumsum(lengths + 1) - (lengths + 1)
     words = np.zeros((n, width), dtype=np.uint64)
-    for j in range(size):
-        byte = a[starts + j].astype(np.uint64)
-        byte[lengths <= j] = 0
-        words[:, j // 8] |= byte << np.uint64(8 * (7 - j % 8))
+    columns = np.arange(size)
+    # A block of texts at a time: each one's bytes gathered at once, the bytes past its end
+    # zeroed, and the rows read as big-endian words.
+    for lo in range(0, n, _PACK_ROWS):
+        hi = min(n, lo + _PACK_ROWS)
+        block = a[starts[lo:hi, None] + columns]
+        block[columns >= lengths[lo:hi, None]] = 0
+        words[lo:hi] = block.view(">u8").reshape(hi - lo, width)
     return lengths, words
 
 
