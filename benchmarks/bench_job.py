@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -107,20 +106,24 @@ suites:
 
 
 def _monitor(*args: str) -> tuple[float, float, str]:
-    """Run ``python -m monitor ARGS`` in a fresh process; return (seconds, peak MB, stdout)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor", *args], capture_output=True, text=True, check=False
-    )
-    seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if done.returncode not in (0, 4):
-        sys.stderr.write(done.stderr[-4000:])
-        raise SystemExit(f"retrieval-monitor {' '.join(args)} exited {done.returncode}")
-    # ru_maxrss of the children is the largest child so far: a later, smaller child leaves
-    # it unchanged, so each size runs in its own benchmark process (see main).
-    return seconds, max(peak, before) / 1024, done.stdout
+    """Run ``python -m monitor ARGS`` in a fresh process; return (seconds, peak MB, stdout).
+
+    The peak is that child's own ``ru_maxrss`` (from ``os.wait4``), not the largest of all
+    children so far: the baseline's run before it may hold more.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "monitor", *args], stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode("utf-8"), err.read().decode("utf-8", "replace")
+    if child.returncode not in (0, 4):
+        sys.stderr.write(stderr[-4000:])
+        raise SystemExit(f"retrieval-monitor {' '.join(args)} exited {child.returncode}")
+    return seconds, usage.ru_maxrss / 1024, stdout
 
 
 def measure(count: int, seed: int, folder: Path) -> dict[str, float]:
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.one:
-        # One process per size, so the children's peak RSS is that size's own.
+        # One process per size, each measured in a fresh process of its own.
         failed = 0
         for count in args.queries:
             cmd = [

@@ -28,7 +28,7 @@ from monitor.compare.coverage import (
 )
 from monitor.compare.diff import labelled_segment_changes, segment_labels, worse_queries
 from monitor.compare.invariants import check_invariants
-from monitor.compare.matched import Matched
+from monitor.compare.matched import Matched, metric_values
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
 from monitor.compare.records import (
     Comparison,
@@ -122,10 +122,7 @@ def compare_runs(
             _, before, after = matched.pairs(str(rule.metric))
             paired = (before, after)
         elif rule.metric is not None:
-            values = [
-                q.values[str(rule.metric)] for q in current.queries if str(rule.metric) in q.values
-            ]
-            paired = (np.array([]), np.array(values, dtype=np.float64))
+            paired = (np.array([]), metric_values(current, str(rule.metric)))
         if changed and rule.metric is not None:
             outcome = RuleOutcome(
                 rule=rule.name,

@@ -147,6 +147,19 @@ def _ids(run: RunRecord) -> Sequence[str]:
     return [q.query_id for q in run.queries]
 
 
+def metric_values(run: RunRecord, metric: str) -> FloatArray:
+    """Return the values of ``metric`` of the queries of ``run`` that have one, in order."""
+    if run.columns is not None:
+        values, present = _stored_column(run.columns, metric)
+        return values[present]
+    return np.array([q.values[metric] for q in run.queries if metric in q.values], dtype=float)
+
+
+def judged_not_answered(run: RunRecord) -> int:
+    """Return how many queries of ``run`` have a relevant judgment but no answer."""
+    return int(np.count_nonzero(_judged(run) & ~_answered(run)))
+
+
 def _stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, BoolArray]:
     """Return :meth:`Matched.column` of a run from its columns' matrix."""
     n = len(columns)

@@ -23,7 +23,7 @@ from functools import partial
 
 import numpy as np
 
-from monitor.compare.matched import Matched
+from monitor.compare.matched import Matched, judged_not_answered
 from monitor.compare.overlap import Overlap
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
@@ -280,7 +280,7 @@ def left_out(current: RunRecord, baseline: RunRecord | None = None) -> int:
     """Return how many judged queries a quality rule leaves out because the search failed
     for them: in ``current``, and in ``baseline`` too for the queries both runs hold."""
     if baseline is None:
-        return sum(1 for q in current.queries if q.relevant_ids and not answered(q))
+        return judged_not_answered(current)
     before = {q.query_id: q for q in baseline.queries}
     return sum(
         1

@@ -76,6 +76,12 @@ def run_queries(
     - ``scrub``: masks secrets in the recorded error messages (default: the secret-shaped
       parts; a :class:`~monitor.secrets.Scrubber` also masks the values it knows).
 
+    A search that answers from memory and in bulk (:func:`~monitor.search.answers.
+    answers_in_bulk`) is asked once for all the queries (the warm-up once before); that one
+    in-memory call has no per-query timeout or deadline, and its outcomes are kept as
+    columns (:class:`~monitor.runner.table.OutcomeTable`). Should it raise or decline, the
+    queries are sent one by one as above.
+
     Raise UsageError for invalid arguments.
     """
     items = _queries(queries)
