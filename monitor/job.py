@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from monitor.search.base import Search
     from monitor.shards import Shard, ShardOutcome
     from monitor.store import Store
+    from monitor.store.layers import RunLabels
     from monitor.store.rankings import Rankings
     from monitor.store.records import RunFigures, RunRecord
 
@@ -385,7 +386,8 @@ def _run_locked(
         loading = pool.submit(_loaded_evalset, suite)
         built = _built_search(suite)
         try:
-            frozen = evalset = loading.result()
+            frozen, frozen_labels = loading.result()
+            evalset = frozen
         except BaseException:
             if not isinstance(built, BaseException):
                 close_search(built)
@@ -418,16 +420,19 @@ def _run_locked(
 
     record, evaluation = _measured(suite, evalset, config_hash, result)
     run_id = store.save_run(record)
-    return _compared(suite, store, run_id, evalset, evaluation, result, frozen)
+    labels = frozen_labels if evalset is frozen else None
+    return _compared(suite, store, run_id, evalset, evaluation, result, frozen, labels)
 
 
-def _loaded_evalset(suite: SuiteConfig) -> EvalSet:
-    """Return the suite's frozen eval set, its fingerprint computed (every run records it)."""
+def _loaded_evalset(suite: SuiteConfig) -> tuple[EvalSet, RunLabels]:
+    """Return the suite's frozen eval set, its fingerprint computed (every run records it),
+    and its labels (those of the run when no judgment layer changes the set)."""
     from monitor.evalset.suite import load_evalset
+    from monitor.judgments import labels_of
 
     evalset = load_evalset(suite.evalset)
     evalset.fingerprint  # noqa: B018 - computed here, on the loading thread, and kept
-    return evalset
+    return evalset, labels_of(evalset)
 
 
 def _built_search(suite: SuiteConfig) -> Search | Exception:
@@ -469,9 +474,11 @@ def _compared(
     evaluation: EvaluationResult,
     result: RunResult,
     frozen: EvalSet,
+    labels: RunLabels | None = None,
 ) -> SuiteOutcome:
     """Compare the stored run ``run_id`` (measured on ``evalset``: ``frozen`` with the suite's
-    judgment layers) with the suite's baseline and keep its rule flags."""
+    judgment layers) with the suite's baseline and keep its rule flags. ``labels`` are those
+    of ``evalset``, when the caller has them already."""
     from monitor.compare import compare_runs
     from monitor.evalset.corpus import corpus_for
     from monitor.judgments import align_baseline, labels_of
@@ -479,7 +486,7 @@ def _compared(
     from monitor.report.history import record_overlap
     from monitor.store.prune import apply_retention
 
-    labels = labels_of(evalset)
+    labels = labels if labels is not None else labels_of(evalset)
     store.set_run_labels(run_id, labels)
     record = store.get_run(run_id)
 
