@@ -185,3 +185,14 @@ def test_bulk_metrics_do_not_depend_on_the_judgments_order(
     for metric in first.metrics:
         by_id = dict(zip(second.query_ids, second.values[metric].tolist(), strict=True))
         assert [by_id[q] for q in first.query_ids] == first.values[metric].tolist()
+
+
+def test_bulk_answers_do_not_depend_on_the_query_order(replay: ReplaySearch) -> None:
+    """Queries in the run file's order (read by position) and in another (looked up by id)
+    get the same rankings."""
+    in_order = [Query(q, q) for q in ("q1", "q2", "q4")]
+    reordered = list(reversed(in_order))
+    first = {o.query_id: o.hits for o in run_queries(in_order, replay, k=4).outcomes}
+    second = {o.query_id: o.hits for o in run_queries(reordered, replay, k=4).outcomes}
+    assert first == second
+    assert ("d3", "d2", "d1") == tuple(hit.id for hit in first["q1"])  # cut to 4, copy dropped

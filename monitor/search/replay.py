@@ -101,7 +101,8 @@ class _ColumnRun:
         counts = np.bincount(columns.query, minlength=len(columns.query_ids)).astype(np.int64)
         self._counts = counts
         self._firsts = np.cumsum(counts) - counts
-        self._codes = {qid: code for code, qid in enumerate(columns.query_ids)}
+        self._query_ids = columns.query_ids
+        self._codes = columns.codes  # the reader's own table, not another
 
     def __len__(self) -> int:
         return len(self._codes)
@@ -130,7 +131,10 @@ class _ColumnRun:
         from monitor.search.answers import Answers
 
         n = len(query_ids)
-        code = np.fromiter((self._codes.get(q, -1) for q in query_ids), np.int64, count=n)
+        if n == len(self._query_ids) and tuple(query_ids) == self._query_ids:
+            code = np.arange(n, dtype=np.int64)  # the eval set in the run file's order
+        else:
+            code = np.fromiter((self._codes.get(q, -1) for q in query_ids), np.int64, count=n)
         held = code >= 0
         safe = np.where(held, code, 0)
         taken = np.where(held, np.minimum(self._counts[safe], max(k, 0)), 0)
