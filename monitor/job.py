@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from monitor.compare import Comparison
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
+    from monitor.evalset.digests import SetDigests
     from monitor.evaluation import EvaluationResult
     from monitor.exporters import SuiteSnapshot
     from monitor.metrics.spec import Metric
@@ -373,6 +374,7 @@ def _run_locked(
     clock: Clock,
     cancel: threading.Event | None = None,
 ) -> SuiteOutcome:
+    from monitor.evalset import digests
     from monitor.judgments.suite import suite_evalset
     from monitor.runner.reference import judge_by_reference
     from monitor.search import close_search
@@ -382,16 +384,19 @@ def _run_locked(
     # run file): both are mostly file reading and array work. An eval set that fails is
     # reported first, and the search's own failure where it was before, once the eval set
     # is in place.
+    kept = store.get_state(digests.NAMESPACE, suite.name)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-evalset") as pool:
-        loading = pool.submit(_loaded_evalset, suite)
+        loading = pool.submit(_loaded_evalset, suite, kept)
         built = _built_search(suite)
         try:
-            frozen, frozen_labels = loading.result()
+            frozen, frozen_labels, fresh = loading.result()
             evalset = frozen
         except BaseException:
             if not isinstance(built, BaseException):
                 close_search(built)
             raise
+    if fresh is not None:
+        store.put_state(digests.NAMESPACE, suite.name, fresh.as_state())
     try:
         if suite.evalset.reference is not None:
             try:
@@ -424,15 +429,37 @@ def _run_locked(
     return _compared(suite, store, run_id, evalset, evaluation, result, frozen, labels)
 
 
-def _loaded_evalset(suite: SuiteConfig) -> tuple[EvalSet, RunLabels]:
-    """Return the suite's frozen eval set, its fingerprint computed (every run records it),
-    and its labels (those of the run when no judgment layer changes the set)."""
+def _loaded_evalset(
+    suite: SuiteConfig, kept: Mapping[str, object] | None
+) -> tuple[EvalSet, RunLabels, SetDigests | None]:
+    """Return the suite's frozen eval set with its fingerprint (every run records it), its
+    labels (the run's when no judgment layer changes the set), and the digests to keep for
+    the next run (None when ``kept`` already holds them, or when they cannot be kept).
+
+    ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
+    the set's files hash as they did, the digests are taken from it instead of computed.
+    """
+    from monitor.evalset import digests
     from monitor.evalset.suite import load_evalset
     from monitor.judgments import labels_of
+    from monitor.store.layers import RunLabels
 
+    before = digests.stat_files(suite.evalset)
     evalset = load_evalset(suite.evalset)
-    evalset.fingerprint  # noqa: B018 - computed here, on the loading thread, and kept
-    return evalset, labels_of(evalset)
+    files = digests.files_digest(suite.evalset) if before is not None else None
+    unchanged = files is not None and digests.stat_files(suite.evalset) == before
+    found = digests.known(kept, files) if unchanged and files is not None else None
+    if found is not None:
+        evalset.adopt_fingerprint(found.fingerprint)
+        return evalset, RunLabels(found.queries_fingerprint, found.judgments_version), None
+    fingerprint = evalset.fingerprint  # computed here, on the loading thread, and kept
+    labels = labels_of(evalset)
+    if not unchanged or files is None:
+        return evalset, labels, None
+    fresh = digests.SetDigests(
+        files, fingerprint, labels.queries_fingerprint, labels.judgments_version
+    )
+    return evalset, labels, fresh
 
 
 def _built_search(suite: SuiteConfig) -> Search | Exception:

@@ -249,6 +249,14 @@ class EvalSet:
             self._fingerprint = f"sha256:{digest.hexdigest()}"
         return self._fingerprint
 
+    def adopt_fingerprint(self, fingerprint: str) -> None:
+        """Take ``fingerprint`` as this set's: one computed before from the very bytes the set
+        was read from (:mod:`monitor.evalset.digests`). A query added later drops it, as it
+        drops one computed here."""
+        if not (isinstance(fingerprint, str) and fingerprint.startswith("sha256:")):
+            raise UsageError(f"a fingerprint is 'sha256:<hex>', not {fingerprint!r}")
+        self._fingerprint = fingerprint
+
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
         """Return the query with ``query_id``, or ``default`` when there is none."""
         return self._by_id.get(query_id, default)

@@ -28,6 +28,8 @@ _NAMES = ["query", "q0", "doc", "rank", "score", "tag"]
 _BLOCK_BYTES = 8 << 20
 #: Smaller files are read by the numpy tokeniser: importing pyarrow costs about 0.3 s.
 ARROW_MIN_BYTES = 64 << 20
+#: Files from this size are read by pyarrow when it is loaded already.
+ARROW_LOADED_MIN_BYTES = 4 << 20
 _COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst")
 _LONE_CR = re.compile(b"\r(?!\n)")
 _MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")  # gzip, bzip2, xz, zstd
@@ -40,7 +42,10 @@ def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColu
 
     A big plain file is read by pyarrow (the optional ``fast`` extra) on every core; its
     import costs more than it saves below :data:`ARROW_MIN_BYTES`, so smaller files, and
-    every file pyarrow leaves, are read by the numpy tokeniser.
+    every file pyarrow leaves, are read by the numpy tokeniser. A process that has loaded
+    pyarrow already (pandas loads it, and the job has pandas) reads a file of
+    :data:`ARROW_LOADED_MIN_BYTES` or more with it too: its parse is one call that lets go
+    of the GIL, so a thread reading the eval set beside it does not slow it down.
     """
     from monitor.search.saved import is_trec_run
     from monitor.search.trec_columns import read_trec_columns
@@ -48,7 +53,10 @@ def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColu
     try:
         if not is_trec_run(Path(path), format):
             return None
-        big = os.path.getsize(path) >= ARROW_MIN_BYTES
+        size = os.path.getsize(path)
+        big = size >= ARROW_MIN_BYTES or (
+            size >= ARROW_LOADED_MIN_BYTES and "pyarrow" in sys.modules
+        )
         columns = read_trec_arrow(path) if big else None
         return columns if columns is not None else read_trec_columns(path)
     except OSError:
