@@ -170,18 +170,7 @@ class Rankings(Sequence[tuple[str, ...]]):
         starts = self._starts[indices]
         at = np.repeat(starts - texts.starts_of(counts), counts)
         picked = self.codes[at + np.arange(at.size, dtype=np.int64)]
-        # Over the same ids: their offsets are shared, not summed again.
-        taken = object.__new__(Rankings)
-        for name, value in (
-            ("counts", counts),
-            ("codes", picked),
-            ("doc_lengths", self.doc_lengths),
-            ("doc_bytes", self.doc_bytes),
-            ("_starts", texts.starts_of(counts)),
-            ("_doc_starts", self._doc_starts),
-        ):
-            object.__setattr__(taken, name, value)
-        return taken
+        return self._over_same_ids(counts, picked)
 
     def split(self, at: int) -> tuple[Rankings, Rankings]:
         """Return the first ``at`` rankings and the others, over the same distinct ids (their
@@ -189,23 +178,25 @@ class Rankings(Sequence[tuple[str, ...]]):
         if not 0 <= at <= len(self):
             raise UsageError(f"rankings split at {at}, outside 0..{len(self)}")
         entries = int(self._starts[at]) if at < len(self) else self.codes.size
-        parts = []
-        for counts, codes in (
-            (self.counts[:at], self.codes[:entries]),
-            (self.counts[at:], self.codes[entries:]),
+        return (
+            self._over_same_ids(self.counts[:at], self.codes[:entries]),
+            self._over_same_ids(self.counts[at:], self.codes[entries:]),
+        )
+
+    def _over_same_ids(self, counts: NDArray[np.int32], codes: NDArray[np.int32]) -> Rankings:
+        """Return rankings of ``counts`` and ``codes`` over this one's distinct ids: their
+        offsets are shared, not summed again (the codes are this one's, so not checked)."""
+        part = object.__new__(Rankings)
+        for name, value in (
+            ("counts", counts),
+            ("codes", codes),
+            ("doc_lengths", self.doc_lengths),
+            ("doc_bytes", self.doc_bytes),
+            ("_starts", texts.starts_of(counts)),
+            ("_doc_starts", self._doc_starts),
         ):
-            part = object.__new__(Rankings)
-            for name, value in (
-                ("counts", counts),
-                ("codes", codes),
-                ("doc_lengths", self.doc_lengths),
-                ("doc_bytes", self.doc_bytes),
-                ("_starts", texts.starts_of(counts)),
-                ("_doc_starts", self._doc_starts),
-            ):
-                object.__setattr__(part, name, value)
-            parts.append(part)
-        return parts[0], parts[1]
+            object.__setattr__(part, name, value)
+        return part
 
     @property
     def doc_starts(self) -> NDArray[np.int64]:
