@@ -196,3 +196,19 @@ def test_bulk_answers_do_not_depend_on_the_query_order(replay: ReplaySearch) -> 
     second = {o.query_id: o.hits for o in run_queries(reordered, replay, k=4).outcomes}
     assert first == second
     assert ("d3", "d2", "d1") == tuple(hit.id for hit in first["q1"])  # cut to 4, copy dropped
+
+
+def test_a_closed_replay_lets_go_of_its_run_but_not_of_its_answers(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """The outcomes answered before the close still read; the closed replay answers no more."""
+    from monitor.search import close_search
+
+    result = run_queries(queries, replay, k=3)
+    close_search(replay)
+    assert ("d3", "d2", "d1") == result.outcomes[0].retrieved_ids
+    assert 3 == replay.stats()["replay_queries"]  # q1, q2 and q4, as before the close
+    with pytest.raises(RuntimeError, match="closed"):
+        replay(queries[0], 3)
+    with pytest.raises(RuntimeError, match="closed"):
+        replay.answer_all(queries, 3)

@@ -57,6 +57,7 @@ class ReplaySearch:
             except SearchOutputError as exc:
                 raise InputError(source, f"a ranking for query {qid!r}: {exc.message}") from None
         self._run: Mapping[str, tuple[Hit, ...]] | _ColumnRun = rankings
+        self._queries = len(rankings)
 
     @classmethod
     def from_file(cls, path: str | Path, format: str = "auto") -> ReplaySearch:
@@ -65,13 +66,16 @@ class ReplaySearch:
         columns = _trec_columns(Path(path), format)
         if columns is not None:
             replay._run = _ColumnRun(columns)
-            return replay
-        # The reader has checked every id and score: its Hit lists need no second check.
-        replay._run = {qid: tuple(hits) for qid, hits in load_hits(path, format).items()}
+        else:
+            # The reader has checked every id and score: its Hit lists need no second check.
+            replay._run = {qid: tuple(hits) for qid, hits in load_hits(path, format).items()}
+        replay._queries = len(replay._run)
         return replay
 
     def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
         """Return the saved ranking of ``query.id``, cut to ``k``."""
+        if self._run is _CLOSED:
+            raise RuntimeError(f"the replay of {self.source} is closed")
         if isinstance(self._run, _ColumnRun):
             return self._run.hits(query.id, k)
         return self._run.get(query.id, ())[:k]
@@ -79,13 +83,20 @@ class ReplaySearch:
     def answer_all(self, queries: Sequence[Query], k: int) -> Answers | None:
         """Return every query's saved ranking at once (a TREC run held as columns), or None:
         a run read into mappings is answered query by query."""
+        if self._run is _CLOSED:
+            raise RuntimeError(f"the replay of {self.source} is closed")
         if not isinstance(self._run, _ColumnRun):
             return None
         return self._run.answer_all([query.id for query in queries], k)
 
+    def close(self) -> None:
+        """Let go of the loaded run (a million-query run holds hundreds of megabytes beside
+        what its answers share); a closed replay answers no further query."""
+        self._run = _CLOSED
+
     def stats(self) -> dict[str, MetaValue]:
         """Return where the run came from and how many queries it holds."""
-        return {"replay_source": self.source, "replay_queries": len(self._run)}
+        return {"replay_source": self.source, "replay_queries": self._queries}
 
 
 class _ColumnRun:
@@ -149,6 +160,10 @@ class _ColumnRun:
         else:
             words, scores = self._words[rows], self._scores[rows]
         return Answers(counts=counts, doc_words=words, scores=scores, duplicates=taken - counts)
+
+
+#: What a closed replay holds instead of its run.
+_CLOSED: Mapping[str, tuple[Hit, ...]] = {}
 
 
 def _trec_columns(path: Path, format: str) -> TrecColumns | None:
