@@ -85,3 +85,21 @@ def test_scores_from_columns_equal_scores_from_rankings(tmp_path: Path) -> None:
     from_rankings = evaluate(qrels, ranked, metrics)
     for metric in from_rankings.metrics:
         assert from_rankings.values[metric].tolist() == from_file.values[metric].tolist()
+
+
+def test_dense_ranks_check_the_ids_when_hashes_collide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row hashing alike (the worst collision), each pair still gets its own id's rank."""
+    import dataclasses
+
+    path = _write(
+        tmp_path / "run.trec",
+        {"q1": [("d1", 4.0), ("d2", 3.0), ("d1", 2.0), ("d3", 1.0)], "q2": [("d3", 1.0)]},
+    )
+    columns = read_trec_columns(path)
+    assert columns is not None
+    columns = dataclasses.replace(columns, row_hash=np.zeros_like(columns.row_hash))
+    monkeypatch.setattr(trec_columns, "_hash", lambda codes, words: np.zeros(len(codes), np.uint64))
+    ranks = columns.ranks(np.array([0, 0, 0, 1, 1, 0]), ["d1", "d2", "d3", "d3", "d1", "d9"])
+    assert [1, 2, 3, 1, NOT_RETRIEVED, NOT_RETRIEVED] == ranks.tolist()

@@ -59,6 +59,8 @@ _PAD = 64  # spaces after a chunk, so a column read past a short token stays in 
 #: Runs of at most this many rows a query are ranked by comparing each judged pair with its
 #: query's rows (:meth:`TrecColumns._dense_ranks`), not by a hashed look-up of every row.
 DENSE_MAX_ROWS = 128
+#: Most (pair x depth) cells :meth:`TrecColumns._dense_ranks` compares at once.
+_DENSE_CELLS = 1 << 22
 
 
 class _NotALineFile(Exception):
@@ -159,9 +161,13 @@ class TrecColumns:
         return out
 
     def _dense_ranks(self, codes: _I64, words: _U64, counts: _I64) -> _I64:
-        """Return each pair's rank by comparing it with every row of its query, position by
-        position: short rankings (a monitored run's) cost a few passes over the pairs, with
-        no sort and no table of the rows."""
+        """Return each pair's rank by comparing it with every row of its query at once:
+        short rankings (a monitored run's) cost a few array passes over a block of pairs at
+        a time, with no sort and no table of the rows.
+
+        Row hashes propose the match; the first proposed row's words decide, and the rare
+        pair whose first proposal is another id (two ids of one hash) is checked row by row.
+        """
         first = np.cumsum(counts) - counts
         kept = np.cumsum(~self.copy)  # non-copy rows up to each row, inclusive
         start = first[codes]
@@ -171,21 +177,28 @@ class TrecColumns:
         before = np.where(size > 0, kept[head] - (~self.copy[head]).astype(np.int64), 0)
         wanted = _hash(codes, words)
         out = np.full(len(codes), NOT_RETRIEVED, dtype=np.int64)
-        done = np.zeros(len(codes), dtype=bool)
-        open_ = np.flatnonzero(size > 0)
+        deepest = int(size.max(initial=0))
+        if deepest == 0:
+            return out
+        depth = np.arange(deepest)
         row_hash, doc_words, copy = self.row_hash, self.doc_words, self.copy
-        for depth in range(int(size.max(initial=0))):
-            open_ = open_[(size[open_] > depth) & ~done[open_]]
-            if not len(open_):
-                break
-            rows = start[open_] + depth
-            candidate = np.flatnonzero((row_hash[rows] == wanted[open_]) & ~copy[rows])
-            if len(candidate):
-                found, at = open_[candidate], rows[candidate]
-                exact = (doc_words[at] == words[found]).all(axis=1)
-                found, at = found[exact], at[exact]
-                out[found] = kept[at] - before[found]
-                done[found] = True
+        last = len(row_hash) - 1
+        step = max(1, _DENSE_CELLS // deepest)
+        for lo in range(0, len(codes), step):
+            hi = min(len(codes), lo + step)
+            rows = np.minimum(start[lo:hi, None] + depth, last)  # in bounds where not valid
+            hit = (depth < size[lo:hi, None]) & (row_hash[rows] == wanted[lo:hi, None])
+            hit &= ~copy[rows]
+            pick = np.flatnonzero(hit.any(axis=1))
+            at = rows[pick, hit[pick].argmax(axis=1)]
+            pair = lo + pick
+            exact = (doc_words[at] == words[pair]).all(axis=1)
+            out[pair[exact]] = kept[at[exact]] - before[pair[exact]]
+            for i in np.flatnonzero(~exact).tolist():  # the first proposal was another id
+                for row in rows[pick[i]][hit[pick[i]]].tolist():
+                    if (doc_words[row] == words[pair[i]]).all():
+                        out[pair[i]] = kept[row] - before[pair[i]]
+                        break
         return out
 
     def _exact_ranks(self, wanted: _U64, codes: _I64, words: _U64, out: _I64, pairs: _I64) -> None:
