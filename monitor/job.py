@@ -447,14 +447,15 @@ def _loaded_evalset(
     before = digests.stat_files(suite.evalset)
     evalset = load_evalset(suite.evalset)
     files = digests.files_digest(suite.evalset) if before is not None else None
-    unchanged = files is not None and digests.stat_files(suite.evalset) == before
-    found = digests.known(kept, files) if unchanged and files is not None else None
+    if digests.stat_files(suite.evalset) != before:
+        files = None  # changed while it was read: neither trusted nor kept
+    found = None if files is None else digests.known(kept, files)
     if found is not None:
         evalset.adopt_fingerprint(found.fingerprint)
         return evalset, RunLabels(found.queries_fingerprint, found.judgments_version), None
     fingerprint = evalset.fingerprint  # computed here, on the loading thread, and kept
     labels = labels_of(evalset)
-    if not unchanged or files is None:
+    if files is None:
         return evalset, labels, None
     fresh = digests.SetDigests(
         files, fingerprint, labels.queries_fingerprint, labels.judgments_version
@@ -673,30 +674,27 @@ def _record(
     matrix[present] = frame.to_numpy(dtype=float)[position[present]] if metrics else 0.0
     marks = np.repeat(present[:, None], len(metrics), axis=1)
     retrieved, relevant = rankings if rankings is not None else run_rankings(result)
+    latency: list[float | None]
+    errors: list[str | None]
+    messages: list[str | None]
     if table is not None:  # answered in bulk: every query answered, one latency
-        columns = QueryColumns(
-            query_ids=ids,
-            latency_seconds=[table.latency_seconds] * len(ids),
-            error_types=[None] * len(ids),
-            error_messages=[None] * len(ids),
-            retrieved_ids=retrieved,
-            relevant_ids=relevant,
-            metrics=metrics,
-            values=matrix,
-            present=marks,
-        )
+        latency = [table.latency_seconds] * len(ids)
+        errors, messages = [None] * len(ids), [None] * len(ids)
     else:
-        columns = QueryColumns(
-            query_ids=ids,
-            latency_seconds=[outcome.latency_seconds for outcome in outcomes],
-            error_types=[outcome.error_type for outcome in outcomes],
-            error_messages=[outcome.error_message for outcome in outcomes],
-            retrieved_ids=retrieved,
-            relevant_ids=relevant,
-            metrics=metrics,
-            values=matrix,
-            present=marks,
-        )
+        latency = [outcome.latency_seconds for outcome in outcomes]
+        errors = [outcome.error_type for outcome in outcomes]
+        messages = [outcome.error_message for outcome in outcomes]
+    columns = QueryColumns(
+        query_ids=ids,
+        latency_seconds=latency,
+        error_types=errors,
+        error_messages=messages,
+        retrieved_ids=retrieved,
+        relevant_ids=relevant,
+        metrics=metrics,
+        values=matrix,
+        present=marks,
+    )
     return RunRecord(
         suite=suite.name,
         pipeline=pipeline or suite.pipeline,

@@ -112,7 +112,7 @@ class OutcomeTable(Sequence[QueryOutcome]):
         """Return how many repeated ids were dropped over all queries."""
         return int(self.answers.duplicates.sum())
 
-    def first_scores(self) -> npt.NDArray[np.float64]:
+    def _first_scores(self) -> npt.NDArray[np.float64]:
         """Return the score of each ranking's first hit, for the rankings that have one."""
         answers = self.answers
         heads = answers.scores[self._starts[answers.counts > 0]]
@@ -120,7 +120,7 @@ class OutcomeTable(Sequence[QueryOutcome]):
 
     def mean_top1_score(self) -> float | None:
         """Return :attr:`monitor.runner.RunResult.mean_top1_score` of these outcomes."""
-        scores = self.first_scores()
+        scores = self._first_scores()
         if not scores.size or not np.isfinite(scores).all():
             return None
         # The shares, summed exactly, as the outcomes' own figure sums them.
@@ -133,13 +133,6 @@ class OutcomeTable(Sequence[QueryOutcome]):
 
         answers = self.answers
         return ranking_columns(self.query_ids, answers.counts, answers.doc_words, answers.scores)
-
-    def retrieved_ids(self) -> list[tuple[str, ...]]:
-        """Return each query's retrieved doc ids, decoded all at once."""
-        answers = self.answers
-        docs = answers.doc_ids(0, len(answers.doc_words))
-        ends = np.cumsum(answers.counts).tolist()
-        return [tuple(docs[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     def retrieved_words(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         """Return each query's hit count and every hit's doc id words, in order."""

@@ -227,8 +227,8 @@ def first_seen_codes(every: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]
     import pandas as pd  # imported here: opening a store needs no pandas
 
     hashed = np.fromiter(map(hash, every), np.int64, every.size)
-    codes, distinct = pd.factorize(hashed, sort=False)
-    docs = every[_first_rows(codes, distinct.size)]
+    codes, first = first_seen(hashed)
+    docs = every[first]
     if not (every == docs[codes]).all():  # a collision of hashes
         codes, uniques = pd.factorize(every, sort=False)
         docs = np.asarray(uniques, dtype=object)
@@ -255,8 +255,8 @@ def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings
         [np.zeros(0, np.int64), *(part.codes + base[i] for i, part in enumerate(parts))]
     )
     doc_hash = texts.hashes(lengths, data)
-    codes, distinct = pd.factorize(doc_hash[every], sort=False)
-    first_doc = every[_first_rows(codes, distinct.size)]
+    codes, first = first_seen(doc_hash[every])
+    first_doc = every[first]
     # Every id used, against the first id of its code: a check per distinct id, not entry.
     used = np.full(lengths.size, -1, dtype=np.int64)
     used[every] = codes
@@ -277,7 +277,7 @@ def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings
 _CHECK_ROWS = 1 << 20
 
 
-def first_seen(hashes: NDArray[np.uint64]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Return a code per hash, equal hashes alike, numbered in order of first appearance, and
     the position of each code's first appearance."""
     import pandas as pd  # imported here: opening a store needs no pandas
