@@ -14,11 +14,9 @@ is inside :func:`paused_collection` and resumes when the last one leaves.
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
@@ -53,30 +51,4 @@ def paused_collection() -> Iterator[None]:
                 gc.enable()
 
 
-#: glibc's ``mallopt`` parameter for the most arenas its threads may allocate from.
-_M_ARENA_MAX = -8
-
-
-def one_malloc_arena(load: Callable[[], object] = lambda: ctypes.CDLL(None)) -> bool:
-    """Have every thread allocate from glibc's main arena, as ``MALLOC_ARENA_MAX=1`` does;
-    return whether the C library took the setting.
-
-    A run moves its work between threads (the eval set read beside the search, the rankings
-    numbered beside the scoring, blobs compressed on two threads). glibc gives each thread
-    an arena of its own, and memory freed in one is not reused by the others: at 100,000
-    queries that kept about 80 MB more resident for nothing. numpy's large arrays are
-    mapped apart from the arenas, so one arena costs no lock on them. A
-    ``MALLOC_ARENA_MAX`` already in the environment is the user's choice and is left as
-    it is; a C library without ``mallopt`` (not glibc) is left alone. Call it before the
-    threads start: ``retrieval-monitor run`` and ``daemon`` do.
-    """
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return False
-    try:
-        mallopt = load().mallopt  # type: ignore[attr-defined]
-        return bool(mallopt(_M_ARENA_MAX, 1))
-    except (OSError, AttributeError, TypeError):
-        return False
-
-
-__all__ = ["one_malloc_arena", "paused_collection"]
+__all__ = ["paused_collection"]

@@ -35,37 +35,3 @@ def test_evaluate_as_json_imports_neither_pandas_nor_structlog(tmp_path: Path) -
     )
     assert 0 == done.returncode, done.stderr
     assert "[]" == done.stdout.splitlines()[-1]
-
-
-class _LibC:
-    """A C library that records the mallopt calls made to it."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, int]] = []
-
-    def mallopt(self, parameter: int, value: int) -> int:
-        self.calls.append((parameter, value))
-        return 1
-
-
-def test_one_malloc_arena_asks_glibc_for_one_arena(monkeypatch: pytest.MonkeyPatch) -> None:
-    """M_ARENA_MAX (-8) set to 1, unless the environment chose already."""
-    from monitor.memory import one_malloc_arena
-
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    libc = _LibC()
-    assert one_malloc_arena(lambda: libc)
-    assert [(-8, 1)] == libc.calls
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
-    assert not one_malloc_arena(lambda: libc)
-    assert [(-8, 1)] == libc.calls
-
-
-def test_one_malloc_arena_leaves_a_library_without_mallopt_alone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A C library without mallopt (not glibc) is not touched, and nothing fails."""
-    from monitor.memory import one_malloc_arena
-
-    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    assert not one_malloc_arena(lambda: object())

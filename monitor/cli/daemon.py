@@ -101,10 +101,7 @@ def daemon(args: argparse.Namespace) -> int:
     from monitor.errors import UsageError
     from monitor.exporters import start_http_exporter
     from monitor.logs import get_logger
-    from monitor.memory import one_malloc_arena
     from monitor.store import open_store
-
-    one_malloc_arena()  # before the scheduler starts its threads
 
     if not args.shutdown_grace >= 0:
         raise UsageError(f"--shutdown-grace must be 0 or more, not {args.shutdown_grace}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from monitor.memory import one_malloc_arena, paused_collection
+from monitor.memory import paused_collection
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
@@ -194,8 +194,6 @@ def run(args: argparse.Namespace) -> int:
     from monitor.report.compose import with_power
     from monitor.secrets import suite_scrubber
     from monitor.store import open_store
-
-    one_malloc_arena()  # before the run starts its threads
 
     grace = args.shutdown_grace
     if not (math.isfinite(grace) and grace >= 0):
