@@ -10,9 +10,10 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
+from monitor import texts
 from monitor.compare.matched import Matched
 from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
-from monitor.store import QueryRecord, RunRecord, columnar, texts
+from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.store.rankings import Rankings
 from monitor.store.records import ColumnQueries
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor import texts
 from monitor.errors import UsageError
-from monitor.store import texts
 from monitor.store.rankings import Rankings, merged
 
 ids = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=9)

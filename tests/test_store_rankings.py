@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_store import make_run
 
-from monitor.store import QueryRecord, columnar, open_store, texts
+from monitor import texts
+from monitor.store import QueryRecord, columnar, open_store
 from monitor.store.rankings import Rankings
 from monitor.store.records import ColumnQueries, StoredColumns
 

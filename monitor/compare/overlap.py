@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor import texts
 from monitor.compare.matched import Matched
-from monitor.store import texts
 from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 

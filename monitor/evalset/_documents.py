@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
 
+import numpy as np
 import yaml
 
 from monitor.errors import InputError
@@ -36,7 +37,9 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
-from monitor.records import MetaValue, Query, owned_queries
+from monitor.evalset.columns import EvalColumns
+from monitor.records import MetaValue, Query
+from monitor.texts import layout_of
 
 #: The keys of a query object, in the order the writers put them.
 FIELDS = ("id", "query", "relevant", "metadata")
@@ -92,7 +95,7 @@ class Entry:
 class Columns:
     """The queries of a file read whole, in file order, and the line each starts on."""
 
-    queries: tuple[Query, ...]
+    queries: EvalColumns
     lines: tuple[int | None, ...]
 
 
@@ -208,7 +211,7 @@ def _quick_jsonl(text: str) -> Columns | None:
         import orjson
     except ImportError:  # optional: the standard reader reads every file too
         return None
-    queries: list[Query] = []
+    parts: list[EvalColumns] = []
     numbers: list[int] = []
     keys = 0
     start, first = 0, 1  # where the block starts in the text, and its first line's number
@@ -224,18 +227,18 @@ def _quick_jsonl(text: str) -> Columns | None:
         block = _quick_block(written, orjson.loads, orjson.dumps)
         if block is None:
             return None
-        queries += block[0]
+        parts.append(block[0])
         keys += block[1]
         numbers += at
         start, first = end + 1, first + len(lines)
     if _key_ends(text) != keys:
         return None
-    return Columns(tuple(queries), tuple(numbers))
+    return Columns(EvalColumns.concatenate(parts), tuple(numbers))
 
 
 def _quick_block(
     lines: list[str], loads: Callable[[str], Any], dumps: Callable[[Any], bytes]
-) -> tuple[list[Query], int] | None:
+) -> tuple[EvalColumns, int] | None:
     """Return the queries of non-blank JSONL lines and how many keys they decode to, or None
     unless every line is a well-formed query (see :func:`_quick_jsonl`).
 
@@ -258,7 +261,29 @@ def _quick_block(
         return None
     listed, graded = judgments
     keys = sum(map(len, objs)) + sum(map(len, metadata)) + sum(map(len, graded))
-    return owned_queries(ids, texts, listed, metadata), keys
+    return _block_columns(ids, texts, listed, metadata), keys
+
+
+def _block_columns(
+    ids: list[str],
+    texts: list[str],
+    judgments: list[dict[str, int]],
+    metadata: list[dict[str, MetaValue]],
+) -> EvalColumns:
+    """Return a block's checked queries as columns: its judgments' doc ids end to end as
+    bytes, the decoded dicts let go with the block."""
+    docs = list(chain.from_iterable(judgments))
+    lengths, data = layout_of(docs)
+    grades = list(chain.from_iterable(map(dict.values, judgments)))
+    return EvalColumns(
+        tuple(ids),
+        tuple(texts),
+        tuple(metadata),
+        np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments)),
+        lengths.astype(np.int64),
+        data,
+        np.array(grades, dtype=np.int64),
+    )
 
 
 def _shared(

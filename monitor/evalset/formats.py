@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from os import PathLike
@@ -67,7 +67,8 @@ class Contents:
     """
 
     name: str
-    queries: tuple[Query, ...]
+    #: A tuple of records, or the columns a reader read the whole file into.
+    queries: Sequence[Query]
 
 
 def format_of(path: str | PathLike[str], format: str | None = None) -> str:
@@ -248,7 +249,7 @@ def _assemble(entries: Iterable[Entry] | Columns, source: str, name: str) -> Con
     """
     if isinstance(entries, Columns):
         queries = entries.queries
-        if len(set(map(_ID, queries))) == len(queries) and queries:
+        if len(set(queries.ids)) == len(queries) and queries:
             return Contents(name, queries)
         entries = map(Entry, entries.lines, queries)
     listed: list[Query] = []

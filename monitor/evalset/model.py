@@ -21,6 +21,7 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
+from monitor.evalset.columns import EvalColumns
 from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
 
@@ -45,12 +46,15 @@ class EvalSet:
     :class:`~monitor.errors.InputError` with the file and line instead.
     """
 
-    __slots__ = ("_by_id", "_fingerprint", "_qrels", "_queries", "name")
+    __slots__ = ("_by_id", "_columns", "_fingerprint", "_qrels", "_queries", "name")
 
     def __init__(self, name: str = "", queries: Iterable[Query] = ()) -> None:
         self.name = name
-        self._queries: list[Query] = []
-        self._by_id: dict[str, Query] = {}
+        # A set read into columns holds them alone until a query is read as a record by
+        # id or added: its records are then built once, and kept (``_listed``).
+        self._queries: list[Query] | None = []
+        self._by_id: dict[str, Query] | None = {}
+        self._columns: EvalColumns | None = None
         self._fingerprint: str | None = None
         self._qrels: Mapping[str, Mapping[str, int]] | None = None
         for query in queries:
@@ -77,12 +81,24 @@ class EvalSet:
                 query = self._checked(query.id, query.text, query.judgments, query.metadata)
         else:
             query = self._checked(query, "" if text is None else text, relevant, metadata)
-        if query.id in self._by_id:
+        queries, by_id = self._listed()
+        if query.id in by_id:
             raise UsageError(f"eval set {self.name!r} already has a query with id {query.id!r}")
-        self._queries.append(query)
-        self._by_id[query.id] = query
-        self._fingerprint = self._qrels = None
+        queries.append(query)
+        by_id[query.id] = query
+        self._fingerprint = self._qrels = self._columns = None
         return query
+
+    def _listed(self) -> tuple[list[Query], dict[str, Query]]:
+        """Return the queries as records, in order and by id: built from the columns the
+        first time they are needed."""
+        if self._queries is None or self._by_id is None:
+            assert self._columns is not None
+            with paused_collection():  # a million long-lived records
+                queries = self._columns.records()
+                self._by_id = dict(zip(self._columns.ids, queries, strict=True))
+            self._queries = queries
+        return self._queries, self._by_id
 
     @staticmethod
     def _checked(query_id: object, text: object, relevant: object, metadata: object) -> Query:
@@ -160,6 +176,10 @@ class EvalSet:
     def _of_read(cls, contents: formats.Contents) -> EvalSet:
         """Return the eval set of queries a reader checked, without checking them again."""
         evalset = cls(contents.name)
+        if isinstance(contents.queries, EvalColumns):  # unique ids: the reader checked
+            evalset._columns = contents.queries
+            evalset._queries = evalset._by_id = None
+            return evalset
         by_id = dict(zip(map(_ID, contents.queries), contents.queries, strict=True))
         if len(by_id) != len(contents.queries):  # never from a reader; add() names the repeat
             return cls(contents.name, contents.queries)
@@ -202,19 +222,41 @@ class EvalSet:
         query is added.
         """
         if self._qrels is None:
-            by_id = dict(zip(self._by_id, map(_JUDGMENTS, self._by_id.values()), strict=True))
+            if self._by_id is None:
+                assert self._columns is not None
+                frozen = map(MappingProxyType, self._columns.judgment_dicts())
+                by_id = dict(zip(self._columns.ids, frozen, strict=True))
+            else:
+                by_id = dict(zip(self._by_id, map(_JUDGMENTS, self._by_id.values()), strict=True))
             self._qrels = MappingProxyType(by_id)
         return self._qrels
+
+    def columns(self) -> EvalColumns:
+        """Return the queries as columns (:class:`~monitor.evalset.columns.EvalColumns`):
+        the ones the set was read into, or built from its records and kept until a query
+        is added."""
+        if self._columns is None:
+            self._columns = EvalColumns.of(self._listed()[0])
+        return self._columns
+
+    def as_sequence(self) -> Sequence[Query]:
+        """Return the queries in order as a read-only sequence: the columns when the set
+        was read into them (each record built only as it is read), else the records."""
+        if self._queries is None and self._columns is not None:
+            return self._columns
+        return tuple(self._listed()[0])
 
     @property
     def queries(self) -> tuple[Query, ...]:
         """Return the queries in order."""
-        return tuple(self._queries)
+        return tuple(self._listed()[0])
 
     @property
     def ids(self) -> tuple[str, ...]:
         """Return the query ids in order."""
-        return tuple(self._by_id)
+        if self._columns is not None:
+            return self._columns.ids
+        return tuple(self._listed()[1])
 
     @property
     def fingerprint(self) -> str:
@@ -232,7 +274,7 @@ class EvalSet:
         fingerprint.
         """
         if self._fingerprint is None:
-            ordered = sorted(self._queries, key=_ID)
+            ordered = sorted(self._listed()[0], key=_ID)
             digest = hashlib.sha256(b"[")
             # The rows of a block of queries at a time: the whole set's would hold a list per
             # query and a pair per judgment at once (half a gigabyte at a million queries).
@@ -259,39 +301,51 @@ class EvalSet:
 
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
         """Return the query with ``query_id``, or ``default`` when there is none."""
+        if self._by_id is None:
+            assert self._columns is not None
+            at = self._columns.position(query_id)
+            return default if at is None else self._columns[at]
         return self._by_id.get(query_id, default)
 
     def __len__(self) -> int:
-        return len(self._queries)
+        if self._queries is None and self._columns is not None:
+            return len(self._columns)
+        return len(self._listed()[0])
 
     def __iter__(self) -> Iterator[Query]:
-        return iter(tuple(self._queries))
+        if self._queries is None and self._columns is not None:
+            return iter(self._columns)  # built a block at a time, not kept
+        return iter(tuple(self._listed()[0]))
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Query):
-            return self._by_id.get(item.id) == item
+            return self.get(item.id) == item
+        if self._by_id is None:
+            return self.get(item) is not None if isinstance(item, str) else False
         return isinstance(item, str) and item in self._by_id
 
     def __getitem__(self, key: int | str) -> Query:
         """Return the query at position ``key`` (an int) or with id ``key`` (a string)."""
         if isinstance(key, str):
-            try:
-                return self._by_id[key]
-            except KeyError:
-                raise KeyError(key) from None
+            found = self.get(key)
+            if found is None:
+                raise KeyError(key)
+            return found
         if isinstance(key, bool) or not isinstance(key, int):
             raise TypeError(f"eval set index must be an int or a query id, not {key!r}")
-        return self._queries[key]
+        if self._queries is None and self._columns is not None:
+            return self._columns[key]
+        return self._listed()[0][key]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EvalSet):
             return NotImplemented
-        return self.name == other.name and self._queries == other._queries
+        return self.name == other.name and list(self) == list(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable: add() changes it
 
     def __repr__(self) -> str:
-        return f"<EvalSet {self.name!r}: {len(self._queries)} queries>"
+        return f"<EvalSet {self.name!r}: {len(self)} queries>"
 
 
 def canonical_json(rows: Sequence[object]) -> bytes:

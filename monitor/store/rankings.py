@@ -2,7 +2,7 @@
 
 The rankings are held as the store keeps them (compressed row storage): ``counts`` (int32,
 the ids of each query), ``codes`` (int32, an entry per id, into the distinct ids) and the
-distinct ids in the store's text layout (:mod:`monitor.store.texts`: int32 UTF-8 lengths and
+distinct ids in the store's text layout (:mod:`monitor.texts`: int32 UTF-8 lengths and
 one uint8 array of bytes). An id becomes a ``str`` only when a ranking is read.
 """
 
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from monitor import texts
 from monitor.errors import UsageError
-from monitor.store import texts
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -204,7 +204,7 @@ class Rankings(Sequence[tuple[str, ...]]):
         return self._doc_starts
 
     def doc_hashes(self) -> NDArray[np.uint64]:
-        """Return the content hash of each distinct id (:func:`monitor.store.texts.hashes`)."""
+        """Return the content hash of each distinct id (:func:`monitor.texts.hashes`)."""
         return texts.hashes(self.doc_lengths, self.doc_bytes)
 
     def hashes(self) -> NDArray[np.uint64]:

@@ -1,4 +1,5 @@
-"""The store's layout of many short texts as two arrays, and what is done with it in bulk.
+"""Many short texts held as two arrays, and what is done with them in bulk: the layout of the
+store's rankings and of an eval set's judged doc ids.
 
 A column of texts is ``lengths`` (int32, the UTF-8 bytes of each text) and ``data`` (uint8,
 the texts' bytes end to end). These functions hash, compare, gather and decode texts in that
