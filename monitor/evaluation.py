@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from monitor.errors import InputError
+from monitor.evalset.model import EvalSet
 from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.names import NameStyle, display_name
@@ -256,8 +257,10 @@ def evaluate(
         # Two files: the judgments are read while the run is, on the other core.
         judged, columns = _read_both(qrels, grades, Path(run))
     else:
-        judged = _as_qrels(qrels, grades)
         columns = None if units else _columns_of(run)
+        judged = (
+            {} if columns is not None and isinstance(qrels, EvalSet) else _as_qrels(qrels, grades)
+        )
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
@@ -274,7 +277,10 @@ def evaluate(
     }
     ranked: Run = {}
     if columns is not None:
-        resolution = resolve_columns(judged, columns, **options)
+        # A run held as columns ranks an eval set's judgments from the set's columns: no
+        # dict per query (none at all, when the set was read into columns).
+        judgments = qrels.columns() if isinstance(qrels, EvalSet) else judged
+        resolution = resolve_columns(judgments, columns, **options)
     elif isinstance(run, str | Path) and not units:
         from monitor.search.saved import load_run
 

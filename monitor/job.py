@@ -567,7 +567,7 @@ def search_suite(
 
     runner = suite.runner
     return run_queries(
-        evalset,
+        evalset.as_sequence(),  # a set read into columns is sent without a record per query
         search,
         k=suite.k,
         concurrency=runner.concurrency,

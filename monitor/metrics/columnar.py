@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from monitor.evalset.columns import EvalColumns
 from monitor.metrics.ranks import (
     NOT_RETRIEVED,
     BoolArray,
@@ -56,7 +57,7 @@ class ColumnarRun(Protocol):
 
 
 def resolve_columns(
-    qrels: Qrels,
+    qrels: Qrels | EvalColumns,
     run: ColumnarRun,
     *,
     include_no_relevant: bool = False,
@@ -74,14 +75,19 @@ def resolve_columns(
     """
     # A run of the judged queries in the judgments' order (a monitored run of its eval set)
     # needs no look-up: each query's index in the judgments is its index in the run.
-    same_order = len(run.query_ids) == len(qrels) and run.query_ids == tuple(qrels)
-    position = qrels if same_order else run.codes
+    ids = qrels.ids if isinstance(qrels, EvalColumns) else tuple(qrels)
+    same_order = len(run.query_ids) == len(ids) and run.query_ids == ids
+    position: Mapping[str, object]
+    if not same_order:
+        position = run.codes
+    else:
+        position = qrels.qrels() if isinstance(qrels, EvalColumns) else qrels
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
     retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
     copies = np.append(run.duplicates, 0).astype(np.int64)
 
     def rank_entries(
-        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str], kept: IntArray
+        query_ids: Sequence[str], n_wanted: IntArray, docs: Sequence[str], kept: IntArray
     ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
         if same_order:
             where = np.asarray(kept, dtype=np.int64)

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import InputError
+from monitor.evalset.columns import EvalColumns
 
 #: Rank given to a relevant document the run did not retrieve.
 NOT_RETRIEVED = np.iinfo(np.int64).max
@@ -132,7 +133,7 @@ class Resolution:
 #: order) -> (rank per doc, and per query the distinct docs retrieved, the copies dropped,
 #: whether the run lacks it).
 EntryRanker: TypeAlias = Callable[
-    [Sequence[str], IntArray, list[str], IntArray],
+    [Sequence[str], IntArray, Sequence[str], IntArray],
     tuple[IntArray, IntArray, IntArray, BoolArray],
 ]
 
@@ -178,7 +179,7 @@ def resolve(
 
 
 def resolve_with(
-    qrels: Qrels,
+    qrels: Qrels | EvalColumns,
     run_ids: Collection[str],
     rank_entries: EntryRanker,
     *,
@@ -192,16 +193,23 @@ def resolve_with(
     """Resolve as :func:`resolve` does, for a run held another way (columns of a file).
 
     ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in it.
+    ``qrels`` may be an eval set's columns: the judged docs are then handed to it as
+    :class:`~monitor.evalset.columns.JudgedDocs`, read from the columns' bytes.
     """
     if isinstance(relevance_level, bool) or relevance_level < 1:
         raise InputError("<relevance level>", "an integer >= 1", found=relevance_level)
     if max_docs is not None and (isinstance(max_docs, bool) or max_docs < 1):
         raise InputError("<max docs>", "a positive integer", found=max_docs)
     with_judged = with_judged or judged_only
-    all_ids = list(qrels)
-    judgments = [qrels[q] for q in all_ids]
-    lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
-    grades = _grades(judgments, int(lengths.sum()))
+    judgments: list[Mapping[str, int]] = []
+    if isinstance(qrels, EvalColumns):
+        all_ids: Sequence[str] = qrels.ids
+        lengths, grades = qrels.counts, qrels.grades
+    else:
+        all_ids = list(qrels)
+        judgments = [qrels[q] for q in all_ids]
+        lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
+        grades = _grades(judgments, int(lengths.sum()))
     relevant = grades >= relevance_level
     owner = np.repeat(np.arange(len(all_ids), dtype=np.int64), lengths)
     n_relevant_all = np.bincount(owner[relevant], minlength=len(all_ids))
@@ -217,12 +225,16 @@ def resolve_with(
     query_ids = tuple(all_ids[i] for i in kept)
 
     # The judgments to rank, of the kept queries, grouped by query.
-    docs_all: list[str] = list(chain.from_iterable(judgments))
     wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
-    if wanted.all():
-        docs = docs_all
+    docs: Sequence[str]
+    if isinstance(qrels, EvalColumns):
+        docs = qrels.docs(wanted)
     else:
-        docs = [doc for doc, k in zip(docs_all, wanted.tolist(), strict=True) if k]
+        docs_all: list[str] = list(chain.from_iterable(judgments))
+        if wanted.all():
+            docs = docs_all
+        else:
+            docs = [doc for doc, k in zip(docs_all, wanted.tolist(), strict=True) if k]
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 

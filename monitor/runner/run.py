@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from monitor.errors import ErrorBudgetExceeded, RunTerminated, UsageError
+from monitor.evalset.columns import EvalColumns
 from monitor.records import LatencySummary, MetaValue, Query, QueryOutcome
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
@@ -221,7 +222,7 @@ def run_pipelines(
 
 
 def _run_bulk(
-    search: BulkSearch, items: tuple[Query, ...], warmup: int, k: int, plan: Plan
+    search: BulkSearch, items: Sequence[Query], warmup: int, k: int, plan: Plan
 ) -> tuple[OutcomeTable, float] | None:
     """Answer every query in one call of a search that answers in bulk; return the outcomes
     and when the measured call began, or None for the queries to be sent one by one (the
@@ -306,8 +307,14 @@ def _run_async(warm: Plan, plan: Plan, concurrency: int) -> float:
     return box[0]
 
 
-def _queries(queries: Iterable[Query]) -> tuple[Query, ...]:
-    """Return the queries as a tuple; raise UsageError for a non-Query or a repeated id."""
+def _queries(queries: Iterable[Query]) -> Sequence[Query]:
+    """Return the queries as a sequence; raise UsageError for a non-Query or a repeated id.
+
+    An eval set's columns (:class:`~monitor.evalset.columns.EvalColumns`) are taken as they
+    are: their ids are unique and each record is built only when a query is sent.
+    """
+    if isinstance(queries, EvalColumns):
+        return queries
     items = tuple(queries)
     seen: set[str] = set()
     for item in items:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from monitor.evalset.columns import ids_of
 from monitor.records import Hit, Query, QueryOutcome
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class OutcomeTable(Sequence[QueryOutcome]):
     @property
     def query_ids(self) -> list[str]:
         """Return the queries' ids, in order."""
-        return [query.id for query in self.queries]
+        return list(ids_of(self.queries))
 
     @property
     def empty(self) -> int:

@@ -87,7 +87,9 @@ class ReplaySearch:
             raise RuntimeError(f"the replay of {self.source} is closed")
         if not isinstance(self._run, _ColumnRun):
             return None
-        return self._run.answer_all([query.id for query in queries], k)
+        from monitor.evalset.columns import ids_of
+
+        return self._run.answer_all(ids_of(queries), k)
 
     def close(self) -> None:
         """Let go of the loaded run (a million-query run holds hundreds of megabytes beside

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import InputError
+from monitor.evalset.columns import JudgedDocs
 from monitor.io import MAX_RUN_BYTES, open_input
 
 #: Rank of a document the run did not retrieve (as monitor.metrics.ranks.NOT_RETRIEVED).
@@ -119,7 +120,10 @@ class TrecColumns:
         """
         out = np.full(len(docs), NOT_RETRIEVED, dtype=np.int64)
         width = self.doc_words.shape[1]
-        lengths, packed = _pack_texts(docs, width)
+        if isinstance(docs, JudgedDocs):  # an eval set's columns: packed from their bytes
+            lengths, packed = docs.packed(width)
+        else:
+            lengths, packed = _pack_texts(docs, width)
         usable = (codes >= 0) & (lengths <= 8 * width)
         pairs = np.flatnonzero(usable)
         if not len(pairs) or not len(self.query):
