@@ -161,7 +161,7 @@ def resolve(
     """
 
     def rank_entries(
-        query_ids: Sequence[str], n_wanted: IntArray, docs: list[str], kept: IntArray
+        query_ids: Sequence[str], n_wanted: IntArray, docs: Sequence[str], kept: IntArray
     ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
         return _rank_entries(query_ids, n_wanted, docs, run)
 
@@ -222,7 +222,7 @@ def resolve_with(
         not_in_run = int((keep & ~in_run).sum())
         keep &= in_run
     kept = np.flatnonzero(keep)
-    query_ids = tuple(all_ids[i] for i in kept)
+    query_ids = tuple(all_ids[i] for i in kept.tolist())
 
     # The judgments to rank, of the kept queries, grouped by query.
     wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
@@ -315,7 +315,7 @@ def _grades(judgments: list[Mapping[str, int]], count: int) -> IntArray:
 def _rank_entries(
     query_ids: Sequence[str],
     n_relevant: IntArray,
-    rel_docs: list[str],
+    rel_docs: Sequence[str],
     run: Run,
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
     """Return each relevant doc's rank and, per query, retrieved count, duplicates, absence."""
@@ -375,7 +375,7 @@ def _positions(ranking: Sequence[str]) -> tuple[dict[str, int], int]:
 
 def _ranks_from_scores(
     runs: list[Mapping[str, float]],
-    rel_docs: list[str],
+    rel_docs: Sequence[str],
     firsts: IntArray,
     counts: IntArray,
     values: FloatArray,
