@@ -472,7 +472,7 @@ def _pad(flat: FloatArray, lengths: IntArray, width: int, fill: float) -> FloatA
     return dense
 
 
-def _exact_ranks(ranking: Mapping[str, float], docs: list[str]) -> list[int]:
+def _exact_ranks(ranking: Mapping[str, float], docs: Sequence[str]) -> list[int]:
     """Return the ranks of ``docs`` in ``ranking`` sorted by score, then doc id, descending."""
     ordered = sorted(ranking.items(), key=lambda item: (item[1], item[0]), reverse=True)
     positions = {doc: rank for rank, (doc, _) in enumerate(ordered, start=1)}
