@@ -524,6 +524,7 @@ def _compared(
     aligned = align_baseline(store, stored, evalset, frozen, corpus=corpus, current=labels)
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
+    columns = evalset.columns()  # the set's queries by id, read from its columns
     try:
         comparison = compare_runs(
             record,
@@ -531,11 +532,11 @@ def _compared(
             suite.rules,
             significance=suite.significance,
             segments=suite.segments,
-            metadata={q.id: q.metadata for q in evalset},
-            texts={q.id: q.text for q in evalset},
+            metadata=columns.by_id(columns.metadata),
+            texts=columns.by_id(columns.texts),
             history=history,
             invariants=suite.invariants,
-            qrels=evalset.qrels(),
+            qrels=columns.qrels(),
             coverage=suite.coverage,
         )
     except UsageError as error:
@@ -742,14 +743,19 @@ def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
     numbers them), built from the hits' words without a Python object per hit."""
     import numpy as np
 
+    from monitor.evalset.columns import EvalColumns
     from monitor.records import relevant_columns
     from monitor.search.trec_columns import pack_ids, widened
     from monitor.store.rankings import Rankings
 
     counts, words = table.retrieved_words()
-    judged, relevant = relevant_columns(table.queries)
-    relevant_counts = np.array(judged, dtype=np.int64)
-    relevant_words = pack_ids(relevant)
+    queries = table.queries
+    if isinstance(queries, EvalColumns) and queries.doc_bytes.all():  # no id holds a NUL
+        relevant_counts, relevant_words = queries.relevant_words()
+    else:
+        judged, relevant = relevant_columns(queries)
+        relevant_counts = np.array(judged, dtype=np.int64)
+        relevant_words = pack_ids(relevant)
     width = max(words.shape[1], relevant_words.shape[1])
     whole = Rankings.from_words(
         np.concatenate((counts, relevant_counts)),

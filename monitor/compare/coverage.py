@@ -24,6 +24,7 @@ from itertools import compress
 from operator import methodcaller
 from typing import Any
 
+from monitor.evalset.columns import ColumnQrels
 from monitor.metrics.ranks import Qrels
 from monitor.metrics.spec import parse_metric
 from monitor.store.records import QueryRecord, RunRecord
@@ -81,6 +82,8 @@ def _pooled(grades: Mapping[str, int]) -> bool:
 
 def pooled_qrels(qrels: Qrels) -> Qrels:
     """Return the judgments of the queries whose judgments include a non-relevant one."""
+    if isinstance(qrels, ColumnQrels):  # an eval set's columns: found in their grades
+        return {query_id: qrels[query_id] for query_id in qrels.pooled_ids()}
     lowest = map(partial(min, default=1), map(methodcaller("values"), qrels.values()))
     return dict(compress(qrels.items(), (grade <= 0 for grade in lowest)))
 

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from monitor.compare.matched import Matched
 from monitor.compare.records import Change, QueryDiff, SegmentChange
+from monitor.evalset.columns import ByQuery
 from monitor.metrics.spec import parse_metric
 from monitor.records import MetaValue
 from monitor.store.records import QueryRecord, RunRecord
@@ -121,7 +122,10 @@ def segment_labels(
     """
     out = {}
     empty: Mapping[str, MetaValue] = {}
-    rows = list(map(metadata.get, ids, repeat(empty)))
+    if isinstance(metadata, ByQuery):  # an eval set's columns: read in order, no dict
+        rows = metadata.rows(ids, empty)
+    else:
+        rows = list(map(metadata.get, ids, repeat(empty)))
     for key in keys:
         found = list(map(methodcaller("get", key), rows))
         labels = np.empty(len(ids), dtype=object)

@@ -137,6 +137,10 @@ class EvalColumns(Sequence[Query]):
         i = range(len(self))[index]  # an int out of range raises IndexError here
         return owned_query(self.ids[i], self.texts[i], self.judgments(i), dict(self.metadata[i]))
 
+    def __contains__(self, item: object) -> bool:
+        at = self.position(item.id) if isinstance(item, Query) else None
+        return at is not None and self[at] == item
+
     def __iter__(self) -> Iterator[Query]:
         for lo in range(0, len(self), _RECORD_BLOCK):
             yield from self.records(lo, min(len(self), lo + _RECORD_BLOCK))
@@ -194,6 +198,16 @@ class EvalColumns(Sequence[Query]):
         """Return the judged doc ids end to end (those ``selected``, when given)."""
         picked = None if selected is None or selected.all() else np.flatnonzero(selected)
         return JudgedDocs(self, picked)
+
+    def relevant_words(self) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
+        """Return how many docs each query judges relevant (grade >= 1), and those docs'
+        ids end to end as big-endian 64-bit words, as many a row as the longest needs."""
+        relevant = self.grades >= 1
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), self.counts)
+        counts = np.bincount(owner[relevant], minlength=len(self)).astype(np.int64)
+        docs = self.docs(relevant)
+        longest = int(docs.layout()[0].max(initial=1))
+        return counts, docs.packed(max(1, -(-longest // 8)))[1]
 
     def qrels(self) -> ColumnQrels:
         """Return query id -> doc id -> grade, each query's dict built when it is read."""

@@ -11,7 +11,7 @@ counts once at its best position and its copies are counted in ``duplicates``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -77,11 +77,11 @@ def resolve_columns(
     # needs no look-up: each query's index in the judgments is its index in the run.
     ids = qrels.ids if isinstance(qrels, EvalColumns) else tuple(qrels)
     same_order = len(run.query_ids) == len(ids) and run.query_ids == ids
-    position: Mapping[str, object]
+    run_ids: Collection[str]
     if not same_order:
-        position = run.codes
+        run_ids = run.codes.keys()
     else:
-        position = qrels.qrels() if isinstance(qrels, EvalColumns) else qrels
+        run_ids = frozenset(ids) if isinstance(qrels, EvalColumns) else qrels.keys()
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
     retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
     copies = np.append(run.duplicates, 0).astype(np.int64)
@@ -101,7 +101,7 @@ def resolve_columns(
 
     return resolve_with(
         qrels,
-        position.keys(),
+        run_ids,
         rank_entries,
         include_no_relevant=include_no_relevant,
         relevance_level=relevance_level,

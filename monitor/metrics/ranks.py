@@ -273,10 +273,11 @@ def resolve_with(
         )
 
     binary = build(relevance_level)
+    judged_ids = frozenset(qrels.ids) if isinstance(qrels, EvalColumns) else qrels
     return Resolution(
         ranks=binary,
         skipped_no_relevant=len(all_ids) - answerable,
-        not_judged=sum(1 for q in run_ids if q not in qrels),
+        not_judged=sum(1 for q in run_ids if q not in judged_ids),
         graded=binary if relevance_level == 1 else build(1),
         not_in_run=not_in_run,
     )
