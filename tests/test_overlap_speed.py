@@ -92,6 +92,13 @@ def test_empty_rankings_and_empty_ids_score_the_scalar_floats(
     assert scalar(first, second, 10) == measured(first, second, 10)
 
 
+@pytest.mark.parametrize("k", [5, 40])
+def test_the_empty_id_beside_padding_is_shared(k: int) -> None:
+    """The empty id, read as the padding's words, is still shared (dense and sorted matching)."""
+    first, second = [["", "b"], ["a", ""]], [["c", ""], [""]]
+    assert scalar(first, second, k) == measured(first, second, k)
+
+
 def test_repeated_ids_within_a_top_k_count_once() -> None:
     """An id repeated within a top k counts once, at its first place, as the scalar measures."""
     first = [["a", "a", "b", "c"], ["x123456-7"] * 3]

@@ -408,6 +408,9 @@ def _cut_rankings(
     shape = a_len.size, k
     a_hash = texts.word_hashes(a_words.T).view(np.int64).reshape(shape)
     b_hash = texts.word_hashes(b_words.T).view(np.int64).reshape(shape)
+    # Padding hashes 0, as _cut pads: the matchers tell it from a real id hashed to 0.
+    a_hash[np.arange(k) >= a_len[:, None]] = 0
+    b_hash[np.arange(k) >= b_len[:, None]] = 0
 
     def same_ids(
         row: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]
