@@ -446,6 +446,9 @@ def _top_codes(
     if not rankings.codes.size:  # no ranking holds an id
         return codes, lengths, np.zeros(codes.shape, dtype=np.int64)
     at = texts.starts_of(rankings.counts)[:, None] + np.arange(k)
+    if int(lengths.min()) == k:  # every ranking fills its top k: no place to mask
+        codes = rankings.codes[at]
+        return codes, lengths, rankings.doc_lengths[codes].astype(np.int64)
     codes[within] = rankings.codes[at[within]]
     sizes = np.where(within, rankings.doc_lengths[codes], 0).astype(np.int64)
     return codes, lengths, sizes
@@ -475,12 +478,12 @@ def _words(
     inner, outer = _loads(data), _loads(padded)
     starts = rankings.doc_starts[codes.reshape(-1)]
     for w in range(width):
-        # Past the end only bytes of no id are read, and masked off: offset size will do.
-        at = np.minimum(starts + 8 * w, size)
+        at = starts + 8 * w
         late = np.flatnonzero(at >= inner.size)
         word = inner[np.minimum(at, max(inner.size - 1, 0))] if inner.size else words[1 + w]
-        word = word.astype(np.uint64)
-        word[late] = outer[at[late] - (size - tail)]
+        word = word.astype(np.uint64, copy=False)
+        # Past the end only bytes of no id are read, and masked off: offset size will do.
+        word[late] = outer[np.minimum(at[late], size) - (size - tail)]
         words[1 + w] = word & _MASKS[np.clip(sizes - 8 * w, 0, 8)]
     return words
 
