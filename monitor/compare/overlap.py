@@ -17,14 +17,17 @@ nothing (0). Only queries the search answered in both runs are compared: a faile
 no ranking.
 
 Runs read from the store hold their rankings as arrays
-(:class:`~monitor.store.rankings.Rankings`): their top k are then cut, hashed (by content)
-and matched straight from those arrays, the ids compared byte for byte, with no ``str`` per
-id; the floats are the same.
+(:class:`~monitor.store.rankings.Rankings`): a chunk of queries at a time, their top k ids
+are read from those arrays as 64-bit words, hashed, every id of one top k compared with
+every id of the other by hash and each proposed match confirmed by its words (its bytes,
+for an id longer than the words read), with no ``str`` per id and no hash of the runs'
+whole dictionaries; the floats are the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -156,18 +159,16 @@ def overlap_of(
     """
     pairs = matched if matched is not None else Matched.of(baseline, current)
     both = pairs.both_answered()
-    first: Sequence[Sequence[str]]
-    second: Sequence[Sequence[str]]
     before = None if baseline.columns is None else baseline.columns.retrieved_ids
     now = None if current.columns is None else current.columns.retrieved_ids
     if isinstance(before, Rankings) and isinstance(now, Rankings):
-        first, second = before.take(pairs.position[both]), now.take(both)
+        rbos, jaccards = _overlaps_of_rankings(before, pairs.position[both], now, both, k, p)
     else:
         first = [baseline.queries[i].retrieved_ids for i in pairs.position[both].tolist()]
         second = [current.queries[i].retrieved_ids for i in both.tolist()]
-    rbos, jaccards = overlaps(first, second, k, p)
+        rbos, jaccards = overlaps(first, second, k, p)
     ids = pairs.current_ids(both)
-    rows = tuple(map(QueryOverlap, ids, rbos.tolist(), jaccards.tolist()))
+    rows = _records(ids, rbos.tolist(), jaccards.tolist())
     nan = float("nan")
     # Summed in order, as Python's sum of floats adds them, so the means do not move.
     return Overlap(
@@ -177,6 +178,19 @@ def overlap_of(
         jaccard=float(np.add.accumulate(jaccards)[-1]) / len(rows) if rows else nan,
         queries=rows,
     )
+
+
+def _records(ids: list[str], rbos: list[float], jaccards: list[float]) -> tuple[QueryOverlap, ...]:
+    """Return a QueryOverlap per query, the cyclic garbage collector paused meanwhile: the
+    records hold no cycles, and a million new objects set off collections that walk every
+    object the process holds for nothing (about half the time at a million queries)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return tuple(map(QueryOverlap, ids, rbos, jaccards))
+    finally:
+        if paused:
+            gc.enable()
 
 
 #: Most query pairs whose rankings are measured at once by :func:`overlaps`.
@@ -196,27 +210,55 @@ def overlaps(
     the same order with the same operations, a vector of queries at a time. Queries are
     measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
     top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
-    functions themselves. When both are :class:`~monitor.store.rankings.Rankings`, the
-    ids are hashed by content and compared as bytes from their arrays.
+    functions themselves. When both are :class:`~monitor.store.rankings.Rankings`, each
+    chunk's top-k ids are read from their arrays as 64-bit words and compared as words.
     """
+    _check(first, second, p)
+    if isinstance(first, Rankings) and isinstance(second, Rankings):
+        every = np.arange(len(first))
+        return _overlaps_of_rankings(first, every, second, every, k, p)
+    rbos = np.empty(len(first))
+    jaccards = np.empty(len(first))
+    for start in range(0, len(first), CHUNK_QUERIES):
+        part = slice(start, start + CHUNK_QUERIES)
+        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p)
+    return rbos, jaccards
+
+
+def _check(first: Sized, second: Sized, p: float) -> None:
+    """Raise ValueError unless ``p`` is a persistence and the rankings come in pairs."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"persistence must lie strictly between 0 and 1, not {p!r}")
     if len(first) != len(second):
         raise ValueError(f"{len(first)} rankings against {len(second)}: pairs needed")
-    rbos = np.empty(len(first))
-    jaccards = np.empty(len(first))
-    # Each side's ids hashed once, not once a chunk, and only those of a top k.
-    doc_hashes = None
-    if isinstance(first, Rankings) and isinstance(second, Rankings):
-        doc_hashes = (_top_hashes(first, k), _top_hashes(second, k))
-    for start in range(0, len(first), CHUNK_QUERIES):
+
+
+def _overlaps_of_rankings(
+    first: Rankings,
+    first_at: NDArray[np.intp],
+    second: Rankings,
+    second_at: NDArray[np.intp],
+    k: int,
+    p: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Return :func:`overlaps` of rankings ``first_at`` of ``first`` and ``second_at`` of
+    ``second``, taken a chunk at a time (the whole never copied)."""
+    _check(first_at, second_at, p)
+    rbos = np.empty(len(first_at))
+    jaccards = np.empty(len(first_at))
+    for start in range(0, len(first_at), CHUNK_QUERIES):
         part = slice(start, start + CHUNK_QUERIES)
-        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p, doc_hashes)
+        a, b = first.take(first_at[part]), second.take(second_at[part])
+        rbos[part], jaccards[part] = _overlap_chunk(a, b, k, p)
     return rbos, jaccards
 
 
-#: Whether the ids at flat positions ``a_at`` of one side equal those at ``b_at`` of the other.
-_Same = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.bool_]]
+#: Whether id ``i`` of query ``row``'s first top k equals id ``j`` of its second.
+_Same = Callable[[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]], NDArray[np.bool_]]
+
+#: Deepest cutoff whose matches are found by comparing every pair of a query's two top k
+#: (k x k cells); deeper, sorting each query's 2k hashes costs less.
+DENSE_MAX_K = 32
 
 
 def _overlap_chunk(
@@ -224,61 +266,35 @@ def _overlap_chunk(
     second: Sequence[Sequence[str]],
     k: int,
     p: float,
-    doc_hashes: tuple[NDArray[np.uint64], NDArray[np.uint64]] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     n = len(first)
     if n == 0 or k <= 0:
         ones = np.ones(n)
         return ones, ones.copy()
     same_ids: _Same
-    if isinstance(first, Rankings) and isinstance(second, Rankings) and doc_hashes is not None:
-        a_codes, a_hash, a_len, a_flat = _cut_rankings(first, k, doc_hashes[0])
-        b_codes, b_hash, b_len, b_flat = _cut_rankings(second, k, doc_hashes[1])
-
-        def same_ids(a_at: NDArray[np.int64], b_at: NDArray[np.int64]) -> NDArray[np.bool_]:
-            return texts.equal(
-                first.doc_lengths,
-                first.doc_bytes,
-                a_codes[a_at],
-                second.doc_lengths,
-                second.doc_bytes,
-                b_codes[b_at],
-                starts=(first.doc_starts, second.doc_starts),
-            )
+    if isinstance(first, Rankings) and isinstance(second, Rankings):
+        a_hash, a_len, b_hash, b_len, same_ids = _cut_rankings(first, second, k)
     else:
         a_ids, a_hash, a_len, a_flat = _cut(first, k)
         b_ids, b_hash, b_len, b_flat = _cut(second, k)
 
-        def same_ids(a_at: NDArray[np.int64], b_at: NDArray[np.int64]) -> NDArray[np.bool_]:
+        def same_ids(
+            row: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]
+        ) -> NDArray[np.bool_]:
+            a_at, b_at = a_flat[row] + i, b_flat[row] + j
             return np.asarray(a_ids[a_at] == b_ids[b_at], dtype=np.bool_)
 
-    # Side by side in one row, each row sorted: an id both lists hold sits next to itself.
-    both = np.concatenate((a_hash, b_hash), axis=1)
-    order = np.argsort(both, axis=1, kind="stable")
-    ranked = np.take_along_axis(both, order, axis=1)
     valid_a, valid_b = np.arange(k) < a_len[:, None], np.arange(k) < b_len[:, None]
-    valid = np.take_along_axis(np.concatenate((valid_a, valid_b), axis=1), order, axis=1)
-    same = (ranked[:, 1:] == ranked[:, :-1]) & valid[:, 1:] & valid[:, :-1]
-    row, col = np.nonzero(same)
-    left, right = order[row, col], order[row, col + 1]
-    # A pair from one side is a repeated id (or two ids' hashes colliding) within one list.
-    odd = (left >= k) | (right < k)
-    i, j = left, right - k
-    matched = ~odd
+    if k <= DENSE_MAX_K:
+        row, i, j, scalar = _dense_matches(a_hash, valid_a, b_hash, valid_b)
+    else:
+        row, i, j, scalar = _sorted_matches(a_hash, valid_a, b_hash, valid_b)
     # Hashes only propose matches: the ids themselves decide.
-    a_at = a_flat[row[matched]] + i[matched]
-    b_at = b_flat[row[matched]] + j[matched]
-    equal = same_ids(a_at, b_at)
-    # An id hashed to the padding's 0 may sort apart from its match among the padding.
-    scalar = ((a_hash == 0) & valid_a).any(axis=1) | ((b_hash == 0) & valid_b).any(axis=1)
-    scalar[row[odd]] = True
-    scalar[row[matched][~equal]] = True
-    keep = matched.copy()
-    keep[matched] = equal
+    equal = same_ids(row, i, j)
+    scalar[row[~equal]] = True
     # shared[q, d - 1]: the ids both top-d prefixes of query q hold.
-    deepest = np.maximum(i[keep], j[keep])
-    shared = np.zeros((n, k), dtype=np.int64)
-    np.add.at(shared, (row[keep], deepest), 1)
+    deepest = np.maximum(i[equal], j[equal])
+    shared = np.bincount(row[equal] * k + deepest, minlength=n * k).reshape(n, k)
     shared = np.cumsum(shared, axis=1)
     rbos = _rbo_from_shared(shared, np.minimum(a_len, b_len), np.maximum(a_len, b_len), k, p)
     total = a_len + b_len
@@ -290,6 +306,64 @@ def _overlap_chunk(
         rbos[q] = rank_biased_overlap(first[q], second[q], k, p)
         jaccards[q] = jaccard(first[q], second[q], k)
     return rbos, jaccards
+
+
+_Matches = tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], NDArray[np.bool_]]
+
+
+def _dense_matches(
+    a_hash: NDArray[np.int64],
+    valid_a: NDArray[np.bool_],
+    b_hash: NDArray[np.int64],
+    valid_b: NDArray[np.bool_],
+) -> _Matches:
+    """Return the (query, i, j) whose ids ``a[i]`` and ``b[j]`` hash alike, by comparing all
+    k x k pairs of each query, and which queries the scalar functions must measure: those
+    with a repeated hash within one list, or an id hashed to a padding value."""
+    n, k = a_hash.shape
+    # Padding hashes to its place: 0..k-1 in a, k..2k-1 in b, so no two paddings are alike.
+    places = np.arange(2 * k, dtype=np.int64)
+    a_hash = np.where(valid_a, a_hash, places[:k])
+    b_hash = np.where(valid_b, b_hash, places[k:])
+    scalar = np.zeros(n, dtype=np.bool_)
+    for hashes, valid in ((a_hash, valid_a), (b_hash, valid_b)):
+        padding_like = (hashes.view(np.uint64) < 2 * k) & valid
+        scalar[np.flatnonzero(padding_like) // k] = True
+        if k > 1:
+            ranked = np.sort(hashes, axis=1)
+            scalar[np.flatnonzero(ranked[:, 1:] == ranked[:, :-1]) // (k - 1)] = True
+    # One flat search of the cells (several times faster than np.nonzero's three axes).
+    cell = np.flatnonzero(a_hash[:, :, None] == b_hash[:, None, :])
+    row, at = np.divmod(cell, k * k)
+    i, j = np.divmod(at, k)
+    # Only the others' pairs are two ids: a scalar query may pair an id with padding.
+    keep = ~scalar[row]
+    return row[keep], i[keep], j[keep], scalar
+
+
+def _sorted_matches(
+    a_hash: NDArray[np.int64],
+    valid_a: NDArray[np.bool_],
+    b_hash: NDArray[np.int64],
+    valid_b: NDArray[np.bool_],
+) -> _Matches:
+    """Return :func:`_dense_matches`' answer by sorting each query's 2k hashes."""
+    k = a_hash.shape[1]
+    # Side by side in one row, each row sorted: an id both lists hold sits next to itself.
+    both = np.concatenate((a_hash, b_hash), axis=1)
+    order = np.argsort(both, axis=1, kind="stable")
+    ranked = np.take_along_axis(both, order, axis=1)
+    valid = np.take_along_axis(np.concatenate((valid_a, valid_b), axis=1), order, axis=1)
+    same = (ranked[:, 1:] == ranked[:, :-1]) & valid[:, 1:] & valid[:, :-1]
+    row, col = np.nonzero(same)
+    left, right = order[row, col], order[row, col + 1]
+    # A pair from one side is a repeated id (or two ids' hashes colliding) within one list.
+    odd = (left >= k) | (right < k)
+    # An id hashed to the padding's 0 may sort apart from its match among the padding.
+    scalar = ((a_hash == 0) & valid_a).any(axis=1) | ((b_hash == 0) & valid_b).any(axis=1)
+    scalar[row[odd]] = True
+    matched = ~odd
+    return row[matched], left[matched], right[matched] - k, scalar
 
 
 def _cut(
@@ -311,38 +385,118 @@ def _cut(
     return ids, rows, lengths, starts
 
 
-def _top_hashes(rankings: Rankings, k: int) -> NDArray[np.uint64]:
-    """Return the content hash of each distinct id of ``rankings`` that some top ``k`` holds
-    (0, or its hash, for the others, which no top k reads)."""
-    lengths = np.minimum(rankings.counts.astype(np.int64), max(k, 0))
-    within = np.arange(max(k, 0)) < lengths[:, None]
-    at = texts.starts_of(rankings.counts)[:, None] + np.arange(max(k, 0))
-    held = np.zeros(len(rankings.doc_lengths), dtype=np.bool_)
-    held[rankings.codes[at[within]]] = True
-    used = np.flatnonzero(held)
-    if 2 * used.size >= held.size:  # most ids are read: hashing them all costs less
-        return rankings.doc_hashes()
-    out = np.zeros(held.size, dtype=np.uint64)
-    picked = texts.gather(rankings.doc_lengths, rankings.doc_bytes, used, rankings.doc_starts)
-    out[used] = texts.hashes(*picked)
-    return out
+#: Most 64-bit words of an id read into its hash and compared as words; the rare longer
+#: id's other bytes are compared from the arrays, and only where its hash matched.
+WORDS_MAX = 8
 
 
 def _cut_rankings(
-    rankings: Rankings, k: int, doc_hashes: NDArray[np.uint64]
-) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Return :func:`_cut` of Rankings from their arrays: the codes of the first ``k`` ids
-    of each ranking flat (in place of the ids), their content hashes in rows of ``k``, each
-    row's length and where each row starts in the flat codes."""
+    first: Rankings, second: Rankings, k: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], _Same]:
+    """Return :func:`_cut` of two Rankings from their arrays: each side's hashes of its
+    first ``k`` ids in rows of ``k`` and each row's length, and how to tell two ids equal.
+
+    The ids are read as their first words (UTF-8 bytes, zero padded, as many
+    words as the longest id of either side needs, at most :data:`WORDS_MAX`) and hashed
+    from those and their length; nothing of the dictionaries but these ids is read."""
+    a_codes, a_len, a_sizes = _top_codes(first, k)
+    b_codes, b_len, b_sizes = _top_codes(second, k)
+    longest = max(int(a_sizes.max(initial=0)), int(b_sizes.max(initial=0)))
+    width = min(max(-(-longest // 8), 1), WORDS_MAX)
+    a_words = _words(first, a_codes, a_sizes, width)
+    b_words = _words(second, b_codes, b_sizes, width)
+    shape = a_len.size, k
+    a_hash = texts.word_hashes(a_words.T).view(np.int64).reshape(shape)
+    b_hash = texts.word_hashes(b_words.T).view(np.int64).reshape(shape)
+    # Padding hashes 0, as _cut pads: the matchers tell it from a real id hashed to 0.
+    a_hash[np.arange(k) >= a_len[:, None]] = 0
+    b_hash[np.arange(k) >= b_len[:, None]] = 0
+
+    def same_ids(
+        row: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]
+    ) -> NDArray[np.bool_]:
+        a_at, b_at = row * k + i, row * k + j
+        same = np.ones(row.size, dtype=np.bool_)
+        for a_word, b_word in zip(a_words, b_words, strict=True):  # the length, then words
+            same &= a_word[a_at] == b_word[b_at]
+        longer = np.flatnonzero(same & (a_words[0][a_at] > 8 * width))
+        if longer.size:  # beyond the words read: the bytes decide
+            same[longer] = texts.equal(
+                first.doc_lengths,
+                first.doc_bytes,
+                a_codes.reshape(-1)[a_at[longer]],
+                second.doc_lengths,
+                second.doc_bytes,
+                b_codes.reshape(-1)[b_at[longer]],
+                starts=(first.doc_starts, second.doc_starts),
+            )
+        return same
+
+    return a_hash, a_len, b_hash, b_len, same_ids
+
+
+def _top_codes(
+    rankings: Rankings, k: int
+) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]:
+    """Return the codes of each ranking's first ``k`` ids in rows of ``k`` (0 beyond its
+    length), each row's length, and the byte length of each id (0 beyond the row)."""
     lengths = np.minimum(rankings.counts.astype(np.int64), k)
     within = np.arange(k) < lengths[:, None]
+    codes = np.zeros((len(rankings), k), dtype=np.int32)
+    if not rankings.codes.size:  # no ranking holds an id
+        return codes, lengths, np.zeros(codes.shape, dtype=np.int64)
     at = texts.starts_of(rankings.counts)[:, None] + np.arange(k)
-    codes = rankings.codes[at[within]]
-    rows = np.zeros((len(rankings), k), dtype=np.int64)
-    rows[within] = doc_hashes[codes].view(np.int64)
-    starts = np.zeros(len(rankings), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    return codes, rows, lengths, starts
+    if int(lengths.min()) == k:  # every ranking fills its top k: no place to mask
+        codes = rankings.codes[at]
+        return codes, lengths, rankings.doc_lengths[codes].astype(np.int64)
+    codes[within] = rankings.codes[at[within]]
+    sizes = np.where(within, rankings.doc_lengths[codes], 0).astype(np.int64)
+    return codes, lengths, sizes
+
+
+def _words(
+    rankings: Rankings, codes: NDArray[np.int32], sizes: NDArray[np.int64], width: int
+) -> NDArray[np.uint64]:
+    """Return each id of ``codes`` as its byte length (``sizes``) and first ``width`` words,
+    zero past its length: ``1 + width`` rows of one entry a code (in the codes' flat order),
+    each row contiguous.
+
+    Each word is one unaligned little-endian 8-byte load at its offset in ``doc_bytes`` (a
+    view of the bytes as words at every offset; any byte order serves, both runs read
+    alike), its bytes past the id masked off: no index per byte is built."""
+    data = np.ascontiguousarray(rankings.doc_bytes)
+    size = data.size
+    sizes = sizes.reshape(-1)
+    words = np.zeros((1 + width, sizes.size), dtype=np.uint64)
+    words[0] = sizes
+    if not size:  # every id is empty
+        return words
+    # The last bytes again, zero padded, for the loads that would run past the end.
+    tail = min(size, 8 * WORDS_MAX)
+    padded = np.zeros(tail + 8, dtype=np.uint8)
+    padded[:tail] = data[size - tail :]
+    inner, outer = _loads(data), _loads(padded)
+    starts = rankings.doc_starts[codes.reshape(-1)]
+    for w in range(width):
+        at = starts + 8 * w
+        late = np.flatnonzero(at >= inner.size)
+        word = inner[np.minimum(at, max(inner.size - 1, 0))] if inner.size else words[1 + w]
+        word = word.astype(np.uint64, copy=False)
+        # Past the end only bytes of no id are read, and masked off: offset size will do.
+        word[late] = outer[np.minimum(at[late], size) - (size - tail)]
+        words[1 + w] = word & _MASKS[np.clip(sizes - 8 * w, 0, 8)]
+    return words
+
+
+#: The mask of a word's first ``n`` bytes (little-endian: its low bytes), for ``n`` in 0..8.
+_MASKS = np.array([(1 << 8 * n) - 1 for n in range(9)], dtype=np.uint64)
+
+
+def _loads(data: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """Return the little-endian 8-byte word at each offset of ``data`` that has 8 bytes after
+    it (a view: element ``i`` is bytes ``i..i+8``)."""
+    count = max(data.size - 7, 0)
+    return np.ndarray((count,), dtype="<u8", buffer=data, offset=0, strides=(1,))
 
 
 def _rbo_from_shared(
