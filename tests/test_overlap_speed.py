@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor import texts
 from monitor.compare import overlap as overlap_module
 from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
-from monitor.store import QueryRecord, RunRecord, columnar, texts
+from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.store.rankings import Rankings
 from monitor.store.records import ColumnQueries
 

@@ -26,7 +26,6 @@ whole dictionaries; the floats are the same.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from itertools import chain
@@ -38,6 +37,7 @@ from numpy.typing import NDArray
 
 from monitor import texts
 from monitor.compare.matched import Matched
+from monitor.memory import paused_collection
 from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 
@@ -184,13 +184,8 @@ def _records(ids: list[str], rbos: list[float], jaccards: list[float]) -> tuple[
     """Return a QueryOverlap per query, the cyclic garbage collector paused meanwhile: the
     records hold no cycles, and a million new objects set off collections that walk every
     object the process holds for nothing (about half the time at a million queries)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_collection():
         return tuple(map(QueryOverlap, ids, rbos, jaccards))
-    finally:
-        if paused:
-            gc.enable()
 
 
 #: Most query pairs whose rankings are measured at once by :func:`overlaps`.
