@@ -77,7 +77,9 @@ def test_a_columnar_set_answers_every_look_up_as_a_set_of_records(tmp_path: Path
     assert records["q4"] == columnar["q4"]
     assert records[-1] == columnar[-1]
     assert columnar.get("nope") is None
-    assert "q2" in columnar and "nope" not in columnar and 3 not in columnar
+    assert "q2" in columnar
+    assert "nope" not in columnar
+    assert 3 not in columnar
     assert records["q1"] in columnar
     assert Query("q1", "other text") not in columnar
     assert dict(records.qrels()) == dict(columnar.qrels())
