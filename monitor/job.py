@@ -439,16 +439,22 @@ def _loaded_evalset(
     ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
     the set's files hash as they did, the digests are taken from it instead of computed.
     """
-    from monitor.evalset import digests
+    from monitor.evalset import cache, digests
     from monitor.evalset.suite import load_evalset
     from monitor.judgments import labels_of
     from monitor.store.layers import RunLabels
 
     before = digests.stat_files(suite.evalset)
-    evalset = load_evalset(suite.evalset)
     files = digests.files_digest(suite.evalset) if before is not None else None
+    # A large set read into columns before is read back from the cache, not parsed again.
+    cached = cache.read(files) if files is not None else None
+    evalset = cached if cached is not None else load_evalset(suite.evalset)
     if digests.stat_files(suite.evalset) != before:
         files = None  # changed while it was read: neither trusted nor kept
+        if cached is not None:
+            evalset = load_evalset(suite.evalset)  # the file as it is now
+    elif cached is None and files is not None and before is not None:
+        cache.write(files, evalset, sum(size for size, _, _ in before))
     found = None if files is None else digests.known(kept, files)
     if found is not None:
         evalset.adopt_fingerprint(found.fingerprint)

@@ -69,5 +69,6 @@ def _no_log_handler_outlives_its_test() -> Iterator[None]:
 def _spool_in_the_tests_own_folder(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Keep the alert spool of every test out of the user's state folder."""
+    """Keep the alert spool and the eval-set cache of every test out of the user's folders."""
     monkeypatch.setenv("MONITOR_SPOOL_DIR", str(tmp_path_factory.mktemp("spool")))
+    monkeypatch.setenv("MONITOR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
