@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,8 @@ def files_digest(config: EvalSetConfig) -> str | None:
         return None
     digest = hashlib.sha256(f"v{VERSION}\0{config.format or ''}\0".encode())
     try:
+        if not all(stat.S_ISREG(os.stat(path).st_mode) for path in paths):
+            return None  # a device or a pipe: read (and refused) by the reader alone
         for path in paths:
             digest.update(f"{len(str(path))}:{path}\0".encode("utf-8", "surrogatepass"))
             with open(path, "rb") as handle:
