@@ -26,18 +26,17 @@ whole dictionaries; the floats are the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence, Sized
+from collections.abc import Callable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from monitor import texts
 from monitor.compare.matched import Matched
-from monitor.memory import paused_collection
 from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 
@@ -60,6 +59,51 @@ class QueryOverlap:
         return {"query_id": self.query_id, "rbo": self.rbo, "jaccard": self.jaccard}
 
 
+class OverlapRows(Sequence[QueryOverlap]):
+    """Per-query overlaps held as columns (ids, RBO, Jaccard), in order: a QueryOverlap is
+    built only when read, so a million compared queries hold three arrays, not a million
+    records."""
+
+    __slots__ = ("ids", "jaccards", "rbos")
+
+    def __init__(self, ids: Sequence[str], rbos: FloatArray, jaccards: FloatArray) -> None:
+        if not len(ids) == len(rbos) == len(jaccards):
+            raise ValueError("OverlapRows takes one id, RBO and Jaccard a query")
+        self.ids = ids
+        self.rbos = rbos
+        self.jaccards = jaccards
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> QueryOverlap: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[QueryOverlap, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> QueryOverlap | tuple[QueryOverlap, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        i = range(len(self))[index]
+        return QueryOverlap(self.ids[i], float(self.rbos[i]), float(self.jaccards[i]))
+
+    def __iter__(self) -> Iterator[QueryOverlap]:
+        return map(QueryOverlap, self.ids, self.rbos.tolist(), self.jaccards.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so never hashed
+
+    def dicts(self) -> list[dict[str, Any]]:
+        """Return each query's :meth:`QueryOverlap.to_dict`, built from the columns."""
+        rows = zip(self.ids, self.rbos.tolist(), self.jaccards.tolist(), strict=True)
+        return [{"query_id": q, "rbo": r, "jaccard": j} for q, r, j in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class Overlap:
     """The overlap of a run's top ``k`` with its baseline's, per query and in the mean.
@@ -72,7 +116,7 @@ class Overlap:
     persistence: float
     rbo: float
     jaccard: float
-    queries: tuple[QueryOverlap, ...] = ()
+    queries: Sequence[QueryOverlap] = ()
 
     @property
     def n(self) -> int:
@@ -87,7 +131,11 @@ class Overlap:
             "rbo": None if self.rbo != self.rbo else self.rbo,
             "jaccard": None if self.jaccard != self.jaccard else self.jaccard,
             "n": self.n,
-            "queries": [query.to_dict() for query in self.queries],
+            "queries": (
+                self.queries.dicts()
+                if isinstance(self.queries, OverlapRows)
+                else [query.to_dict() for query in self.queries]
+            ),
         }
 
 
@@ -168,7 +216,7 @@ def overlap_of(
         second = [current.queries[i].retrieved_ids for i in both.tolist()]
         rbos, jaccards = overlaps(first, second, k, p)
     ids = pairs.current_ids(both)
-    rows = _records(ids, rbos.tolist(), jaccards.tolist())
+    rows = OverlapRows(ids, rbos, jaccards)
     nan = float("nan")
     # Summed in order, as Python's sum of floats adds them, so the means do not move.
     return Overlap(
@@ -178,14 +226,6 @@ def overlap_of(
         jaccard=float(np.add.accumulate(jaccards)[-1]) / len(rows) if rows else nan,
         queries=rows,
     )
-
-
-def _records(ids: list[str], rbos: list[float], jaccards: list[float]) -> tuple[QueryOverlap, ...]:
-    """Return a QueryOverlap per query, the cyclic garbage collector paused meanwhile: the
-    records hold no cycles, and a million new objects set off collections that walk every
-    object the process holds for nothing (about half the time at a million queries)."""
-    with paused_collection():
-        return tuple(map(QueryOverlap, ids, rbos, jaccards))
 
 
 #: Most query pairs whose rankings are measured at once by :func:`overlaps`.
