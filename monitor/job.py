@@ -81,6 +81,7 @@ def run_suite(
     clock: Clock = _now,
     delivery: Delivery | None = None,
     cancel: threading.Event | None = None,
+    keep_outcomes: bool = True,
 ) -> SuiteOutcome:
     """Run ``suite`` once: search, measure, store, compare, export, alert.
 
@@ -89,7 +90,9 @@ def run_suite(
     the attempt and its alerts, ``delivery`` how notifications are retried. Once ``cancel``
     is set no further query starts and the run fails with RunTerminated. A run that fails
     still exports its failure gauges and raises its monitor-failure alert before the error
-    propagates.
+    propagates. Without ``keep_outcomes`` the search's outcomes (every hit, as the search
+    gave it) are let go once the run is measured and stored: the outcome's ``result`` is
+    then None, and a large run compares with its baseline without holding them.
     """
     from monitor.alerts import build_notifiers
     from monitor.alerts.base import close_notifiers
@@ -102,7 +105,9 @@ def run_suite(
         with suite_lock(store, suite, clock, on_too_long):
             started = clock()
             try:
-                outcome = _run_locked(suite, store, config_hash, progress, clock, cancel)
+                outcome = _run_locked(
+                    suite, store, config_hash, progress, clock, cancel, keep_outcomes
+                )
             except Exception as error:  # a bug too: the failure gauges still go out
                 _publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
@@ -373,6 +378,7 @@ def _run_locked(
     progress: bool | None,
     clock: Clock,
     cancel: threading.Event | None = None,
+    keep_outcomes: bool = True,
 ) -> SuiteOutcome:
     from monitor.evalset import digests
     from monitor.judgments.suite import suite_evalset
@@ -426,7 +432,10 @@ def _run_locked(
     record, evaluation = _measured(suite, evalset, config_hash, result)
     run_id = store.save_run(record)
     labels = frozen_labels if evalset is frozen else None
-    return _compared(suite, store, run_id, evalset, evaluation, result, frozen, labels)
+    # A judge grades the run's hits after the comparison: only then are they still needed.
+    outcomes = result if keep_outcomes or suite.judge is not None else None
+    del result, record
+    return _compared(suite, store, run_id, evalset, evaluation, outcomes, frozen, labels)
 
 
 def _loaded_evalset(
@@ -506,7 +515,7 @@ def _compared(
     run_id: int,
     evalset: EvalSet,
     evaluation: EvaluationResult,
-    result: RunResult,
+    result: RunResult | None,
     frozen: EvalSet,
     labels: RunLabels | None = None,
 ) -> SuiteOutcome:
@@ -548,7 +557,8 @@ def _compared(
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
     notes: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
-    notes += judge_after_run(suite, store, frozen, record, result)
+    if result is not None:  # kept whenever the suite has a judge
+        notes += judge_after_run(suite, store, frozen, record, result)
     if notes:
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     _record_rule_flags(store, suite.name, run_id, comparison)

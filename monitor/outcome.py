@@ -43,7 +43,8 @@ class SuiteOutcome:
     run: RunRecord
     comparison: Comparison
     evaluation: EvaluationResult
-    result: RunResult
+    #: None when the run was asked not to keep its outcomes (``run_suite(keep_outcomes=False)``).
+    result: RunResult | None
     evalset: EvalSet
     published: Published = field(default_factory=Published)
     baseline: RunRecord | None = None

@@ -160,3 +160,20 @@ def test_the_store_columns_read_back_rankings_that_share_documents() -> None:
         QueryRecord("q3", {"m": 1.0}, retrieved_ids=("a", "é", "c"), relevant_ids=("a", "z")),
     )
     assert queries == decode_queries(encode_queries(queries))
+
+
+def test_a_run_that_keeps_no_outcomes_compares_as_one_that_does(suite_folder: Path) -> None:
+    """Letting go of the hits once stored leaves the outcome without them and every stored
+    value, mean and verdict as they are with them."""
+    suite = load_config(suite_folder / "current.yaml").suite("bench")
+    with open_store(suite_folder / "monitor.db") as store:
+        kept = run_suite(suite, store, notifiers={})
+        dropped = run_suite(suite, store, notifiers={}, keep_outcomes=False)
+        assert kept.result is not None
+        assert dropped.result is None
+        assert kept.run.means == dropped.run.means
+        assert kept.comparison.verdict == dropped.comparison.verdict
+        assert kept.comparison.overlap == dropped.comparison.overlap
+        kept_values = store.per_query_frame(kept.run_id).drop(columns="latency_seconds")
+        dropped_values = store.per_query_frame(dropped.run_id).drop(columns="latency_seconds")
+    assert kept_values.to_dict() == dropped_values.to_dict()

@@ -187,7 +187,7 @@ def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
     from monitor.config import config_hash
-    from monitor.errors import MonitorError, UsageError
+    from monitor.errors import InternalError, MonitorError, UsageError
     from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_shard, run_suite
     from monitor.report import render_comparison
@@ -217,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
                         progress=False if args.no_progress else None,
                         sinks=[snapshots.append] if args.metrics_out else (),
                         cancel=termination.requested,
+                        # Only the failed-query log reads the hits once the run is stored.
+                        keep_outcomes=bool(args.failed_queries),
                     )
                 else:
                     sharded = run_shard(
@@ -253,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
                 from monitor.runner import write_failed_queries
 
                 path = args.failed_queries.replace("{suite}", suite.name)
+                if outcome.result is None:  # asked for above: never let go
+                    raise InternalError("writing the failed-query log", "no outcomes kept")
                 write_failed_queries(outcome.result, outcome.evaluation, path)
             if args.format == "json":
                 reports.append(

@@ -92,12 +92,14 @@ class EvalSet:
     def _listed(self) -> tuple[list[Query], dict[str, Query]]:
         """Return the queries as records, in order and by id: built from the columns the
         first time they are needed."""
-        if self._queries is None or self._by_id is None:
-            assert self._columns is not None
+        columns = self._columns
+        if (self._queries is None or self._by_id is None) and columns is not None:
             with paused_collection():  # a million long-lived records
-                queries = self._columns.records()
-                self._by_id = dict(zip(self._columns.ids, queries, strict=True))
+                queries = columns.records()
+                self._by_id = dict(zip(columns.ids, queries, strict=True))
             self._queries = queries
+        if self._queries is None or self._by_id is None:
+            raise RuntimeError("an eval set holds neither its records nor its columns")
         return self._queries, self._by_id
 
     @staticmethod
@@ -222,12 +224,13 @@ class EvalSet:
         query is added.
         """
         if self._qrels is None:
-            if self._by_id is None:
-                assert self._columns is not None
-                frozen = map(MappingProxyType, self._columns.judgment_dicts())
-                by_id = dict(zip(self._columns.ids, frozen, strict=True))
+            columns = self._columns
+            if self._by_id is None and columns is not None:
+                frozen = map(MappingProxyType, columns.judgment_dicts())
+                by_id = dict(zip(columns.ids, frozen, strict=True))
             else:
-                by_id = dict(zip(self._by_id, map(_JUDGMENTS, self._by_id.values()), strict=True))
+                records = self._listed()[1]
+                by_id = dict(zip(records, map(_JUDGMENTS, records.values()), strict=True))
             self._qrels = MappingProxyType(by_id)
         return self._qrels
 
@@ -301,11 +304,11 @@ class EvalSet:
 
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
         """Return the query with ``query_id``, or ``default`` when there is none."""
-        if self._by_id is None:
-            assert self._columns is not None
-            at = self._columns.position(query_id)
-            return default if at is None else self._columns[at]
-        return self._by_id.get(query_id, default)
+        columns = self._columns
+        if self._by_id is None and columns is not None:
+            at = columns.position(query_id)
+            return default if at is None else columns[at]
+        return self._listed()[1].get(query_id, default)
 
     def __len__(self) -> int:
         if self._queries is None and self._columns is not None:
