@@ -761,7 +761,7 @@ def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
 
     from monitor.evalset.columns import EvalColumns
     from monitor.records import relevant_columns
-    from monitor.search.trec_columns import pack_ids, widened
+    from monitor.search.trec_columns import pack_ids
     from monitor.store.rankings import Rankings
 
     counts, words = table.retrieved_words()
@@ -772,11 +772,8 @@ def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
         judged, relevant = relevant_columns(queries)
         relevant_counts = np.array(judged, dtype=np.int64)
         relevant_words = pack_ids(relevant)
-    width = max(words.shape[1], relevant_words.shape[1])
-    whole = Rankings.from_words(
-        np.concatenate((counts, relevant_counts)),
-        np.concatenate((widened(words, width), widened(relevant_words, width))),
-    )
+    # The two parts are read where they are: a million queries' words are not copied.
+    whole = Rankings.from_words(np.concatenate((counts, relevant_counts)), [words, relevant_words])
     return whole.split(len(counts))
 
 

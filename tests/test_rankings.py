@@ -102,6 +102,33 @@ def test_from_words_numbers_many_repeated_ids_in_first_seen_order() -> None:
     assert expected[picks].tolist() == built.codes.tolist()
 
 
+@pytest.mark.parametrize("at", [0, 1, 3, 5, 6])
+def test_words_given_in_parts_number_as_the_whole(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids given in two parts of different widths are the rankings of all of them in one
+    array: the same codes, ids and first rows, also when every hash collides."""
+    given_rankings = [("a", "long-id-of-two-words", "b"), ("b", "a"), ("café",)]
+    flat = [i for ranking in given_rankings for i in ranking]
+    counts = np.array([3, 2, 1], dtype=np.int32)
+    whole = Rankings.from_words(counts, _words(flat))
+    parts = [_words(flat[:at]) if at else np.zeros((0, 1), np.uint64), _words(flat[at:])]
+    built = Rankings.from_words(counts, parts)
+    assert given_rankings == list(built)
+    assert whole.codes.tolist() == built.codes.tolist()
+    monkeypatch.setattr(texts, "word_hashes", lambda words: np.zeros(len(words), np.uint64))
+    collided = Rankings.from_words(counts, parts)
+    assert given_rankings == list(collided)
+    assert whole.codes.tolist() == collided.codes.tolist()
+
+
+def test_first_rows_are_found_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each code's first row is its first appearance, when codes span several blocks."""
+    from monitor.store import rankings as module
+
+    monkeypatch.setattr(module, "_CHECK_ROWS", 3)
+    codes = np.array([0, 1, 0, 2, 1, 3, 3, 2, 4, 0, 5])
+    assert [0, 1, 3, 5, 8, 10] == module._first_rows(codes, 6).tolist()
+
+
 def test_the_same_id_hashes_alike_in_any_two_rankings() -> None:
     """An id's content hash does not depend on the Rankings or the code it has there."""
     first = Rankings.of([("a", "b"), ("café",)])

@@ -293,6 +293,9 @@ def run(args: argparse.Namespace) -> int:
                 codes.append(ExitCode.QUALITY_GATE)
             else:
                 codes.append(ExitCode.OK)
+            # The report holds what it prints: the run itself (a million queries' rankings,
+            # its baseline's, the eval set) goes now, not when the reports are written.
+            del outcome, comparison, powers, published
     if args.metrics_out is not None:
         _write_metrics(args.metrics_out, snapshots)
     if args.format == "json":

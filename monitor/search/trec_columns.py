@@ -125,11 +125,14 @@ class TrecColumns:
         else:
             lengths, packed = _pack_texts(docs, width)
         usable = (codes >= 0) & (lengths <= 8 * width)
-        pairs = np.flatnonzero(usable)
-        if not len(pairs) or not len(self.query):
+        if not usable.any() or not len(self.query):
             return out
-        words = packed[pairs]
-        pair_codes = codes[pairs]
+        if usable.all():  # the usual case: every pair as it is, no copy
+            pairs: _I64 = np.arange(len(docs))
+            words, pair_codes = packed, codes
+        else:
+            pairs = np.flatnonzero(usable)
+            words, pair_codes = packed[pairs], codes[pairs]
         counts = self._counts()
         deepest = int(counts.max(initial=0))
         if deepest <= DENSE_MAX_ROWS and deepest * len(pairs) <= 16 * (
@@ -173,12 +176,18 @@ class TrecColumns:
         pair whose first proposal is another id (two ids of one hash) is checked row by row.
         """
         first = np.cumsum(counts) - counts
-        kept = np.cumsum(~self.copy)  # non-copy rows up to each row, inclusive
+        copies = np.flatnonzero(self.copy)
+
+        def kept(rows: _I64) -> _I64:
+            """Return the non-copy rows up to each of ``rows``, inclusive (copies are rare:
+            a search among them, not a count kept for every row)."""
+            return rows + 1 - np.searchsorted(copies, rows, side="right")
+
         start = first[codes]
         size = counts[codes]
-        head = np.minimum(start, len(kept) - 1)
+        head = np.minimum(start, len(self.copy) - 1)
         # Non-copy rows before the query's first row: a rank counts from there.
-        before = np.where(size > 0, kept[head] - (~self.copy[head]).astype(np.int64), 0)
+        before = np.where(size > 0, kept(head) - (~self.copy[head]).astype(np.int64), 0)
         wanted = _hash(codes, words)
         out = np.full(len(codes), NOT_RETRIEVED, dtype=np.int64)
         deepest = int(size.max(initial=0))
@@ -197,11 +206,11 @@ class TrecColumns:
             at = rows[pick, hit[pick].argmax(axis=1)]
             pair = lo + pick
             exact = (doc_words[at] == words[pair]).all(axis=1)
-            out[pair[exact]] = kept[at[exact]] - before[pair[exact]]
+            out[pair[exact]] = kept(at[exact]) - before[pair[exact]]
             for i in np.flatnonzero(~exact).tolist():  # the first proposal was another id
                 for row in rows[pick[i]][hit[pick[i]]].tolist():
                     if (doc_words[row] == words[pair[i]]).all():
-                        out[pair[i]] = kept[row] - before[pair[i]]
+                        out[pair[i]] = int(kept(np.array([row]))[0]) - before[pair[i]]
                         break
         return out
 

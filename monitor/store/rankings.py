@@ -72,29 +72,36 @@ class Rankings(Sequence[tuple[str, ...]]):
         return cls(counts, codes, lengths, data)
 
     @classmethod
-    def from_words(cls, counts: NDArray[Any], words: NDArray[np.uint64]) -> Rankings:
+    def from_words(
+        cls, counts: NDArray[Any], words: NDArray[np.uint64] | Sequence[NDArray[np.uint64]]
+    ) -> Rankings:
         """Return the rankings of ``counts`` ids each whose ids are ``words`` (entries x w):
-        each id's UTF-8 bytes big-endian, zero padded (an id holds no NUL byte).
+        each id's UTF-8 bytes big-endian, zero padded (an id holds no NUL byte). ``words``
+        may be given in parts, one after the other (of any widths): they are read where they
+        are, not copied into one array.
 
         Ids are numbered in order of first appearance by a hash of their words, checked row
         by row against the first row of their code; two ids of one hash fall back to
         numbering the rows exactly.
         """
         counts = np.asarray(counts, dtype=np.int32)
-        if words.ndim != 2 or words.shape[0] != int(counts.sum()):
+        rows = _Rows([words] if isinstance(words, np.ndarray) else list(words))
+        if rows.bad_shape or rows.size != int(counts.sum()):
+            shapes = [part.shape for part in rows.parts]
             raise UsageError(
                 f"{int(counts.sum())} ranked ids need as many rows of words,"
-                f" not an array of shape {words.shape}"
+                f" not arrays of shapes {shapes}"
             )
-        codes, first = first_seen(texts.word_hashes(words))
-        if not _rows_match(words, first, codes):  # two ids of one hash
-            _, seen_at, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
+        codes, first = first_seen(rows.hashes())
+        if not _rows_match(rows, first, codes):  # two ids of one hash
+            every = rows.take(np.arange(rows.size))
+            _, seen_at, inverse = np.unique(every, axis=0, return_index=True, return_inverse=True)
             order = np.argsort(seen_at, kind="stable")
             rank = np.empty(order.size, dtype=np.intp)
             rank[order] = np.arange(order.size)
             codes = rank[inverse.reshape(-1)]
             first = seen_at[order]
-        lengths, data = _unpad(words[first])
+        lengths, data = _unpad(rows, first)
         return cls(counts, codes.astype(np.int32), lengths, data)
 
     @property
@@ -286,12 +293,58 @@ def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.intp], NDAr
     return codes.astype(np.intp, copy=False), _first_rows(codes, distinct.size)
 
 
-def _rows_match(words: NDArray[np.uint64], first: NDArray[np.intp], codes: NDArray[Any]) -> bool:
-    """Return whether every row of ``words`` equals the first row of its code, compared a
-    block of rows at a time (no copy of the whole array)."""
-    for start in range(0, len(words), _CHECK_ROWS):
-        block = slice(start, start + _CHECK_ROWS)
-        if not (words[block] == words[first[codes[block]]]).all():
+class _Rows:
+    """Rows of id words given in parts, one after the other, read where they are: each part
+    at the widest part's width (a narrower one padded with zero words, as a wider id
+    would be)."""
+
+    def __init__(self, parts: list[NDArray[np.uint64]]) -> None:
+        self.bad_shape = any(part.ndim != 2 for part in parts)
+        width = max((part.shape[1] for part in parts if part.ndim == 2), default=1)
+        self.parts = [part if self.bad_shape else _widened(part, width) for part in parts]
+        self.ends = np.cumsum([0, *(len(part) for part in self.parts)])
+        self.size = int(self.ends[-1])
+
+    def hashes(self) -> NDArray[np.uint64]:
+        """Return each row's :func:`monitor.texts.word_hashes`."""
+        out = [np.zeros(0, np.uint64), *(texts.word_hashes(part) for part in self.parts)]
+        return np.concatenate(out)
+
+    def block(self, start: int, stop: int) -> NDArray[np.uint64]:
+        """Return rows ``start`` to ``stop`` (a view when one part holds them all)."""
+        for i, part in enumerate(self.parts):
+            lo = int(self.ends[i])
+            if lo <= start and stop <= int(self.ends[i + 1]):
+                return part[start - lo : stop - lo]
+        return self.take(np.arange(start, stop))
+
+    def take(self, rows: NDArray[np.intp]) -> NDArray[np.uint64]:
+        """Return the rows at ``rows`` (positions over all parts), in that order."""
+        if len(self.parts) == 1:
+            return self.parts[0][rows]
+        width = self.parts[0].shape[1] if self.parts else 1
+        out = np.empty((rows.size, width), dtype=np.uint64)
+        part = np.searchsorted(self.ends, rows, side="right") - 1
+        for i, words in enumerate(self.parts):
+            mine = part == i
+            out[mine] = words[rows[mine] - int(self.ends[i])]
+        return out
+
+
+def _widened(words: NDArray[np.uint64], width: int) -> NDArray[np.uint64]:
+    if words.shape[1] == width:
+        return words
+    out = np.zeros((words.shape[0], width), dtype=np.uint64)
+    out[:, : words.shape[1]] = words
+    return out
+
+
+def _rows_match(rows: _Rows, first: NDArray[np.intp], codes: NDArray[Any]) -> bool:
+    """Return whether every row equals the first row of its code, compared a block of rows
+    at a time (no copy of the whole array)."""
+    for start in range(0, rows.size, _CHECK_ROWS):
+        stop = min(rows.size, start + _CHECK_ROWS)
+        if not (rows.block(start, stop) == rows.take(first[codes[start:stop]])).all():
             return False
     return True
 
@@ -299,14 +352,24 @@ def _rows_match(words: NDArray[np.uint64], first: NDArray[np.intp], codes: NDArr
 def _first_rows(codes: NDArray[Any], size: int) -> NDArray[np.intp]:
     """Return the first position of each code 0..size-1 in ``codes``."""
     first = np.empty(size, dtype=np.intp)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write is the first seen
+    # A block at a time from the end: each block's last write is its first sight, and the
+    # blocks before it write over the later ones.
+    for stop in range(codes.size, 0, -_CHECK_ROWS):
+        start = max(0, stop - _CHECK_ROWS)
+        first[codes[start:stop][::-1]] = np.arange(stop - 1, start - 1, -1)
     return first
 
 
-def _unpad(words: NDArray[np.uint64]) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
-    """Return the text layout of ids given as big-endian, zero-padded words."""
-    raw = np.ascontiguousarray(words.astype(">u8")).view(np.uint8)
-    raw = raw.reshape(words.shape[0], 8 * words.shape[1])
-    filled = raw != 0
-    lengths = filled.sum(axis=1, dtype=np.int32)
-    return lengths, raw[filled]
+def _unpad(rows: _Rows, picked: NDArray[np.intp]) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
+    """Return the text layout of the ids at rows ``picked`` (big-endian, zero-padded words), a
+    block of rows at a time: the bytes of a million-query dictionary are a few hundred
+    megabytes, and each step would otherwise copy all of them."""
+    lengths: list[NDArray[np.int32]] = [np.zeros(0, np.int32)]
+    data: list[NDArray[np.uint8]] = [np.zeros(0, np.uint8)]
+    for start in range(0, picked.size, _CHECK_ROWS):
+        block = rows.take(picked[start : start + _CHECK_ROWS])
+        raw = block.astype(">u8").view(np.uint8).reshape(block.shape[0], 8 * block.shape[1])
+        filled = raw != 0
+        lengths.append(filled.sum(axis=1, dtype=np.int32))
+        data.append(raw[filled])
+    return np.concatenate(lengths), np.concatenate(data)

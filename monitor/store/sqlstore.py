@@ -358,7 +358,8 @@ class SqlStore:
     # Lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection, and let go of the run saved last."""
+        self._saved = None
         with self._db.errors("closing"):
             self._db.close()
 
