@@ -31,7 +31,7 @@ from monitor.errors import (
 )
 from monitor.lockskips import suite_lock
 from monitor.logs import get_logger, hide_secrets
-from monitor.memory import paused_collection
+from monitor.memory import paused_collection, release_freed
 from monitor.outcome import SuiteOutcome
 from monitor.secrets import suite_scrubber
 
@@ -429,8 +429,11 @@ def _run_locked(
     finally:
         close_search(search)
 
+    release_freed()  # what reading and answering freed, before the run is measured
     record, evaluation = _measured(suite, evalset, config_hash, result)
+    release_freed()
     run_id = store.save_run(record)
+    release_freed()
     labels = frozen_labels if evalset is frozen else None
     # A judge grades the run's hits after the comparison: only then are they still needed.
     outcomes = result if keep_outcomes or suite.judge is not None else None
@@ -501,6 +504,7 @@ def _measured(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-record") as pool:
             rankings = pool.submit(run_rankings, result)
             evaluation = score_run(suite, evalset, result)
+            release_freed()  # the scoring's temporaries, while the rankings are numbered
             record = _record(
                 suite, evalset, config_hash, result, evaluation, rankings=rankings.result()
             )
