@@ -50,13 +50,16 @@ def test_dense_and_hashed_ranks_agree(
     )
     docs = [doc for _, doc in pairs]
     dense = columns.ranks(codes, docs)
-    saved = trec_columns.DENSE_MAX_ROWS
-    trec_columns.DENSE_MAX_ROWS = 0
+    saved, saved_pairs = trec_columns.DENSE_MAX_ROWS, trec_columns._RANK_PAIRS
+    trec_columns._RANK_PAIRS = 2  # the pairs ranked two at a time
     try:
+        in_blocks = columns.ranks(codes, docs)
+        trec_columns.DENSE_MAX_ROWS = 0
         hashed = columns.ranks(codes, docs)
     finally:
-        trec_columns.DENSE_MAX_ROWS = saved
+        trec_columns.DENSE_MAX_ROWS, trec_columns._RANK_PAIRS = saved, saved_pairs
     assert hashed.tolist() == dense.tolist()
+    assert dense.tolist() == in_blocks.tolist()
 
 
 def test_dense_ranks_skip_later_copies(tmp_path: Path) -> None:

@@ -138,7 +138,11 @@ class TrecColumns:
         if deepest <= DENSE_MAX_ROWS and deepest * len(pairs) <= 16 * (
             len(self.query) + len(pairs)
         ):
-            out[pairs] = self._dense_ranks(pair_codes, words, counts)
+            # A block of pairs at a time: each pair's row range and hash are a few arrays
+            # of the pairs' length, which a million queries' judgments make large.
+            for lo in range(0, len(pairs), _RANK_PAIRS):
+                hi = lo + _RANK_PAIRS
+                out[pairs[lo:hi]] = self._dense_ranks(pair_codes[lo:hi], words[lo:hi], counts)
             return out
         wanted = _hash(pair_codes, words)
         order = np.argsort(wanted, kind="stable")
@@ -470,6 +474,9 @@ def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
         return a[position]
     return a[np.minimum(position, len(a) - 1)]
 
+
+#: Judged pairs ranked at once by :meth:`TrecColumns._dense_ranks`.
+_RANK_PAIRS = 1 << 20
 
 #: Texts packed at once by :func:`_pack_texts`.
 _PACK_ROWS = 1 << 18
