@@ -200,14 +200,23 @@ class TrecColumns:
         depth = np.arange(deepest)
         row_hash, doc_words, copy = self.row_hash, self.doc_words, self.copy
         last = len(row_hash) - 1
+        # Every ranking as deep as the deepest (a monitored run's k): no row past the end to
+        # clip or mask; and a run without copies has none to skip.
+        uniform = bool((size == deepest).all())
         step = max(1, _DENSE_CELLS // deepest)
         for lo in range(0, len(codes), step):
             hi = min(len(codes), lo + step)
-            rows = np.minimum(start[lo:hi, None] + depth, last)  # in bounds where not valid
-            hit = (depth < size[lo:hi, None]) & (row_hash[rows] == wanted[lo:hi, None])
-            hit &= ~copy[rows]
-            pick = np.flatnonzero(hit.any(axis=1))
-            at = rows[pick, hit[pick].argmax(axis=1)]
+            if uniform:
+                rows = start[lo:hi, None] + depth
+                hit = row_hash[rows] == wanted[lo:hi, None]
+            else:
+                rows = np.minimum(start[lo:hi, None] + depth, last)  # in bounds where not valid
+                hit = (depth < size[lo:hi, None]) & (row_hash[rows] == wanted[lo:hi, None])
+            if copies.size:
+                hit &= ~copy[rows]
+            first_hit = hit.argmax(axis=1)
+            pick = np.flatnonzero(hit[np.arange(hi - lo), first_hit])
+            at = rows[pick, first_hit[pick]]
             pair = lo + pick
             exact = (doc_words[at] == words[pair]).all(axis=1)
             out[pair[exact]] = kept(at[exact]) - before[pair[exact]]
