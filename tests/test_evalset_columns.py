@@ -187,3 +187,17 @@ def test_columns_of_no_query_hold_empty_arrays() -> None:
     assert [] == columns.records()
     assert (0,) == columns.relevant_words()[0].shape
     assert np.array_equal(np.zeros(0, dtype=np.int64), columns.grades)
+
+
+def test_digests_from_columns_are_the_digests_from_records(tmp_path: Path) -> None:
+    """The fingerprint and both labels of a set held as columns are those of its records,
+    for ids out of code point order and judgments out of doc order."""
+    from monitor.judgments import labels_of
+
+    lines = [LINES[4], LINES[0], *LINES[1:4], {"id": "Q0", "query": "é", "relevant": ["z", "a"]}]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    columnar = _columnar(tmp_path, text)
+    records = EvalSet("set", _records(text))
+    assert records.fingerprint == columnar.fingerprint
+    assert labels_of(records) == labels_of(columnar)
+    assert isinstance(columnar.as_sequence(), EvalColumns)  # read without its records

@@ -199,6 +199,24 @@ class EvalColumns(Sequence[Query]):
         picked = None if selected is None or selected.all() else np.flatnonzero(selected)
         return JudgedDocs(self, picked)
 
+    def canonical_blocks(self, size: int) -> Iterator[list[tuple[str, str, list[tuple[str, int]]]]]:
+        """Yield ``(id, text, judgments)`` of every query in id order (code point order), a
+        block of ``size`` queries at a time, each query's judgments as (doc, grade) pairs
+        sorted by doc id: the rows the set's digests are written from, built from the
+        columns without a record per query."""
+        order = sorted(range(len(self)), key=self.ids.__getitem__)
+        docs = layouts.decode(self.doc_lengths, self.doc_bytes)
+        grades = self.grades.tolist()
+        firsts, counts = self.firsts.tolist(), self.counts.tolist()
+        ids, texts = self.ids, self.texts
+        for lo in range(0, len(order), size):
+            block = []
+            for i in order[lo : lo + size]:
+                a = firsts[i]
+                b = a + counts[i]
+                block.append((ids[i], texts[i], sorted(zip(docs[a:b], grades[a:b], strict=True))))
+            yield block
+
     def relevant_words(self) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
         """Return how many docs each query judges relevant (grade >= 1), and those docs'
         ids end to end as big-endian 64-bit words, as many a row as the longest needs."""

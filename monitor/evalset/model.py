@@ -277,22 +277,31 @@ class EvalSet:
         fingerprint.
         """
         if self._fingerprint is None:
-            ordered = sorted(self._listed()[0], key=_ID)
             digest = hashlib.sha256(b"[")
             # The rows of a block of queries at a time: the whole set's would hold a list per
             # query and a pair per judgment at once (half a gigabyte at a million queries).
             with paused_collection():  # those rows are freed as each block is hashed
-                for start in range(0, len(ordered), _FINGERPRINT_BLOCK):
-                    rows = [
-                        [query.id, query.text, sorted(query.judgments.items())]
-                        for query in ordered[start : start + _FINGERPRINT_BLOCK]
-                    ]
+                for start, rows in enumerate(self.canonical_blocks(_FINGERPRINT_BLOCK)):
                     if start:
                         digest.update(b",")
                     digest.update(canonical_json(rows)[1:-1])  # the rows without [ and ]
             digest.update(b"]")
             self._fingerprint = f"sha256:{digest.hexdigest()}"
         return self._fingerprint
+
+    def canonical_blocks(self, size: int) -> Iterator[list[tuple[str, str, list[tuple[str, int]]]]]:
+        """Yield ``(id, text, judgments)`` of every query in id order, ``size`` queries at a
+        time, judgments as (doc, grade) pairs sorted by doc id: the rows of the digests
+        (:meth:`EvalColumns.canonical_blocks` for a set held as columns)."""
+        if self._queries is None and self._columns is not None:
+            yield from self._columns.canonical_blocks(size)
+            return
+        ordered = sorted(self._listed()[0], key=_ID)
+        for start in range(0, len(ordered), size):
+            yield [
+                (query.id, query.text, sorted(query.judgments.items()))
+                for query in ordered[start : start + size]
+            ]
 
     def adopt_fingerprint(self, fingerprint: str) -> None:
         """Take ``fingerprint`` as this set's: one computed before from the very bytes the set

@@ -17,6 +17,7 @@ from itertools import islice
 from operator import attrgetter, methodcaller
 
 from monitor.evalset import EvalSet
+from monitor.evalset.columns import EvalColumns
 from monitor.evalset.model import canonical_json
 from monitor.records import Query
 from monitor.store.layers import Grades, JudgmentLayer, RunLabels
@@ -49,18 +50,34 @@ _JUDGMENTS = attrgetter("judgments")
 _ITEMS = methodcaller("items")
 
 
+class _RowsDigest:
+    """``sha256:<hex>`` of ``json.dumps(rows, ensure_ascii=False, separators=(",", ":"))``
+    in UTF-8, the rows given a block at a time."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256(b"[")
+        self._opening = b""
+
+    def add(self, block: list[object]) -> None:
+        if block:
+            self._hash.update(self._opening)
+            self._hash.update(canonical_json(block)[1:-1])  # the rows without [ and ]
+            self._opening = b","
+
+    def value(self) -> str:
+        digest = self._hash.copy()
+        digest.update(b"]")
+        return "sha256:" + digest.hexdigest()
+
+
 def _digest(rows: Iterable[object]) -> str:
     """Return ``sha256:<hex>`` of ``json.dumps(list(rows), ensure_ascii=False,
     separators=(",", ":"))`` in UTF-8, written and hashed a block of rows at a time."""
-    digest = hashlib.sha256(b"[")
-    opening = b""
+    digest = _RowsDigest()
     rows = iter(rows)
     while block := list(islice(rows, _DIGEST_BLOCK)):
-        digest.update(opening)
-        digest.update(canonical_json(block)[1:-1])  # the rows without [ and ]
-        opening = b","
-    digest.update(b"]")
-    return "sha256:" + digest.hexdigest()
+        digest.add(block)
+    return digest.value()
 
 
 def queries_fingerprint(evalset: EvalSet) -> str:
@@ -81,8 +98,16 @@ def labels_of(evalset: EvalSet) -> RunLabels:
     than once in a run computes them once and passes them on (``align_baseline``'s
     ``current``): each call reads the whole eval set.
     """
-    queries = _by_id(evalset)
-    return RunLabels(_queries_digest(queries), _judgments_digest(queries))
+    if not isinstance(evalset.as_sequence(), EvalColumns):  # records: sorted once, read twice
+        queries = _by_id(evalset)
+        return RunLabels(_queries_digest(queries), _judgments_digest(queries))
+    # A set held as columns: both digests written from its rows in one pass, a block of
+    # queries at a time, with no record per query.
+    texts, grades = _RowsDigest(), _RowsDigest()
+    for block in evalset.canonical_blocks(_DIGEST_BLOCK):
+        texts.add([(query_id, text) for query_id, text, _ in block])
+        grades.add([(query_id, judged) for query_id, _, judged in block])
+    return RunLabels(texts.value(), grades.value())
 
 
 def _by_id(evalset: EvalSet) -> list[Query]:
