@@ -110,7 +110,12 @@ def shard_from_env(environ: Mapping[str, str] | None = None) -> Shard | None:
 def select(evalset: EvalSet, shard: Shard) -> EvalSet:
     """Return the queries of ``evalset`` in ``shard``, in eval-set order."""
     from monitor.evalset import EvalSet
+    from monitor.evalset.columns import EvalColumns
 
+    columns = evalset.as_sequence()
+    if isinstance(columns, EvalColumns):  # a slice of the columns, no record per query
+        picked = [i for i, query_id in enumerate(columns.ids) if shard.holds(query_id)]
+        return EvalSet.of_columns(evalset.name, columns.take(picked))
     return EvalSet(evalset.name, (query for query in evalset if shard.holds(query.id)))
 
 
@@ -362,7 +367,7 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
 
 def encode_result(result: RunResult) -> dict[str, Any]:
     """Return a part's run as parallel arrays, JSON-ready (query texts are the eval set's)."""
-    outcomes = result.outcomes
+    outcomes = tuple(result.outcomes)  # built once: a bulk run's are built as they are read
     return {
         "k": result.k,
         "started_at": result.started_at.isoformat(),

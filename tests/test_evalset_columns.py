@@ -201,3 +201,21 @@ def test_digests_from_columns_are_the_digests_from_records(tmp_path: Path) -> No
     assert records.fingerprint == columnar.fingerprint
     assert labels_of(records) == labels_of(columnar)
     assert isinstance(columnar.as_sequence(), EvalColumns)  # read without its records
+
+
+def test_a_shard_of_a_columnar_set_is_the_shard_of_its_records(tmp_path: Path) -> None:
+    """Each shard's slice taken from the columns holds the queries a slice of records does,
+    in the same order, and the slices together hold every query once."""
+    from monitor.shards import Shard, select
+
+    columnar = _columnar(tmp_path)
+    records = EvalSet("set", _records())
+    seen: list[str] = []
+    for index in range(3):
+        part = select(columnar, Shard(index, 3))
+        assert isinstance(part.as_sequence(), EvalColumns)
+        assert list(select(records, Shard(index, 3))) == list(part)
+        seen += part.ids
+    assert sorted(columnar.ids) == sorted(seen)
+    picked = columnar.columns().take([4, 0, 3])
+    assert [_records()[i] for i in (4, 0, 3)] == list(picked)

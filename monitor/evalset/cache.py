@@ -29,7 +29,6 @@ import numpy as np
 
 from monitor import texts
 from monitor.evalset.columns import EvalColumns
-from monitor.evalset.formats import Contents
 from monitor.evalset.model import EvalSet
 from monitor.logs import get_logger
 from monitor.records import MetaValue
@@ -138,7 +137,7 @@ def _evalset(files: str, held: Any) -> EvalSet:
     )
     if len(set(ids)) != len(ids):
         raise ValueError("a repeated query id")
-    return EvalSet._of_read(Contents(str(header.get("name", "")), columns))
+    return EvalSet.of_columns(str(header.get("name", "")), columns)
 
 
 _DTYPES = {"counts": np.int64, "doc_lengths": np.int64, "doc_bytes": np.uint8, "grades": np.int64}

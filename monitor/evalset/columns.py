@@ -217,6 +217,24 @@ class EvalColumns(Sequence[Query]):
                 block.append((ids[i], texts[i], sorted(zip(docs[a:b], grades[a:b], strict=True))))
             yield block
 
+    def take(self, picked: Sequence[int]) -> EvalColumns:
+        """Return the queries at positions ``picked``, in that order."""
+        at = np.asarray(picked, dtype=np.int64)
+        counts = self.counts[at]
+        # Each picked query's judgments: its range of them, the ranges end to end.
+        starts = np.repeat(self.firsts[at] - layouts.starts_of(counts), counts)
+        judged = starts + np.arange(int(counts.sum()), dtype=np.int64)
+        lengths, data = layouts.gather(self.doc_lengths, self.doc_bytes, judged, self.doc_starts)
+        return EvalColumns(
+            tuple(self.ids[i] for i in at.tolist()),
+            tuple(self.texts[i] for i in at.tolist()),
+            tuple(self.metadata[i] for i in at.tolist()),
+            counts,
+            lengths.astype(np.int64),
+            data,
+            self.grades[judged],
+        )
+
     def relevant_words(self) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
         """Return how many docs each query judges relevant (grade >= 1), and those docs'
         ids end to end as big-endian 64-bit words, as many a row as the longest needs."""

@@ -175,6 +175,12 @@ class EvalSet:
             return cls._of_read(contents)
 
     @classmethod
+    def of_columns(cls, name: str, columns: EvalColumns) -> EvalSet:
+        """Return the eval set of queries held as ``columns`` (checked, unique ids): they
+        are taken as they are, a record built only when a query is read."""
+        return cls._of_read(formats.Contents(name, columns))
+
+    @classmethod
     def _of_read(cls, contents: formats.Contents) -> EvalSet:
         """Return the eval set of queries a reader checked, without checking them again."""
         evalset = cls(contents.name)

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from monitor.search.trec_columns import TrecColumns
 
 
+#: Outcomes built at a time when the table is iterated.
+_BLOCK = 4096
+
+
 @dataclass(frozen=True, eq=False)
 class OutcomeTable(Sequence[QueryOutcome]):
     """The outcomes of ``queries`` answered in one call, in their order.
@@ -67,7 +71,11 @@ class OutcomeTable(Sequence[QueryOutcome]):
         return self._outcome(index % size)
 
     def __iter__(self) -> Iterator[QueryOutcome]:
-        return map(self._outcome, range(len(self)))
+        # A block of queries' records at a time: an eval set held as columns builds them
+        # together, where one by one each would decode its judgments alone.
+        for lo in range(0, len(self), _BLOCK):
+            queries = self.queries[lo : lo + _BLOCK]
+            yield from map(self._outcome, range(lo, lo + len(queries)), queries)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str | bytes):
@@ -76,8 +84,8 @@ class OutcomeTable(Sequence[QueryOutcome]):
 
     __hash__ = None  # type: ignore[assignment]  # equal to tuples, so never hashed
 
-    def _outcome(self, i: int) -> QueryOutcome:
-        query = self.queries[i]
+    def _outcome(self, i: int, query: Query | None = None) -> QueryOutcome:
+        query = self.queries[i] if query is None else query
         answers = self.answers
         start = int(self._starts[i])
         end = start + int(answers.counts[i])
