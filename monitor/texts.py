@@ -163,6 +163,33 @@ def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
     return x ^ (x >> np.uint64(31))
 
 
+#: Texts packed into words at once by :func:`packed_words`.
+_PACK_ROWS = 1 << 18
+
+
+def packed_words(
+    lengths: NDArray[Any], data: NDArray[np.uint8], starts: NDArray[np.int64], width: int
+) -> NDArray[np.uint64]:
+    """Return the first ``8 * width`` bytes of each text (at ``starts`` in ``data``, of
+    ``lengths`` bytes) as big-endian 64-bit words, zero padded past its end (a longer
+    text's words are cut: its length tells).
+
+    A block of texts at a time: each one's bytes gathered at once, the bytes past its end
+    zeroed, and the rows read as big-endian words.
+    """
+    n = lengths.size
+    size = 8 * width
+    padded = np.concatenate((data, np.zeros(size, dtype=np.uint8)))
+    words = np.zeros((n, width), dtype=np.uint64)
+    columns = np.arange(size)
+    for lo in range(0, n, _PACK_ROWS):
+        hi = min(n, lo + _PACK_ROWS)
+        block = padded[starts[lo:hi, None] + columns]
+        block[columns >= lengths[lo:hi, None]] = 0
+        words[lo:hi] = block.view(">u8").reshape(hi - lo, width)
+    return words
+
+
 def word_hashes(words: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Return a 64-bit hash of each row of ``words`` (entries x w)."""
     h = np.zeros(words.shape[0], dtype=np.uint64)

@@ -337,23 +337,12 @@ class JudgedDocs(Sequence[str]):
         """Return each doc's length in bytes and its first ``8 * width`` bytes as big-endian
         64-bit words, zero padded (a longer doc's words are cut: its length tells)."""
         lengths, data, starts = self.layout()
-        n = lengths.size
-        size = 8 * width
-        padded = np.concatenate((data, np.zeros(size, dtype=np.uint8)))
-        words = np.zeros((n, width), dtype=np.uint64)
-        columns = np.arange(size)
-        for lo in range(0, n, _PACK_ROWS):
-            hi = min(n, lo + _PACK_ROWS)
-            block = padded[starts[lo:hi, None] + columns]
-            block[columns >= lengths[lo:hi, None]] = 0
-            words[lo:hi] = block.view(">u8").reshape(hi - lo, width)
+        words = layouts.packed_words(lengths, data, starts, width)
         return lengths.astype(np.int64, copy=False), words
 
 
 #: Queries built at a time when the columns are iterated.
 _RECORD_BLOCK = 4096
-#: Docs packed into words a block at a time by :meth:`JudgedDocs.packed`.
-_PACK_ROWS = 1 << 18
 
 
 class ColumnQrels(Mapping[str, Mapping[str, int]]):

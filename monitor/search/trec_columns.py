@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from monitor import texts as texts_layout
 from monitor.errors import InputError
 from monitor.evalset.columns import JudgedDocs
 from monitor.io import MAX_RUN_BYTES, open_input
@@ -487,9 +488,6 @@ def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
 #: Judged pairs ranked at once by :meth:`TrecColumns._dense_ranks`.
 _RANK_PAIRS = 1 << 20
 
-#: Texts packed at once by :func:`_pack_texts`.
-_PACK_ROWS = 1 << 18
-
 
 def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
     """Return each text's length in UTF-8 bytes and its first ``8 * width`` bytes packed as
@@ -503,19 +501,10 @@ def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
         encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
         data = b"\0".join(encoded)
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
-    size = 8 * width
-    a = np.frombuffer(data + bytes(size), dtype=np.uint8)
-    starts = np.cumsum(lengths + 1) - (lengths + 1)
-    words = np.zeros((n, width), dtype=np.uint64)
-    columns = np.arange(size)
-    # A block of texts at a time: each one's bytes gathered at once, the bytes past its end
-    # zeroed, and the rows read as big-endian words.
-    for lo in range(0, n, _PACK_ROWS):
-        hi = min(n, lo + _PACK_ROWS)
-        block = a[starts[lo:hi, None] + columns]
-        block[columns >= lengths[lo:hi, None]] = 0
-        words[lo:hi] = block.view(">u8").reshape(hi - lo, width)
-    return lengths, words
+    starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text and its NUL separator
+    return lengths, texts_layout.packed_words(
+        lengths, np.frombuffer(data, dtype=np.uint8), starts, width
+    )
 
 
 def pack_ids(ids: Sequence[str]) -> _U64:
