@@ -190,6 +190,15 @@ def packed_words(
     return words
 
 
+def widened(words: NDArray[np.uint64], width: int) -> NDArray[np.uint64]:
+    """Return ``words`` (entries x w) padded with zero words to ``width`` words a row."""
+    if words.shape[1] == width:
+        return words
+    out = np.zeros((words.shape[0], width), dtype=np.uint64)
+    out[:, : words.shape[1]] = words
+    return out
+
+
 def word_hashes(words: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """Return a 64-bit hash of each row of ``words`` (entries x w)."""
     h = np.zeros(words.shape[0], dtype=np.uint64)

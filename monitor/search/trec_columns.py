@@ -279,7 +279,7 @@ def assemble(parts: list[tuple[_I32, _U64, _F64]], codes: dict[str, int]) -> Tre
     )
     parts.clear()
     query = _concatenate(queries, np.zeros(0, np.int32))
-    words = _concatenate([widened(w, width) for w in word_parts], _empty(width))
+    words = _concatenate([texts_layout.widened(w, width) for w in word_parts], _empty(width))
     word_parts.clear()
     score = _concatenate(scores, np.zeros(0, np.float64))
     return _ranked(codes, query, words, score)
@@ -519,15 +519,6 @@ def pack_ids(ids: Sequence[str]) -> _U64:
     else:
         longest = max((len(doc.encode("utf-8", "surrogatepass")) for doc in ids), default=1)
     return _pack_texts(ids, max(1, -(-longest // 8)))[1]
-
-
-def widened(words: _U64, width: int) -> _U64:
-    """Return ``words`` padded with zero words to ``width`` words a row."""
-    if words.shape[1] == width:
-        return words
-    out = np.zeros((len(words), width), dtype=np.uint64)
-    out[:, : words.shape[1]] = words
-    return out
 
 
 def _empty(width: int) -> _U64:

@@ -301,7 +301,7 @@ class _Rows:
     def __init__(self, parts: list[NDArray[np.uint64]]) -> None:
         self.bad_shape = any(part.ndim != 2 for part in parts)
         width = max((part.shape[1] for part in parts if part.ndim == 2), default=1)
-        self.parts = [part if self.bad_shape else _widened(part, width) for part in parts]
+        self.parts = [part if self.bad_shape else texts.widened(part, width) for part in parts]
         self.ends = np.cumsum([0, *(len(part) for part in self.parts)])
         self.size = int(self.ends[-1])
 
@@ -329,14 +329,6 @@ class _Rows:
             mine = part == i
             out[mine] = words[rows[mine] - int(self.ends[i])]
         return out
-
-
-def _widened(words: NDArray[np.uint64], width: int) -> NDArray[np.uint64]:
-    if words.shape[1] == width:
-        return words
-    out = np.zeros((words.shape[0], width), dtype=np.uint64)
-    out[:, : words.shape[1]] = words
-    return out
 
 
 def _rows_match(rows: _Rows, first: NDArray[np.intp], codes: NDArray[Any]) -> bool:
