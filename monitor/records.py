@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, methodcaller
 from types import MappingProxyType
+from typing import TypeVar
 
 #: Reads a hit's id in C: a ranking's ids are read once per query per stage.
 _ID = attrgetter("id")
 _JUDGMENTS = attrgetter("judgments")
+
+R = TypeVar("R")
 
 #: Scalar metadata values a query may carry (category, difficulty, language, ...).
 MetaValue = str | int | float | bool | None
@@ -104,6 +107,20 @@ _SET_ID = Query.__dict__["id"].__set__
 _SET_TEXT = Query.__dict__["text"].__set__
 _SET_JUDGMENTS = Query.__dict__["judgments"].__set__
 _SET_METADATA = Query.__dict__["metadata"].__set__
+
+
+class BuiltWhenRead(Sequence[R]):
+    """A sequence of records each built when it is read (from arrays): equal to any
+    sequence, a tuple among them, of equal records in the same order."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so never hashed
 
 
 @dataclass(frozen=True, slots=True)

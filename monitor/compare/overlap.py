@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 
 from monitor import texts
 from monitor.compare.matched import Matched
+from monitor.records import BuiltWhenRead
 from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 
@@ -59,7 +60,7 @@ class QueryOverlap:
         return {"query_id": self.query_id, "rbo": self.rbo, "jaccard": self.jaccard}
 
 
-class OverlapRows(Sequence[QueryOverlap]):
+class OverlapRows(BuiltWhenRead[QueryOverlap]):
     """Per-query overlaps held as columns (ids, RBO, Jaccard), in order: a QueryOverlap is
     built only when read, so a million compared queries hold three arrays, not a million
     records."""
@@ -90,13 +91,6 @@ class OverlapRows(Sequence[QueryOverlap]):
 
     def __iter__(self) -> Iterator[QueryOverlap]:
         return map(QueryOverlap, self.ids, self.rbos.tolist(), self.jaccards.tolist())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so never hashed
 
     def dicts(self) -> list[dict[str, Any]]:
         """Return each query's :meth:`QueryOverlap.to_dict`, built from the columns."""

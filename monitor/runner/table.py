@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from monitor.evalset.columns import ids_of
-from monitor.records import Hit, Query, QueryOutcome
+from monitor.records import BuiltWhenRead, Hit, Query, QueryOutcome
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -36,7 +36,7 @@ _BLOCK = 4096
 
 
 @dataclass(frozen=True, eq=False)
-class OutcomeTable(Sequence[QueryOutcome]):
+class OutcomeTable(BuiltWhenRead[QueryOutcome]):
     """The outcomes of ``queries`` answered in one call, in their order.
 
     ``answers`` holds every query's hits (:class:`~monitor.search.answers.Answers`) and
@@ -76,13 +76,6 @@ class OutcomeTable(Sequence[QueryOutcome]):
         for lo in range(0, len(self), _BLOCK):
             queries = self.queries[lo : lo + _BLOCK]
             yield from map(self._outcome, range(lo, lo + len(queries)), queries)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # equal to tuples, so never hashed
 
     def _outcome(self, i: int, query: Query | None = None) -> QueryOutcome:
         query = self.queries[i] if query is None else query
