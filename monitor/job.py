@@ -431,13 +431,15 @@ def _run_locked(
 
     release_freed()  # what reading and answering freed, before the run is measured
     record, evaluation = _measured(suite, evalset, config_hash, result)
+    # A judge grades the run's hits after the comparison: only then are they still needed.
+    # Otherwise they are let go once measured, before the record is saved.
+    outcomes = result if keep_outcomes or suite.judge is not None else None
+    del result
     release_freed()
     run_id = store.save_run(record)
+    del record
     release_freed()
     labels = frozen_labels if evalset is frozen else None
-    # A judge grades the run's hits after the comparison: only then are they still needed.
-    outcomes = result if keep_outcomes or suite.judge is not None else None
-    del result, record
     return _compared(suite, store, run_id, evalset, evaluation, outcomes, frozen, labels)
 
 

@@ -28,7 +28,7 @@ _MIX_2 = np.uint64(0x94D049BB133111EB)
 def starts_of(lengths: NDArray[Any]) -> NDArray[np.int64]:
     """Return where each text of ``lengths`` starts in the data."""
     starts = np.zeros(lengths.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
+    np.cumsum(lengths[:-1], dtype=np.int64, out=starts[1:])
     return starts
 
 
@@ -91,7 +91,7 @@ def _chunks(lengths: NDArray[Any]) -> Iterator[slice]:
         at = stop
 
 
-def _byte_index(starts: NDArray[np.int64], lengths: NDArray[Any]) -> NDArray[np.int64]:
+def _byte_index(starts: NDArray[np.signedinteger[Any]], lengths: NDArray[Any]) -> NDArray[np.int64]:
     """Return the position in the data of every byte of the texts at ``starts``."""
     total = int(lengths.sum())
     offsets = np.repeat(starts - starts_of(lengths), lengths)
@@ -168,7 +168,10 @@ _PACK_ROWS = 1 << 18
 
 
 def packed_words(
-    lengths: NDArray[Any], data: NDArray[np.uint8], starts: NDArray[np.int64], width: int
+    lengths: NDArray[Any],
+    data: NDArray[np.uint8],
+    starts: NDArray[np.signedinteger[Any]],
+    width: int,
 ) -> NDArray[np.uint64]:
     """Return the first ``8 * width`` bytes of each text (at ``starts`` in ``data``, of
     ``lengths`` bytes) as big-endian 64-bit words, zero padded past its end (a longer
@@ -199,12 +202,38 @@ def widened(words: NDArray[np.uint64], width: int) -> NDArray[np.uint64]:
     return out
 
 
-def word_hashes(words: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """Return a 64-bit hash of each row of ``words`` (entries x w)."""
-    h = np.zeros(words.shape[0], dtype=np.uint64)
-    for j in range(words.shape[1]):
-        h = _mix(h * _MULTIPLIER ^ words[:, j])
-    return h
+#: Rows hashed at once by :func:`word_hashes` (its two work arrays stay in cache).
+_HASH_ROWS = 1 << 16
+
+
+def word_hashes(
+    words: NDArray[np.uint64], out: NDArray[np.uint64] | None = None
+) -> NDArray[np.uint64]:
+    """Return a 64-bit hash of each row of ``words`` (entries x w), written into ``out`` when
+    given (as many entries as rows). A block of rows at a time, in place: no temporary as
+    large as the rows."""
+    rows = words.shape[0]
+    out = np.empty(rows, dtype=np.uint64) if out is None else out
+    shifted = np.empty(min(rows, _HASH_ROWS), dtype=np.uint64)
+    for lo in range(0, rows, _HASH_ROWS):
+        hi = min(rows, lo + _HASH_ROWS)
+        h, spare = out[lo:hi], shifted[: hi - lo]
+        h[:] = 0
+        for j in range(words.shape[1]):
+            h *= _MULTIPLIER
+            h ^= words[lo:hi, j]
+            _mix_in_place(h, spare)
+    return out
+
+
+def _mix_in_place(x: NDArray[np.uint64], spare: NDArray[np.uint64]) -> None:
+    """Apply :func:`_mix` to ``x`` in place (``spare``: a work array of its size)."""
+    for shift, multiplier in ((30, _MIX_1), (27, _MIX_2)):
+        np.right_shift(x, np.uint64(shift), out=spare)
+        x ^= spare
+        x *= multiplier
+    np.right_shift(x, np.uint64(31), out=spare)
+    x ^= spare
 
 
 def equal(
@@ -215,7 +244,7 @@ def equal(
     other_data: NDArray[np.uint8],
     second: NDArray[Any],
     *,
-    starts: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None,
+    starts: tuple[NDArray[np.signedinteger[Any]], NDArray[np.signedinteger[Any]]] | None = None,
 ) -> NDArray[np.bool_]:
     """Return whether text ``first[i]`` of one layout has the bytes of text ``second[i]`` of
     another (or the same) layout, for each ``i``; ``starts`` are the two layouts' offsets
@@ -241,7 +270,7 @@ def gather(
     lengths: NDArray[Any],
     data: NDArray[np.uint8],
     picked: NDArray[Any],
-    starts: NDArray[np.int64] | None = None,
+    starts: NDArray[np.signedinteger[Any]] | None = None,
 ) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
     """Return the layout of texts ``picked`` (indices) of a layout, in that order;
     ``starts`` are the layout's offsets when the caller has them."""

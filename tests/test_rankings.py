@@ -114,10 +114,70 @@ def test_words_given_in_parts_number_as_the_whole(at: int, monkeypatch: pytest.M
     built = Rankings.from_words(counts, parts)
     assert given_rankings == list(built)
     assert whole.codes.tolist() == built.codes.tolist()
-    monkeypatch.setattr(texts, "word_hashes", lambda words: np.zeros(len(words), np.uint64))
+    monkeypatch.setattr(texts, "word_hashes", _colliding_hashes)
     collided = Rankings.from_words(counts, parts)
     assert given_rankings == list(collided)
     assert whole.codes.tolist() == collided.codes.tolist()
+
+
+@pytest.mark.parametrize("table", [1, 7, 64, 1 << 30])
+def test_hashes_numbered_part_by_part_number_as_one_table(
+    table: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashes split into parts by their top bits, each part numbered by a table of its own,
+    get the codes and first rows one table over all of them gives: in order of first
+    appearance, over hashes of any top bits (signed ones too), repeated at random."""
+    import pandas as pd
+
+    from monitor.store import rankings as module
+
+    rng = np.random.default_rng(11)
+    distinct = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)
+    distinct[:8] = np.arange(8) << 61  # differing in the top bits only
+    hashes = distinct[rng.integers(0, 500, 3_000)]
+    expected, uniques = pd.factorize(hashes, sort=False)
+    monkeypatch.setattr(module, "_TABLE_HASHES", table)
+    monkeypatch.setattr(module, "_CHECK_ROWS", 256)  # the shifts and renumbering in blocks
+    codes, first = module.first_seen(hashes)
+    assert codes.dtype == np.int32
+    assert expected.tolist() == codes.tolist()
+    assert module._first_rows(expected, uniques.size).tolist() == first.tolist()
+    assert np.array_equal(hashes[first], uniques)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_rankings_read_alike_with_starts_of_either_width(
+    narrow: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where each distinct id starts is int32 for fewer bytes than the bound, int64 from it:
+    either way the rankings read, compare and pack as they were built."""
+    from monitor.store import rankings as module
+
+    monkeypatch.setattr(module, "_NARROW_STARTS", 1 << 40 if narrow else 0)
+    given = [("café", "日本語", "a"), ("a", "b" * 30), ()]
+    built = Rankings.of(given)
+    assert built.doc_starts.dtype == (np.int32 if narrow else np.int64)
+    assert given == list(built) == [built[i] for i in range(3)]
+    assert built == Rankings.of([list(r) for r in given])
+    assert built.doc_starts.tolist() == texts.starts_of(built.doc_lengths).tolist()
+
+
+def test_rankings_over_the_same_ids_share_their_starts() -> None:
+    """Rankings made over another's ids sum the ids' starts once for both, and their codes
+    are checked as the constructor checks them."""
+    first = Rankings.of([("a", "bb"), ("ccc",)])
+    second = first.over_same_ids(np.array([2], np.int32), np.array([2, 0], np.int32))
+    assert [("ccc", "a")] == list(second)
+    assert second.doc_starts is first.doc_starts
+    with pytest.raises(UsageError, match="outside"):
+        first.over_same_ids(np.array([1], np.int32), np.array([3], np.int32))
+
+
+def _colliding_hashes(words: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Hash every row of ``words`` alike (into ``out`` when given)."""
+    out = np.empty(len(words), np.uint64) if out is None else out
+    out[:] = 0
+    return out
 
 
 def test_first_rows_are_found_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,3 +252,24 @@ def test_a_split_holds_the_rankings_on_each_side(rankings: list[list[str]]) -> N
         assert [tuple(r) for r in rankings[:at]] == list(first)
         assert [tuple(r) for r in rankings[at:]] == list(second)
         assert first.doc_bytes is second.doc_bytes
+
+
+def test_rows_hash_alike_in_blocks_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hashing rows a block at a time gives the hashes of hashing them all at once (the
+    splitmix64 finaliser over each row's words), into a given array too; and the run's
+    (query, doc) hashes do not depend on the block either."""
+    from monitor.search import trec_columns
+
+    rng = np.random.default_rng(3)
+    words = rng.integers(0, 2**63, (1_000, 3), dtype=np.int64).astype(np.uint64)
+    query = rng.integers(0, 50, 1_000).astype(np.int32)
+    expected = np.zeros(1_000, dtype=np.uint64)
+    for j in range(3):
+        expected = texts._mix(expected * texts._MULTIPLIER ^ words[:, j])
+    whole, pairs = texts.word_hashes(words), trec_columns._hash(query, words)
+    monkeypatch.setattr(texts, "_HASH_ROWS", 7)
+    monkeypatch.setattr(trec_columns, "_HASH_ROWS", 7)
+    into = np.ones(1_000, dtype=np.uint64)
+    assert texts.word_hashes(words, into) is into
+    assert expected.tolist() == whole.tolist() == into.tolist()
+    assert pairs.tolist() == trec_columns._hash(query, words).tolist()

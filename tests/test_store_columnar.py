@@ -360,3 +360,31 @@ def test_columns_of_another_length_than_the_records_are_refused() -> None:
             queries=(QueryRecord("q1"), QueryRecord("q2")),
             columns=columns,
         )
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 22])
+def test_a_blob_is_each_array_header_and_byte_planes_however_fed(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob decompresses to each array's dtype and size, then its bytes one byte plane
+    after another, whatever the blocks the planes reach the compressor in; and reads back."""
+    import struct
+    import zlib
+
+    monkeypatch.setattr(columnar, "_PLANE_BYTES", block)
+    arrays = [
+        np.arange(7, dtype=np.int32) * 70_000,
+        np.array([0.5, -1.0, np.nan]),
+        np.frombuffer(b"planes", np.uint8),
+        np.zeros(0, np.int64),
+    ]
+    expected = b"".join(
+        struct.pack("<4sQ", a.dtype.str.encode("ascii").ljust(4), a.size)
+        + a.view(np.uint8).reshape(a.size, a.dtype.itemsize).T.tobytes()
+        for a in arrays
+    )
+    blob = columnar._pack(arrays)
+    assert expected == zlib.decompress(blob)
+    back = columnar._unpack(blob)
+    assert [a.dtype for a in arrays] == [b.dtype for b in back]
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(arrays, back, strict=True))

@@ -254,22 +254,29 @@ def resolve_with(
             n_rel = np.bincount(query[rel], minlength=len(query_ids)).astype(np.int64)
             q, g, r = query[rel], doc_grade[rel], ranks[rel]
         order = np.lexsort((r, q))
-        ideal = np.lexsort((-g, q))
-        judged = np.lexsort((ranks, query)) if with_judged else None
+        ideal = g[np.lexsort((-g, q))]
+        q, g, r = q[order], g[order], r[order]
+        del order
+        every: tuple[IntArray | None, ...] = (None, None, None)
+        if with_judged and rel.all():  # every judgment is relevant: the same arrays
+            every = (q, g, r)
+        elif with_judged:
+            judged = np.lexsort((ranks, query))
+            every = (query[judged], doc_grade[judged], ranks[judged])
         return RelevantRanks(
             query_ids=query_ids,
             n_relevant=n_rel,
             n_retrieved=n_retrieved,
             duplicates=duplicates,
             missing=missing,
-            query=q[order],
-            grade=g[order],
-            rank=r[order],
-            ideal_grade=g[ideal],
+            query=q,
+            grade=g,
+            rank=r,
+            ideal_grade=ideal,
             relevance_level=level,
-            judged_query=None if judged is None else query[judged],
-            judged_grade=None if judged is None else doc_grade[judged],
-            judged_rank=None if judged is None else ranks[judged],
+            judged_query=every[0],
+            judged_grade=every[1],
+            judged_rank=every[2],
         )
 
     binary = build(relevance_level)

@@ -628,16 +628,23 @@ def _order_ties(tie: _I64, words: _U64) -> tuple[_I64, _I64]:
 
 def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
     """Return a 64-bit mix of each (query code, doc words); equal pairs hash alike."""
-    h = query.astype(np.uint64)
-    spare = np.empty_like(h)
-    with np.errstate(over="ignore"):  # in place: no new array per step
-        np.multiply(h, _HASH_Q, out=h)
-        for k in range(words.shape[1]):
-            np.bitwise_xor(h, words[:, k], out=h)
-            np.multiply(h, _HASH_W, out=h)
-            np.right_shift(h, np.uint64(31), out=spare)
-            np.bitwise_xor(h, spare, out=h)
-    return h
+    out = query.astype(np.uint64)
+    spare = np.empty(min(out.size, _HASH_ROWS), dtype=np.uint64)
+    with np.errstate(over="ignore"):  # in place, a block at a time: no new array per step
+        for lo in range(0, out.size, _HASH_ROWS):
+            h, block = out[lo : lo + _HASH_ROWS], words[lo : lo + _HASH_ROWS]
+            shifted = spare[: h.size]
+            np.multiply(h, _HASH_Q, out=h)
+            for k in range(words.shape[1]):
+                np.bitwise_xor(h, block[:, k], out=h)
+                np.multiply(h, _HASH_W, out=h)
+                np.right_shift(h, np.uint64(31), out=shifted)
+                np.bitwise_xor(h, shifted, out=h)
+    return out
+
+
+#: Rows hashed at once by :func:`_hash` (its work array stays in cache).
+_HASH_ROWS = 1 << 16
 
 
 def _maybe_in(hashes: _U64, wanted: _U64) -> _I64:

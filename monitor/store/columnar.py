@@ -255,10 +255,10 @@ def decode_columns(blobs: Mapping[str, bytes]) -> StoredColumns:
     lengths, data, *hexed = _unpack(blobs[DOC_IDS])
     if hexed:  # ids of hex digits are kept as the bytes they spell
         data = np.frombuffer(data.tobytes().hex().encode("ascii"), np.uint8)
-    rankings = []
-    for name in (RETRIEVED, RELEVANT):
-        counts, codes = _unpack(blobs[name])
-        rankings.append(Rankings(counts, codes, lengths, data))
+    counts, codes = _unpack(blobs[RETRIEVED])
+    retrieved = Rankings(counts, codes, lengths, data)
+    counts, codes = _unpack(blobs[RELEVANT])
+    rankings = [retrieved, retrieved.over_same_ids(counts, codes)]  # one dictionary's starts
     metrics = tuple(_metric_names(blobs))
     matrix = np.full((n, len(metrics)), np.nan)
     present = np.zeros((n, len(metrics)), dtype=np.bool_)
@@ -403,14 +403,37 @@ def _unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
 
 
 def _pack(arrays: Sequence[NDArray[Any]]) -> bytes:
-    parts: list[bytes] = []
+    """Return ``arrays`` as one compressed blob: each array's dtype and size, then its bytes
+    a byte plane at a time (the first byte of every value, then the second, ...), which
+    compress better than values. The planes reach the compressor a block at a time, so a
+    large array is never copied whole."""
+    packer = zlib.compressobj(_LEVEL)
+    out: list[bytes] = []
     for array in arrays:
         array = np.ascontiguousarray(array)
         dtype = array.dtype.newbyteorder("<") if array.dtype.itemsize > 1 else array.dtype
         array = array.astype(dtype, copy=False)
-        parts.append(_HEADER.pack(dtype.str.encode("ascii").ljust(4), array.size))
-        parts.append(_shuffle(array))
-    return zlib.compress(b"".join(parts), _LEVEL)
+        out.append(packer.compress(_HEADER.pack(dtype.str.encode("ascii").ljust(4), array.size)))
+        out.extend(packer.compress(block) for block in _planes(array))
+    out.append(packer.flush())
+    return b"".join(out)
+
+
+#: Bytes of one byte plane handed to the compressor at a time.
+_PLANE_BYTES = 1 << 22
+
+
+def _planes(array: NDArray[Any]) -> Iterator[bytes | memoryview]:
+    """Yield the bytes of ``array``'s byte planes, in order, a block at a time."""
+    grid = array.reshape(-1).view(np.uint8).reshape(array.size, array.dtype.itemsize)
+    if grid.shape[1] == 1:
+        flat = grid.reshape(-1).data
+        for start in range(0, len(flat), _PLANE_BYTES):
+            yield flat[start : start + _PLANE_BYTES]
+        return
+    for plane in grid.T:
+        for start in range(0, plane.size, _PLANE_BYTES):
+            yield plane[start : start + _PLANE_BYTES].tobytes()
 
 
 def _unpack(blob: bytes) -> list[NDArray[Any]]:
@@ -425,13 +448,6 @@ def _unpack(blob: bytes) -> list[NDArray[Any]]:
         arrays.append(_unshuffle(raw[at:end], dtype, size))
         at = end
     return arrays
-
-
-def _shuffle(array: NDArray[Any]) -> bytes:
-    width = array.dtype.itemsize
-    if width == 1:
-        return array.tobytes()
-    return array.view(np.uint8).reshape(-1, width).T.tobytes()
 
 
 def _unshuffle(raw: memoryview, dtype: np.dtype[Any], size: int) -> NDArray[Any]:

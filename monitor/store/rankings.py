@@ -36,7 +36,7 @@ class Rankings(Sequence[tuple[str, ...]]):
     doc_lengths: NDArray[np.int32]
     doc_bytes: NDArray[np.uint8]
     _starts: NDArray[np.int64] = field(init=False, repr=False)
-    _doc_starts: NDArray[np.int64] = field(init=False, repr=False)
+    _doc_starts: _Starts = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if int(self.counts.sum()) != self.codes.size:
@@ -57,7 +57,7 @@ class Rankings(Sequence[tuple[str, ...]]):
                 f" (codes {int(self.codes.min())}..{int(self.codes.max())})"
             )
         object.__setattr__(self, "_starts", texts.starts_of(self.counts))
-        object.__setattr__(self, "_doc_starts", texts.starts_of(self.doc_lengths))
+        object.__setattr__(self, "_doc_starts", _Starts(self.doc_lengths, self.doc_bytes.size))
 
     @classmethod
     def of(cls, rankings: Sequence[Sequence[str]]) -> Rankings:
@@ -99,10 +99,10 @@ class Rankings(Sequence[tuple[str, ...]]):
             order = np.argsort(seen_at, kind="stable")
             rank = np.empty(order.size, dtype=np.intp)
             rank[order] = np.arange(order.size)
-            codes = rank[inverse.reshape(-1)]
+            codes = rank[inverse.reshape(-1)].astype(np.int32)
             first = seen_at[order]
         lengths, data = _unpad(rows, first)
-        return cls(counts, codes.astype(np.int32), lengths, data)
+        return cls(counts, codes.astype(np.int32, copy=False), lengths, data)
 
     @property
     def lengths(self) -> NDArray[np.int32]:
@@ -128,7 +128,7 @@ class Rankings(Sequence[tuple[str, ...]]):
         start = int(self._starts[i])
         picked = self.codes[start : start + int(self.counts[i])]
         raw = self.doc_bytes
-        starts, lengths = self._doc_starts[picked].tolist(), self.doc_lengths[picked].tolist()
+        starts, lengths = self.doc_starts[picked].tolist(), self.doc_lengths[picked].tolist()
         return tuple(
             raw[a : a + size].tobytes().decode("utf-8")
             for a, size in zip(starts, lengths, strict=True)
@@ -206,9 +206,16 @@ class Rankings(Sequence[tuple[str, ...]]):
         return part
 
     @property
-    def doc_starts(self) -> NDArray[np.int64]:
-        """Return where each distinct id starts in ``doc_bytes``."""
-        return self._doc_starts
+    def doc_starts(self) -> NDArray[np.signedinteger[Any]]:
+        """Return where each distinct id starts in ``doc_bytes`` (int32 or int64)."""
+        return self._doc_starts.of()
+
+    def over_same_ids(self, counts: NDArray[np.int32], codes: NDArray[np.int32]) -> Rankings:
+        """Return the rankings of ``counts`` and ``codes`` (checked as the constructor checks
+        them) over this one's distinct ids, sharing their starts once summed."""
+        other = Rankings(counts, codes, self.doc_lengths, self.doc_bytes)
+        object.__setattr__(other, "_doc_starts", self._doc_starts)
+        return other
 
     def doc_hashes(self) -> NDArray[np.uint64]:
         """Return the content hash of each distinct id (:func:`monitor.texts.hashes`)."""
@@ -218,6 +225,33 @@ class Rankings(Sequence[tuple[str, ...]]):
         """Return a 64-bit hash of each ranked id's content, entry by entry: the same id
         hashes alike in any two Rankings."""
         return self.doc_hashes()[self.codes]
+
+
+#: Bytes of distinct ids below which their starts are int32 (a margin left for the offsets
+#: readers add to a start).
+_NARROW_STARTS = (1 << 31) - (1 << 20)
+
+
+class _Starts:
+    """Where each distinct id starts in the bytes, summed when first asked for and then kept,
+    and shared by all the rankings over the same ids: a run saved and never read does not
+    hold them. They are int32 when the bytes are fewer than :data:`_NARROW_STARTS`."""
+
+    __slots__ = ("_lengths", "_size", "_starts")
+
+    def __init__(self, lengths: NDArray[np.int32], size: int) -> None:
+        self._lengths = lengths
+        self._size = size
+        self._starts: NDArray[np.signedinteger[Any]] | None = None
+
+    def of(self) -> NDArray[np.signedinteger[Any]]:
+        if self._starts is None:
+            narrow = self._size < _NARROW_STARTS
+            starts: NDArray[np.signedinteger[Any]]
+            starts = np.zeros(self._lengths.size, dtype=np.int32 if narrow else np.int64)
+            np.cumsum(self._lengths[:-1], dtype=starts.dtype, out=starts[1:])
+            self._starts = starts
+        return self._starts
 
 
 def first_seen_codes(every: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
@@ -237,10 +271,10 @@ def first_seen_codes(every: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]
     codes, first = first_seen(hashed)
     docs = every[first]
     if not (every == docs[codes]).all():  # a collision of hashes
-        codes, uniques = pd.factorize(every, sort=False)
-        docs = np.asarray(uniques, dtype=object)
+        exact, uniques = pd.factorize(every, sort=False)
+        codes, docs = exact.astype(np.int32), np.asarray(uniques, dtype=object)
     result: list[str] = docs.tolist()
-    return codes.astype(np.int32), result
+    return codes, result
 
 
 def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings]:
@@ -273,7 +307,7 @@ def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings
         codes, uniques = pd.factorize(table[every], sort=False)
         first_doc = every[_first_rows(codes, len(uniques))]
     doc_lengths, doc_bytes = texts.gather(lengths, data, first_doc)
-    codes32 = codes.astype(np.int32)
+    codes32 = codes.astype(np.int32, copy=False)
     ends = np.cumsum([0, *sizes])
     split = [codes32[ends[i] : ends[i + 1]] for i in range(len(parts))]
     counts = np.concatenate([np.zeros(0, np.int32), *(part.counts for part in parts)])
@@ -284,13 +318,55 @@ def merged(parts: Sequence[Rankings]) -> tuple[list[NDArray[np.int32]], Rankings
 _CHECK_ROWS = 1 << 20
 
 
-def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+#: Most hashes numbered by one hash table. A hash table holds about 20 bytes a distinct
+#: hash, and its int64 codes 8 more a hash: more hashes are numbered a part at a time.
+_TABLE_HASHES = 1 << 21
+
+
+def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int32], NDArray[np.intp]]:
     """Return a code per hash, equal hashes alike, numbered in order of first appearance, and
-    the position of each code's first appearance."""
+    the position of each code's first appearance.
+
+    Many hashes are split into parts by their top bits, so that equal hashes share a part,
+    and each part is numbered by a table of its own: the tables never hold all the distinct
+    hashes at once. The parts' codes are then renumbered by first appearance over the whole.
+    """
     import pandas as pd  # imported here: opening a store needs no pandas
 
-    codes, distinct = pd.factorize(hashes, sort=False)
-    return codes.astype(np.intp, copy=False), _first_rows(codes, distinct.size)
+    if hashes.size <= _TABLE_HASHES:
+        codes, distinct = pd.factorize(hashes, sort=False)
+        return codes.astype(np.int32), _first_rows(codes, distinct.size)
+    bits = min(8, int(np.ceil(np.log2(hashes.size / _TABLE_HASHES))))
+    part = np.empty(hashes.size, dtype=np.uint8)
+    unsigned = hashes.view(np.uint64)
+    for start in range(0, hashes.size, _CHECK_ROWS):
+        block = unsigned[start : start + _CHECK_ROWS]
+        part[start : start + _CHECK_ROWS] = block >> np.uint64(64 - bits)
+    local = np.empty(hashes.size, dtype=np.int32)  # codes numbered part by part
+    firsts: list[NDArray[np.intp]] = [np.zeros(0, np.intp)]
+    numbered = 0
+    for index in range(1 << bits):
+        at = np.flatnonzero(part == index)
+        codes, distinct = pd.factorize(hashes[at], sort=False)
+        firsts.append(at[_first_rows(codes, distinct.size)])
+        local[at] = codes + numbered
+        numbered += distinct.size
+        del at, codes, distinct
+    del part
+    # A part's code becomes the rank of its first position among all first positions.
+    first = np.concatenate(firsts)
+    firsts.clear()
+    is_first = np.zeros(hashes.size, dtype=bool)
+    is_first[first] = True
+    rank: NDArray[np.signedinteger[Any]]
+    rank = np.cumsum(is_first, dtype=np.int32 if hashes.size < 1 << 31 else np.int64)
+    rank -= 1
+    renumbered = rank[first]
+    del rank, first
+    for start in range(0, local.size, _CHECK_ROWS):
+        chunk = local[start : start + _CHECK_ROWS]
+        chunk[:] = renumbered[chunk]
+    return local, np.flatnonzero(is_first)
 
 
 class _Rows:
@@ -307,8 +383,10 @@ class _Rows:
 
     def hashes(self) -> NDArray[np.uint64]:
         """Return each row's :func:`monitor.texts.word_hashes`."""
-        out = [np.zeros(0, np.uint64), *(texts.word_hashes(part) for part in self.parts)]
-        return np.concatenate(out)
+        out = np.empty(self.size, dtype=np.uint64)
+        for i, part in enumerate(self.parts):
+            texts.word_hashes(part, out[self.ends[i] : self.ends[i + 1]])
+        return out
 
     def block(self, start: int, stop: int) -> NDArray[np.uint64]:
         """Return rows ``start`` to ``stop`` (a view when one part holds them all)."""
