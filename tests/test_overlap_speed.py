@@ -169,3 +169,26 @@ def test_overlap_of_stored_runs_in_other_orders_over_chunks(
     ]
     result = overlap_of(baseline, current, 10)
     assert expected == [(q.query_id, q.rbo, q.jaccard) for q in result.queries]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, float("nan")]), max_size=30),
+    st.integers(0, 12),
+)
+def test_the_queries_that_moved_most_read_alike_from_columns_and_records(
+    rbos: list[float], count: int
+) -> None:
+    """The queries of lowest RBO below 1, lowest first and ties in query order, are the same
+    read from the overlap's columns as sorted from its records; an unchanged top k (RBO 1)
+    or an undefined one (NaN) never counts as moved."""
+    from monitor.compare.overlap import Overlap, OverlapRows, QueryOverlap
+
+    ids = [f"q{i}" for i in range(len(rbos))]
+    values = np.array(rbos, dtype=np.float64)
+    columns = OverlapRows(ids, values, values / 2)
+    records = tuple(QueryOverlap(i, r, r / 2) for i, r in zip(ids, rbos, strict=True))
+    moved = Overlap(10, 0.9, 0.5, 0.5, columns).moved_most(count)
+    expected = sorted((q for q in records if q.rbo < 1.0), key=lambda q: q.rbo)[:count]
+    assert [q.query_id for q in expected] == [q.query_id for q in moved]
+    assert moved == Overlap(10, 0.9, 0.5, 0.5, records).moved_most(count)

@@ -273,3 +273,23 @@ def test_rows_hash_alike_in_blocks_of_any_size(monkeypatch: pytest.MonkeyPatch) 
     assert texts.word_hashes(words, into) is into
     assert expected.tolist() == whole.tolist() == into.tolist()
     assert pairs.tolist() == trec_columns._hash(query, words).tolist()
+
+
+@pytest.mark.parametrize("block", [1, 3, 256])
+def test_a_few_rankings_read_without_summing_every_start(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rankings read one at a time find their ids' starts from a start per block of ids,
+    before and after a bulk read summed them all and let them go, and read the same ids."""
+    from monitor.store import rankings as module
+
+    monkeypatch.setattr(module, "_STARTS_BLOCK", block)
+    given = [(f"id-{i}" * (1 + i % 3), f"é{i}") for i in range(40)] + [()]
+    built = Rankings.of(given)
+    assert [built[i] for i in (0, 7, 39, 40, 13)] == [given[i] for i in (0, 7, 39, 40, 13)]
+    assert built._doc_starts._starts is None  # no bulk read yet
+    assert built == Rankings.of(given)  # a bulk read: every start summed
+    assert built._doc_starts._starts is not None
+    built.forget_starts()
+    assert built._doc_starts._starts is None
+    assert given == [built[i] for i in range(len(given))]

@@ -117,6 +117,17 @@ class Overlap:
         """Return the number of queries compared."""
         return len(self.queries)
 
+    def moved_most(self, count: int) -> tuple[QueryOverlap, ...]:
+        """Return the ``count`` queries of lowest RBO below 1 (those whose top k changed),
+        lowest first, ties in query order; read from the columns when they are columns."""
+        queries = self.queries
+        if not isinstance(queries, OverlapRows):
+            moving = sorted((q for q in queries if q.rbo < 1.0), key=lambda q: q.rbo)
+            return tuple(moving[: max(count, 0)])
+        moved = np.flatnonzero(queries.rbos < 1.0)
+        picked = moved[np.argsort(queries.rbos[moved], kind="stable")[: max(count, 0)]]
+        return tuple(queries[i] for i in picked.tolist())
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready form (NaN means as None)."""
         return {
@@ -275,10 +286,14 @@ def _overlaps_of_rankings(
     _check(first_at, second_at, p)
     rbos = np.empty(len(first_at))
     jaccards = np.empty(len(first_at))
-    for start in range(0, len(first_at), CHUNK_QUERIES):
-        part = slice(start, start + CHUNK_QUERIES)
-        a, b = first.take(first_at[part]), second.take(second_at[part])
-        rbos[part], jaccards[part] = _overlap_chunk(a, b, k, p)
+    try:
+        for start in range(0, len(first_at), CHUNK_QUERIES):
+            part = slice(start, start + CHUNK_QUERIES)
+            a, b = first.take(first_at[part]), second.take(second_at[part])
+            rbos[part], jaccards[part] = _overlap_chunk(a, b, k, p)
+    finally:  # the starts of a million runs' ids, 4 bytes each, not kept past the overlap
+        first.forget_starts()
+        second.forget_starts()
     return rbos, jaccards
 
 

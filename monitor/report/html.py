@@ -430,7 +430,7 @@ def _overlap(comparison: Comparison, shown: int = 10) -> str:
     overlap = comparison.overlap
     if overlap is None or not overlap.n:
         return ""
-    moved = sorted((q for q in overlap.queries if q.rbo < 1.0), key=lambda q: q.rbo)[:shown]
+    moved = overlap.moved_most(shown)
     rows = "".join(
         f'<tr><td class="qid">{_e(q.query_id)}</td><td class="num">{_e(_num(q.rbo))}</td>'
         f'<td class="num">{_e(_num(q.jaccard))}</td></tr>'

@@ -163,7 +163,7 @@ def _overlap_lines(comparison: Comparison, queries: int) -> list[str]:
         f"rank-biased overlap (p = {overlap.persistence:g}) {overlap.rbo:.4f}, "
         f"Jaccard@{overlap.k} {overlap.jaccard:.4f} over {overlap.n} queries",
     ]
-    moved = sorted((q for q in overlap.queries if q.rbo < 1.0), key=lambda q: q.rbo)[:queries]
+    moved = overlap.moved_most(queries)
     if moved:
         lines.append(
             "  moved most: "

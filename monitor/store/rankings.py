@@ -128,7 +128,7 @@ class Rankings(Sequence[tuple[str, ...]]):
         start = int(self._starts[i])
         picked = self.codes[start : start + int(self.counts[i])]
         raw = self.doc_bytes
-        starts, lengths = self.doc_starts[picked].tolist(), self.doc_lengths[picked].tolist()
+        starts, lengths = self._doc_starts.at(picked), self.doc_lengths[picked].tolist()
         return tuple(
             raw[a : a + size].tobytes().decode("utf-8")
             for a, size in zip(starts, lengths, strict=True)
@@ -210,6 +210,11 @@ class Rankings(Sequence[tuple[str, ...]]):
         """Return where each distinct id starts in ``doc_bytes`` (int32 or int64)."""
         return self._doc_starts.of()
 
+    def forget_starts(self) -> None:
+        """Let go of the ids' starts a bulk read summed (for every rankings over these ids):
+        they are summed again when next needed."""
+        self._doc_starts.forget()
+
     def over_same_ids(self, counts: NDArray[np.int32], codes: NDArray[np.int32]) -> Rankings:
         """Return the rankings of ``counts`` and ``codes`` (checked as the constructor checks
         them) over this one's distinct ids, sharing their starts once summed."""
@@ -231,20 +236,27 @@ class Rankings(Sequence[tuple[str, ...]]):
 #: readers add to a start).
 _NARROW_STARTS = (1 << 31) - (1 << 20)
 
+#: Distinct ids a block of :meth:`_Starts.at`'s index sums over.
+_STARTS_BLOCK = 256
+
 
 class _Starts:
-    """Where each distinct id starts in the bytes, summed when first asked for and then kept,
-    and shared by all the rankings over the same ids: a run saved and never read does not
-    hold them. They are int32 when the bytes are fewer than :data:`_NARROW_STARTS`."""
+    """Where each distinct id starts in the bytes, shared by all the rankings over the same
+    ids. A bulk read sums them all (:meth:`of`, int32 when the bytes are fewer than
+    :data:`_NARROW_STARTS`) and keeps them until :meth:`forget`; a read of a few rankings
+    (:meth:`at`) needs only a start every :data:`_STARTS_BLOCK` ids. A run saved and never
+    read holds neither."""
 
-    __slots__ = ("_lengths", "_size", "_starts")
+    __slots__ = ("_blocks", "_lengths", "_size", "_starts")
 
     def __init__(self, lengths: NDArray[np.int32], size: int) -> None:
         self._lengths = lengths
         self._size = size
         self._starts: NDArray[np.signedinteger[Any]] | None = None
+        self._blocks: NDArray[np.int64] | None = None
 
     def of(self) -> NDArray[np.signedinteger[Any]]:
+        """Return every id's start, summed once and kept."""
         if self._starts is None:
             narrow = self._size < _NARROW_STARTS
             starts: NDArray[np.signedinteger[Any]]
@@ -252,6 +264,28 @@ class _Starts:
             np.cumsum(self._lengths[:-1], dtype=starts.dtype, out=starts[1:])
             self._starts = starts
         return self._starts
+
+    def at(self, codes: NDArray[Any]) -> list[int]:
+        """Return the starts of the ids ``codes``: from every id's start when summed, else
+        from the start of each one's block and the lengths before it there."""
+        if self._starts is not None:
+            return list(self._starts[codes].tolist())
+        lengths = self._lengths
+        if self._blocks is None:
+            edges = np.arange(0, lengths.size, _STARTS_BLOCK)
+            sums = np.add.reduceat(lengths, edges, dtype=np.int64) if edges.size else edges
+            self._blocks = np.concatenate(([0], np.cumsum(sums)[:-1])).astype(np.int64)
+        blocks = self._blocks
+        out = []
+        for code in np.asarray(codes).tolist():
+            block = code // _STARTS_BLOCK
+            before = lengths[block * _STARTS_BLOCK : code].sum(dtype=np.int64)
+            out.append(int(blocks[block]) + int(before))
+        return out
+
+    def forget(self) -> None:
+        """Let go of every id's start (summed again when next asked for)."""
+        self._starts = None
 
 
 def first_seen_codes(every: NDArray[Any]) -> tuple[NDArray[np.int32], list[str]]:
@@ -433,13 +467,21 @@ def _first_rows(codes: NDArray[Any], size: int) -> NDArray[np.intp]:
 def _unpad(rows: _Rows, picked: NDArray[np.intp]) -> tuple[NDArray[np.int32], NDArray[np.uint8]]:
     """Return the text layout of the ids at rows ``picked`` (big-endian, zero-padded words), a
     block of rows at a time: the bytes of a million-query dictionary are a few hundred
-    megabytes, and each step would otherwise copy all of them."""
-    lengths: list[NDArray[np.int32]] = [np.zeros(0, np.int32)]
-    data: list[NDArray[np.uint8]] = [np.zeros(0, np.uint8)]
+    megabytes, and each step would otherwise copy all of them.
+
+    The bytes are written into an array of the most they can take (only the pages written
+    count in memory), cut to the bytes written at the end (in place, not copied)."""
+    width = rows.parts[0].shape[1] if rows.parts else 1
+    lengths = np.empty(picked.size, dtype=np.int32)
+    data = np.empty(picked.size * 8 * width, dtype=np.uint8)
+    written = 0
     for start in range(0, picked.size, _CHECK_ROWS):
         block = rows.take(picked[start : start + _CHECK_ROWS])
         raw = block.astype(">u8").view(np.uint8).reshape(block.shape[0], 8 * block.shape[1])
         filled = raw != 0
-        lengths.append(filled.sum(axis=1, dtype=np.int32))
-        data.append(raw[filled])
-    return np.concatenate(lengths), np.concatenate(data)
+        lengths[start : start + block.shape[0]] = filled.sum(axis=1, dtype=np.int32)
+        kept = raw[filled]
+        data[written : written + kept.size] = kept
+        written += kept.size
+    data.resize(written, refcheck=False)  # no view of it was kept
+    return lengths, data
