@@ -106,3 +106,16 @@ def test_dense_ranks_check_the_ids_when_hashes_collide(
     monkeypatch.setattr(trec_columns, "_hash", lambda codes, words: np.zeros(len(codes), np.uint64))
     ranks = columns.ranks(np.array([0, 0, 0, 1, 1, 0]), ["d1", "d2", "d3", "d3", "d1", "d9"])
     assert [1, 2, 3, 1, NOT_RETRIEVED, NOT_RETRIEVED] == ranks.tolist()
+
+
+@pytest.mark.parametrize("block", [1, 4, 1 << 20])
+def test_rows_are_counted_per_query_in_blocks_of_any_size(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a run's rows per query a block of rows at a time gives the counts of one
+    count over all of them, queries with no row included."""
+    monkeypatch.setattr(trec_columns, "_COUNT_ROWS", block)
+    query = np.random.default_rng(2).integers(0, 30, 500).astype(np.int32)
+    expected = np.bincount(query, minlength=40).tolist()
+    assert expected == trec_columns._count(query, 40).tolist()
+    assert [0] * 3 == trec_columns._count(query[:0], 3).tolist()

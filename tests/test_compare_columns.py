@@ -111,6 +111,25 @@ def test_a_repeated_baseline_id_matches_its_last_query_in_columns_too() -> None:
     assert [2] == expected
 
 
+@pytest.mark.parametrize(
+    ("before_ids", "after_ids", "expected"),
+    [
+        (["a", "b", "c"], ["a", "b", "c"], [0, 1, 2]),  # one eval set's order
+        (["a", "b", "a"], ["a", "b", "a"], [2, 1, 2]),  # the same order, an id repeated
+        (["a", "b", "c"], ["c", "a", "d"], [2, 0, -1]),
+    ],
+)
+def test_runs_of_one_order_match_query_by_query_unless_an_id_repeats(
+    before_ids: list[str], after_ids: list[str], expected: list[int]
+) -> None:
+    """Runs holding the same ids in the same order match position by position, read from
+    records or columns; an id held twice still matches the last query of it."""
+    before = RunRecord("s", "p", AT, AT, queries=tuple(QueryRecord(q) for q in before_ids))
+    after = RunRecord("s", "p", AT, AT, queries=tuple(QueryRecord(q) for q in after_ids))
+    assert expected == Matched.of(before, after).position.tolist()
+    assert expected == Matched.of(_stored(before), _stored(after)).position.tolist()
+
+
 @pytest.mark.parametrize("k", [1, 5, 10, 20])
 @pytest.mark.parametrize("seed", [7, 8])
 def test_the_overlap_of_columns_is_the_overlap_of_records(k: int, seed: int) -> None:

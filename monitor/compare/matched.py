@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, methodcaller
+from operator import attrgetter, eq, methodcaller
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,6 +58,11 @@ class Matched:
     def of(cls, baseline: RunRecord, current: RunRecord) -> Matched:
         """Match ``current``'s queries with ``baseline``'s by id."""
         before, now = _ids(baseline), _ids(current)
+        if len(before) == len(now) and all(map(eq, before, now)) and len(set(now)) == len(now):
+            # The usual pair: runs of one eval set, in its order, each id once (a repeated
+            # baseline id matches its last query). No index of the ids is built.
+            position = np.arange(len(now), dtype=np.intp)
+            return cls(baseline, current, position, _answered(baseline), _answered(current))
         if baseline.columns is not None and current.columns is not None:
             import pandas as pd  # imported here: a comparison of records needs no pandas
 

@@ -108,10 +108,10 @@ class TrecColumns:
     @property
     def duplicates(self) -> _I64:
         """Return, per query code, the repeated copies dropped."""
-        return np.bincount(self.query[self.copy], minlength=len(self.query_ids)).astype(np.int64)
+        return _count(self.query[self.copy], len(self.query_ids))
 
     def _counts(self) -> _I64:
-        return np.bincount(self.query, minlength=len(self.query_ids)).astype(np.int64)
+        return _count(self.query, len(self.query_ids))
 
     def ranks(self, codes: _I64, docs: Sequence[str]) -> _I64:
         """Return the 1-based rank of each (query code, doc id) pair, NOT_RETRIEVED if absent
@@ -624,6 +624,19 @@ def _order_ties(tie: _I64, words: _U64) -> tuple[_I64, _I64]:
     inverted = ~words[rows]
     keys = [inverted[:, k] for k in reversed(range(words.shape[1]))]
     return rows, rows[np.lexsort((*keys, group))]
+
+
+#: Rows counted at once by :func:`_count`.
+_COUNT_ROWS = 1 << 20
+
+
+def _count(query: npt.NDArray[np.integer[Any]], size: int) -> _I64:
+    """Return how many rows each query code 0..size-1 has, a block of rows at a time
+    (``np.bincount`` copies its input as int64 first: 8 bytes a row of a whole run)."""
+    counts = np.zeros(size, dtype=np.int64)
+    for lo in range(0, len(query), _COUNT_ROWS):
+        counts += np.bincount(query[lo : lo + _COUNT_ROWS], minlength=size)
+    return counts
 
 
 def _hash(query: npt.NDArray[np.integer[Any]], words: _U64) -> _U64:
