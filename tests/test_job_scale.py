@@ -7,6 +7,7 @@ array-backed replay, the store's columns and the worse-query ranking are checked
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import random
 import sys
@@ -57,6 +58,27 @@ def test_stored_per_query_values_equal_the_engines(suite_folder: Path) -> None:
     ).per_query
     names = [str(metric) for metric in suite.metrics]
     assert expected.to_dict() == stored[names].loc[expected.index].to_dict()
+
+
+def test_rankings_numbered_after_the_scoring_are_stored_as_beside_it(
+    suite_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run too large to number its rankings beside the scoring numbers them after it, and
+    stores the same run: the same per-query values, rankings and means."""
+    import monitor.job as job
+
+    suite = load_config(suite_folder / "current.yaml").suite("bench")
+    stored = []
+    for beside in (10**9, 0):
+        monkeypatch.setattr(job, "BESIDE_SCORING_MAX_HITS", beside)
+        with open_store(tmp_path / f"beside-{beside}.db") as store:
+            outcome = run_suite(suite, store, notifiers={})
+            stored.append(store.get_run(outcome.run_id))
+    together, after = stored
+    assert together.means == after.means
+    untimed = [[dataclasses.replace(q, latency_seconds=None) for q in r.queries] for r in stored]
+    assert untimed[0] == untimed[1]
+    assert len(after.queries) == QUERIES
 
 
 def test_a_replayed_file_answers_with_the_hits_it_holds(suite_folder: Path) -> None:
