@@ -284,6 +284,7 @@ def test_a_few_rankings_read_without_summing_every_start(
     from monitor.store import rankings as module
 
     monkeypatch.setattr(module, "_STARTS_BLOCK", block)
+    monkeypatch.setattr(module, "_STARTS_CHUNK_BLOCKS", 2)  # the blocks summed in chunks
     given = [(f"id-{i}" * (1 + i % 3), f"é{i}") for i in range(40)] + [()]
     built = Rankings.of(given)
     assert [built[i] for i in (0, 7, 39, 40, 13)] == [given[i] for i in (0, 7, 39, 40, 13)]

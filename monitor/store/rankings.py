@@ -238,6 +238,8 @@ _NARROW_STARTS = (1 << 31) - (1 << 20)
 
 #: Distinct ids a block of :meth:`_Starts.at`'s index sums over.
 _STARTS_BLOCK = 256
+#: Blocks whose bytes are summed at once.
+_STARTS_CHUNK_BLOCKS = 4096
 
 
 class _Starts:
@@ -271,10 +273,13 @@ class _Starts:
         if self._starts is not None:
             return list(self._starts[codes].tolist())
         lengths = self._lengths
-        if self._blocks is None:
-            edges = np.arange(0, lengths.size, _STARTS_BLOCK)
-            sums = np.add.reduceat(lengths, edges, dtype=np.int64) if edges.size else edges
-            self._blocks = np.concatenate(([0], np.cumsum(sums)[:-1])).astype(np.int64)
+        if self._blocks is None:  # each block's bytes, summed as int64 a chunk at a time
+            step = _STARTS_BLOCK * _STARTS_CHUNK_BLOCKS
+            sums = [np.zeros(0, np.int64)]
+            for lo in range(0, lengths.size, step):
+                chunk = lengths[lo : lo + step].astype(np.int64)
+                sums.append(np.add.reduceat(chunk, np.arange(0, chunk.size, _STARTS_BLOCK)))
+            self._blocks = np.concatenate(([0], np.cumsum(np.concatenate(sums))[:-1]))
         blocks = self._blocks
         out = []
         for code in np.asarray(codes).tolist():
