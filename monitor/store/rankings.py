@@ -382,12 +382,13 @@ def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int32], NDA
         block = unsigned[start : start + _CHECK_ROWS]
         part[start : start + _CHECK_ROWS] = block >> np.uint64(64 - bits)
     local = np.empty(hashes.size, dtype=np.int32)  # codes numbered part by part
-    firsts: list[NDArray[np.intp]] = [np.zeros(0, np.intp)]
+    position = np.int32 if hashes.size < 1 << 31 else np.int64
+    firsts: list[NDArray[np.signedinteger[Any]]] = [np.zeros(0, position)]
     numbered = 0
     for index in range(1 << bits):
         at = np.flatnonzero(part == index)
         codes, distinct = pd.factorize(hashes[at], sort=False)
-        firsts.append(at[_first_rows(codes, distinct.size)])
+        firsts.append(at[_first_rows(codes, distinct.size)].astype(position))
         local[at] = codes + numbered
         numbered += distinct.size
         del at, codes, distinct
@@ -398,7 +399,7 @@ def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int32], NDA
     is_first = np.zeros(hashes.size, dtype=bool)
     is_first[first] = True
     rank: NDArray[np.signedinteger[Any]]
-    rank = np.cumsum(is_first, dtype=np.int32 if hashes.size < 1 << 31 else np.int64)
+    rank = np.cumsum(is_first, dtype=position)
     rank -= 1
     renumbered = rank[first]
     del rank, first
