@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, methodcaller
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 #: Reads a hit's id in C: a ranking's ids are read once per query per stage.
 _ID = attrgetter("id")
@@ -107,6 +107,44 @@ _SET_ID = Query.__dict__["id"].__set__
 _SET_TEXT = Query.__dict__["text"].__set__
 _SET_JUDGMENTS = Query.__dict__["judgments"].__set__
 _SET_METADATA = Query.__dict__["metadata"].__set__
+
+
+class DictRows(Sequence[dict[str, object]]):
+    """Rows of flat dicts, ``keys`` in that order, read from ``columns`` (a sequence a key,
+    all of one length; numpy arrays give Python numbers): each dict is built when read. A
+    report's per-query rows are written a block at a time from these (``run --format
+    json``) where a list of a million dicts would be held at once."""
+
+    __slots__ = ("columns", "keys")
+
+    def __init__(self, keys: Sequence[str], columns: Sequence[Any]) -> None:
+        if len(keys) != len(columns) or len({len(column) for column in columns}) > 1:
+            raise ValueError("DictRows takes one column a key, all of one length")
+        self.keys = tuple(keys)
+        self.columns = tuple(columns)
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, object]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, object]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, object] | list[dict[str, object]]:
+        if isinstance(index, slice):
+            parts = [_listed(column[index]) for column in self.columns]
+            return [dict(zip(self.keys, row, strict=True)) for row in zip(*parts, strict=True)]
+        i = range(len(self))[index]
+        row = [_listed(column[i : i + 1])[0] for column in self.columns]
+        return dict(zip(self.keys, row, strict=True))
+
+
+def _listed(values: Sequence[Any]) -> list[object]:
+    """Return ``values`` as a list of Python objects (numpy's numbers as Python's)."""
+    tolist = getattr(values, "tolist", None)
+    return list(tolist()) if tolist is not None else list(values)
 
 
 class BuiltWhenRead(Sequence[R]):

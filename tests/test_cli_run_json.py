@@ -89,3 +89,30 @@ def test_rows_whose_keys_differ_are_written_as_json_dump_writes_them() -> None:
     """Rows with other keys or another key order than the first are written alike."""
     rows = [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1}, {"a": [1, {"c": None}]}]
     assert json.dumps(rows, indent=2) == "".join(indented_json(rows))
+
+
+@pytest.mark.parametrize("block", [1, 3, 4096])
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_rows_built_when_read_are_written_as_the_list_they_stand_for(
+    block: int, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows read from columns (numpy numbers among them), each built when written, give the
+    text of the list of dicts they stand for, across blocks; so does a document the
+    standard encoder must write (a key that is not a string), rows included."""
+    import numpy as np
+
+    from monitor.records import DictRows
+
+    monkeypatch.setattr(monitor.cli.run, "_TABLE_BLOCK", block)
+    ids = [f'q{i}\n"' for i in range(count)]
+    rbos = np.linspace(0.0, 1.0, count)
+    lazy = DictRows(("query_id", "rbo", "jaccard"), (ids, rbos, rbos / 3))
+    listed = [
+        {"query_id": q, "rbo": float(r), "jaccard": float(r / 3)}
+        for q, r in zip(ids, rbos, strict=True)
+    ]
+    assert listed == lazy[:] == list(lazy)
+    expected = json.dumps({"overlap": {"queries": listed, "n": count}}, indent=2)
+    assert expected == "".join(indented_json({"overlap": {"queries": lazy, "n": count}}))
+    odd = {1: "a key the standard encoder writes", "rows": lazy}
+    assert json.dumps({1: odd[1], "rows": listed}, indent=2) == "".join(indented_json(odd))

@@ -28,6 +28,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from monitor.memory import paused_collection
+from monitor.records import DictRows
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
@@ -265,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
                         **where,
                         "run_id": outcome.run_id,
                         "means": dict(outcome.run.means),
-                        "comparison": comparison.to_dict(),
+                        # The overlap's per-query rows are built a block at a time as written.
+                        "comparison": comparison.to_dict(lazy_rows=True),
                         "power": [figure.to_dict() for figure in powers.values()],
                         "alerts": {
                             "firing": list(published.firing),
@@ -324,8 +326,16 @@ def indented_json(value: object) -> list[str]:
     try:
         writer.write(value, "\n")
     except (TypeError, ValueError, RecursionError):
-        return [json.dumps(value, indent=2)]
+        return [json.dumps(value, indent=2, default=_rows_listed)]
     return writer.pieces
+
+
+def _rows_listed(value: object) -> list[dict[str, object]]:
+    """Return rows built when read (:class:`~monitor.records.DictRows`) as the list they
+    stand for, for the standard encoder; refuse anything else as it does."""
+    if isinstance(value, DictRows):
+        return value[:]
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 class _IndentedWriter:
@@ -365,13 +375,19 @@ class _IndentedWriter:
         raw newline between them (it never writes one inside a value: it escapes control
         characters), and the keys and indentation are laid between the values in C.
         """
-        first = rows[0]
-        if type(first) is not dict or not first or set(map(type, rows)) != {dict}:
-            return False
-        table = cast("Sequence[dict[str, object]]", rows)  # every row is a dict
-        keys = tuple(first)
-        if set(map(tuple, table)) != {keys} or not all(type(key) is str for key in keys):
-            return False
+        if isinstance(rows, DictRows):  # dicts of one key order by construction
+            table: Sequence[dict[str, object]] = rows
+            keys = rows.keys
+            if not rows.keys or not all(type(key) is str for key in keys):
+                return False
+        else:
+            first = rows[0]
+            if type(first) is not dict or not first or set(map(type, rows)) != {dict}:
+                return False
+            table = cast("Sequence[dict[str, object]]", rows)  # every row is a dict
+            keys = tuple(first)
+            if set(map(tuple, table)) != {keys} or not all(type(key) is str for key in keys):
+                return False
         inner, row_inner = newline + "  ", newline + "    "
         labels = [json.dumps(key) + ": " for key in keys]
         # What follows each value of a row: the next key, or the end of the row and the
@@ -419,6 +435,12 @@ class _IndentedWriter:
                 self.write(item, inner)
                 opening = ","
             pieces.append(newline + "}")
+        elif kind is DictRows:  # rows of one key order, each built when read: as a list
+            rows: DictRows = value  # type: ignore[assignment]  # kind is DictRows
+            if not rows:
+                pieces.append("[]")
+            elif not self._table(rows, newline):
+                self.write(rows[:], newline)
         elif kind is list or kind is tuple:
             values: list[object] = value  # type: ignore[assignment]  # a list or a tuple
             if not values:

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from monitor import texts
 from monitor.compare.matched import Matched
-from monitor.records import BuiltWhenRead
+from monitor.records import BuiltWhenRead, DictRows
 from monitor.store.rankings import Rankings
 from monitor.store.records import RunRecord
 
@@ -94,8 +94,7 @@ class OverlapRows(BuiltWhenRead[QueryOverlap]):
 
     def dicts(self) -> list[dict[str, Any]]:
         """Return each query's :meth:`QueryOverlap.to_dict`, built from the columns."""
-        rows = zip(self.ids, self.rbos.tolist(), self.jaccards.tolist(), strict=True)
-        return [{"query_id": q, "rbo": r, "jaccard": j} for q, r, j in rows]
+        return DictRows(_ROW_KEYS, (self.ids, self.rbos, self.jaccards))[:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,20 +127,30 @@ class Overlap:
         picked = moved[np.argsort(queries.rbos[moved], kind="stable")[: max(count, 0)]]
         return tuple(queries[i] for i in picked.tolist())
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form (NaN means as None)."""
+    def to_dict(self, *, lazy_rows: bool = False) -> dict[str, Any]:
+        """Return a JSON-ready form (NaN means as None). With ``lazy_rows``, per-query rows
+        held as columns are given as :class:`~monitor.records.DictRows`, each row built
+        when read, instead of a list."""
+        queries = self.queries
+        rows: Sequence[dict[str, Any]]
+        if isinstance(queries, OverlapRows) and lazy_rows:
+            rows = DictRows(_ROW_KEYS, (queries.ids, queries.rbos, queries.jaccards))
+        elif isinstance(queries, OverlapRows):
+            rows = queries.dicts()
+        else:
+            rows = [query.to_dict() for query in queries]
         return {
             "k": self.k,
             "persistence": self.persistence,
             "rbo": None if self.rbo != self.rbo else self.rbo,
             "jaccard": None if self.jaccard != self.jaccard else self.jaccard,
             "n": self.n,
-            "queries": (
-                self.queries.dicts()
-                if isinstance(self.queries, OverlapRows)
-                else [query.to_dict() for query in self.queries]
-            ),
+            "queries": rows,
         }
+
+
+#: The keys of a query's overlap row, in order (:meth:`QueryOverlap.to_dict`'s).
+_ROW_KEYS = ("query_id", "rbo", "jaccard")
 
 
 def _top(ranking: Sequence[str], k: int) -> list[str]:

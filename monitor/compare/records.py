@@ -338,8 +338,8 @@ class Comparison:
         metric = self.primary_metric if metric is None else metric
         return tuple(diff for diff in self.worse_queries if diff.metric == metric)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready form."""
+    def to_dict(self, *, lazy_rows: bool = False) -> dict[str, Any]:
+        """Return a JSON-ready form (``lazy_rows``: :meth:`Overlap.to_dict`'s)."""
         return {
             "suite": self.suite,
             "run_id": self.run_id,
@@ -353,7 +353,7 @@ class Comparison:
             "warnings": list(self.warnings),
             "invariants": [invariant.to_dict() for invariant in self.invariants],
             "coverage": [change.to_dict() for change in self.coverage],
-            "overlap": None if self.overlap is None else self.overlap.to_dict(),
+            "overlap": None if self.overlap is None else self.overlap.to_dict(lazy_rows=lazy_rows),
         }
 
 

@@ -377,7 +377,7 @@ def first_seen(hashes: NDArray[np.integer[Any]]) -> tuple[NDArray[np.int32], NDA
         return codes.astype(np.int32), _first_rows(codes, distinct.size)
     bits = min(8, int(np.ceil(np.log2(hashes.size / _TABLE_HASHES))))
     part = np.empty(hashes.size, dtype=np.uint8)
-    unsigned = hashes.view(np.uint64)
+    unsigned = hashes.view(np.uint64) if hashes.dtype.itemsize == 8 else hashes.astype(np.uint64)
     for start in range(0, hashes.size, _CHECK_ROWS):
         block = unsigned[start : start + _CHECK_ROWS]
         part[start : start + _CHECK_ROWS] = block >> np.uint64(64 - bits)
