@@ -192,3 +192,18 @@ def test_the_queries_that_moved_most_read_alike_from_columns_and_records(
     expected = sorted((q for q in records if q.rbo < 1.0), key=lambda q: q.rbo)[:count]
     assert [q.query_id for q in expected] == [q.query_id for q in moved]
     assert moved == Overlap(10, 0.9, 0.5, 0.5, records).moved_most(count)
+
+
+def test_an_overlap_of_columns_gives_its_rows_built_when_read_or_as_a_list() -> None:
+    """The JSON form's per-query rows, read from the columns one at a time or a block at a
+    time, are the rows of the list form."""
+    from monitor.compare.overlap import Overlap, OverlapRows
+
+    rbos = np.array([0.5, 1.0, np.nan])
+    overlap = Overlap(10, 0.9, 0.75, 0.5, OverlapRows(["a", "b", "c"], rbos, rbos / 2))
+    listed, lazy = overlap.to_dict()["queries"], overlap.to_dict(lazy_rows=True)["queries"]
+    assert isinstance(listed, list)
+    assert not isinstance(lazy, list)
+    assert listed[:2] == lazy[:2] == [lazy[0], lazy[1]]
+    assert {k: v for k, v in listed[2].items() if k == "query_id"} == {"query_id": "c"}
+    assert len(listed) == len(lazy) == 3
