@@ -294,3 +294,21 @@ def test_a_few_rankings_read_without_summing_every_start(
     built.forget_starts()
     assert built._doc_starts._starts is None
     assert given == [built[i] for i in range(len(given))]
+
+
+def test_rows_in_parts_are_taken_as_from_one_array() -> None:
+    """Rows taken from words given in parts (of two widths) are those of the parts joined:
+    rows of one part, rows across parts in any order, and ascending rows split where they
+    cross from one part to the next."""
+    from monitor.store.rankings import _Rows
+
+    rng = np.random.default_rng(4)
+    narrow = rng.integers(1, 2**63, (5, 1), dtype=np.int64).astype(np.uint64)
+    wide = rng.integers(1, 2**63, (7, 2), dtype=np.int64).astype(np.uint64)
+    rows = _Rows([narrow, wide, np.zeros((0, 2), np.uint64), wide[:3]])
+    joined = np.concatenate([texts.widened(narrow, 2), wide, wide[:3]])
+    for picked in ([1, 3], [6, 5, 11], [0, 14, 5, 4, 12], [], [2, 2, 9, 13, 14]):
+        at = np.array(picked, dtype=np.intp)
+        assert joined[at].tolist() == rows.take(at).tolist()
+        ordered = np.sort(at)
+        assert joined[ordered].tolist() == rows.take(ordered, ascending=True).tolist()

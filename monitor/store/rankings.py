@@ -436,16 +436,30 @@ class _Rows:
                 return part[start - lo : stop - lo]
         return self.take(np.arange(start, stop))
 
-    def take(self, rows: NDArray[np.intp]) -> NDArray[np.uint64]:
-        """Return the rows at ``rows`` (positions over all parts), in that order."""
+    def take(self, rows: NDArray[np.intp], *, ascending: bool = False) -> NDArray[np.uint64]:
+        """Return the rows at ``rows`` (positions over all parts), in that order:
+        ``ascending`` rows are split between the parts where they cross from one to the
+        next; rows of one part are read from it at once."""
         if len(self.parts) == 1:
             return self.parts[0][rows]
-        width = self.parts[0].shape[1] if self.parts else 1
-        out = np.empty((rows.size, width), dtype=np.uint64)
-        part = np.searchsorted(self.ends, rows, side="right") - 1
+        if not rows.size:
+            return np.zeros((0, self.parts[0].shape[1]), dtype=np.uint64)
+        ends = self.ends
+        lowest, highest = int(rows.min()), int(rows.max())
+        for i, words in enumerate(self.parts):
+            if ends[i] <= lowest and highest < ends[i + 1]:  # all in one part
+                picked: NDArray[np.uint64] = words[rows - int(ends[i])]
+                return picked
+        out = np.empty((rows.size, self.parts[0].shape[1]), dtype=np.uint64)
+        if ascending:
+            cuts = np.searchsorted(rows, ends)
+            for i, words in enumerate(self.parts):
+                out[cuts[i] : cuts[i + 1]] = words[rows[cuts[i] : cuts[i + 1]] - ends[i]]
+            return out
+        part = np.searchsorted(ends, rows, side="right") - 1
         for i, words in enumerate(self.parts):
             mine = part == i
-            out[mine] = words[rows[mine] - int(self.ends[i])]
+            out[mine] = words[rows[mine] - int(ends[i])]
         return out
 
 
@@ -482,7 +496,7 @@ def _unpad(rows: _Rows, picked: NDArray[np.intp]) -> tuple[NDArray[np.int32], ND
     data = np.empty(picked.size * 8 * width, dtype=np.uint8)
     written = 0
     for start in range(0, picked.size, _CHECK_ROWS):
-        block = rows.take(picked[start : start + _CHECK_ROWS])
+        block = rows.take(picked[start : start + _CHECK_ROWS], ascending=True)
         raw = block.astype(">u8").view(np.uint8).reshape(block.shape[0], 8 * block.shape[1])
         filled = raw != 0
         lengths[start : start + block.shape[0]] = filled.sum(axis=1, dtype=np.int32)
