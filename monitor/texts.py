@@ -25,10 +25,11 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
-def starts_of(lengths: NDArray[Any]) -> NDArray[np.int64]:
-    """Return where each text of ``lengths`` starts in the data."""
-    starts = np.zeros(lengths.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], dtype=np.int64, out=starts[1:])
+def starts_of(lengths: NDArray[Any], dtype: type[np.signedinteger[Any]] = np.int64) -> NDArray[Any]:
+    """Return where each text of ``lengths`` starts in the data (as ``dtype``, summed in it:
+    no copy of ``lengths`` is made to sum them)."""
+    starts = np.zeros(lengths.size, dtype=dtype)
+    np.cumsum(lengths[:-1], dtype=dtype, out=starts[1:])
     return starts
 
 
@@ -157,10 +158,10 @@ def _hashes_by_byte(lengths: NDArray[Any], data: NDArray[np.uint8]) -> NDArray[n
 
 
 def _mix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    """Return splitmix64's finaliser of each value."""
-    x = (x ^ (x >> np.uint64(30))) * _MIX_1
-    x = (x ^ (x >> np.uint64(27))) * _MIX_2
-    return x ^ (x >> np.uint64(31))
+    """Return splitmix64's finaliser of each value (:func:`_mix_in_place` on a copy)."""
+    out = np.array(x, dtype=np.uint64)
+    _mix_in_place(out, np.empty_like(out))
+    return out
 
 
 #: Texts packed into words at once by :func:`packed_words`.

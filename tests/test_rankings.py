@@ -256,16 +256,23 @@ def test_a_split_holds_the_rankings_on_each_side(rankings: list[list[str]]) -> N
 
 def test_rows_hash_alike_in_blocks_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hashing rows a block at a time gives the hashes of hashing them all at once (the
-    splitmix64 finaliser over each row's words), into a given array too; and the run's
-    (query, doc) hashes do not depend on the block either."""
+    splitmix64 finaliser over each row's words, written out here), into a given array too;
+    and the run's (query, doc) hashes do not depend on the block either."""
     from monitor.search import trec_columns
 
     rng = np.random.default_rng(3)
     words = rng.integers(0, 2**63, (1_000, 3), dtype=np.int64).astype(np.uint64)
     query = rng.integers(0, 50, 1_000).astype(np.int32)
+
+    def splitmix64(x: np.ndarray) -> np.ndarray:
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
     expected = np.zeros(1_000, dtype=np.uint64)
     for j in range(3):
-        expected = texts._mix(expected * texts._MULTIPLIER ^ words[:, j])
+        expected = splitmix64(expected * texts._MULTIPLIER ^ words[:, j])
+    assert splitmix64(words[:, 0]).tolist() == texts._mix(words[:, 0]).tolist()
     whole, pairs = texts.word_hashes(words), trec_columns._hash(query, words)
     monkeypatch.setattr(texts, "_HASH_ROWS", 7)
     monkeypatch.setattr(trec_columns, "_HASH_ROWS", 7)

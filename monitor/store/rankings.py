@@ -102,7 +102,7 @@ class Rankings(Sequence[tuple[str, ...]]):
             codes = rank[inverse.reshape(-1)].astype(np.int32)
             first = seen_at[order]
         lengths, data = _unpad(rows, first)
-        return cls(counts, codes.astype(np.int32, copy=False), lengths, data)
+        return cls(counts, codes, lengths, data)
 
     @property
     def lengths(self) -> NDArray[np.int32]:
@@ -261,17 +261,14 @@ class _Starts:
         """Return every id's start, summed once and kept."""
         if self._starts is None:
             narrow = self._size < _NARROW_STARTS
-            starts: NDArray[np.signedinteger[Any]]
-            starts = np.zeros(self._lengths.size, dtype=np.int32 if narrow else np.int64)
-            np.cumsum(self._lengths[:-1], dtype=starts.dtype, out=starts[1:])
-            self._starts = starts
+            self._starts = texts.starts_of(self._lengths, np.int32 if narrow else np.int64)
         return self._starts
 
     def at(self, codes: NDArray[Any]) -> list[int]:
         """Return the starts of the ids ``codes``: from every id's start when summed, else
         from the start of each one's block and the lengths before it there."""
         if self._starts is not None:
-            return list(self._starts[codes].tolist())
+            return self._starts[codes].tolist()  # type: ignore[no-any-return]  # ints
         lengths = self._lengths
         if self._blocks is None:  # each block's bytes, summed as int64 a chunk at a time
             step = _STARTS_BLOCK * _STARTS_CHUNK_BLOCKS
@@ -434,7 +431,7 @@ class _Rows:
             lo = int(self.ends[i])
             if lo <= start and stop <= int(self.ends[i + 1]):
                 return part[start - lo : stop - lo]
-        return self.take(np.arange(start, stop))
+        return self.take(np.arange(start, stop), ascending=True)
 
     def take(self, rows: NDArray[np.intp], *, ascending: bool = False) -> NDArray[np.uint64]:
         """Return the rows at ``rows`` (positions over all parts), in that order:
