@@ -205,5 +205,7 @@ def test_an_overlap_of_columns_gives_its_rows_built_when_read_or_as_a_list() -> 
     assert isinstance(listed, list)
     assert not isinstance(lazy, list)
     assert listed[:2] == lazy[:2] == [lazy[0], lazy[1]]
-    assert {k: v for k, v in listed[2].items() if k == "query_id"} == {"query_id": "c"}
+    assert listed[2]["query_id"] == lazy[2]["query_id"] == "c"
+    assert np.isnan(listed[2]["rbo"])
+    assert np.isnan(lazy[2]["rbo"])
     assert len(listed) == len(lazy) == 3

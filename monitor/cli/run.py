@@ -378,7 +378,7 @@ class _IndentedWriter:
         if isinstance(rows, DictRows):  # dicts of one key order by construction
             table: Sequence[dict[str, object]] = rows
             keys = rows.keys
-            if not rows.keys or not all(type(key) is str for key in keys):
+            if not keys or not all(type(key) is str for key in keys):
                 return False
         else:
             first = rows[0]

@@ -92,9 +92,13 @@ class OverlapRows(BuiltWhenRead[QueryOverlap]):
     def __iter__(self) -> Iterator[QueryOverlap]:
         return map(QueryOverlap, self.ids, self.rbos.tolist(), self.jaccards.tolist())
 
+    def dict_rows(self) -> DictRows:
+        """Return each query's :meth:`QueryOverlap.to_dict`, each built when read."""
+        return DictRows(_ROW_KEYS, (self.ids, self.rbos, self.jaccards))
+
     def dicts(self) -> list[dict[str, Any]]:
         """Return each query's :meth:`QueryOverlap.to_dict`, built from the columns."""
-        return DictRows(_ROW_KEYS, (self.ids, self.rbos, self.jaccards))[:]
+        return self.dict_rows()[:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +137,8 @@ class Overlap:
         when read, instead of a list."""
         queries = self.queries
         rows: Sequence[dict[str, Any]]
-        if isinstance(queries, OverlapRows) and lazy_rows:
-            rows = DictRows(_ROW_KEYS, (queries.ids, queries.rbos, queries.jaccards))
-        elif isinstance(queries, OverlapRows):
-            rows = queries.dicts()
+        if isinstance(queries, OverlapRows):
+            rows = queries.dict_rows() if lazy_rows else queries.dicts()
         else:
             rows = [query.to_dict() for query in queries]
         return {
