@@ -496,7 +496,7 @@ def _built_search(suite: SuiteConfig) -> Search | Exception:
 
 #: Most hits whose rankings are numbered beside the scoring. Both need temporaries of tens
 #: of bytes a hit: a larger run numbers them after it is scored, so that its peak memory
-#: holds one set of them (a million queries of 20 hits: about 250 MB less, 3 s more).
+#: holds one set of them, for a few seconds more.
 BESIDE_SCORING_MAX_HITS = 4_000_000
 
 
