@@ -14,21 +14,17 @@ once with 143 (128 + SIGTERM, as if it had not been handled).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
 from dataclasses import replace
-from itertools import chain
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from monitor.memory import paused_collection
-from monitor.records import DictRows
 
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
@@ -301,169 +297,11 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_out is not None:
         _write_metrics(args.metrics_out, snapshots)
     if args.format == "json":
-        sys.stdout.writelines(indented_json({"suites": reports}))
+        from monitor.cli.json_out import json_pieces
+
+        sys.stdout.writelines(json_pieces({"suites": reports}))
         sys.stdout.write("\n")
     return int(most_serious(codes))
-
-
-#: The types the C encoder writes as ``json.dump`` does, whatever their indentation.
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-#: How many rows of a list of flat dicts are written at once (bounds the pieces held).
-_TABLE_BLOCK = 4096
-
-
-def indented_json(value: object) -> list[str]:
-    """Return the text ``json.dump(value, indent=2)`` writes, in pieces, built faster.
-
-    The indented encoder of the standard library runs in Python, a call per value: a run of
-    a million queries reports millions of values. Here every container of scalars only (a
-    query's figures, a list of numbers) is written by the C encoder with separators that
-    carry its indentation, and only the containers above them in Python. Anything else the
-    standard encoder would take or refuse (a subclass, a circular container, a key that is
-    not a string) is written by it instead, so the text is the same, byte for byte.
-    """
-    writer = _IndentedWriter()
-    try:
-        writer.write(value, "\n")
-    except (TypeError, ValueError, RecursionError):
-        return [json.dumps(value, indent=2, default=_rows_listed)]
-    return writer.pieces
-
-
-def _rows_listed(value: object) -> list[dict[str, object]]:
-    """Return rows built when read (:class:`~monitor.records.DictRows`) as the list they
-    stand for, for the standard encoder; refuse anything else as it does."""
-    if isinstance(value, DictRows):
-        return value[:]
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-class _IndentedWriter:
-    """Pieces of indented JSON, and a C encoder per indentation of a flat container."""
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self._flat: dict[str, Any] = {}
-
-    def _encoder(self, separator: str) -> Any:
-        """Return a function writing a flat container with ``separator`` between items."""
-        encoder = self._flat.get(separator)
-        if encoder is None:
-            import json.encoder
-
-            # The C encoder itself: JSONEncoder.encode would build one again on every call.
-            c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-            plain = json.JSONEncoder(separators=(separator, ": "))
-            if c_make_encoder is None:  # a Python built without _json
-                encoder = plain.encode
-            else:
-                # (markers, default, encoder, indent, key and item separators, sort_keys,
-                # skipkeys, allow_nan): json.dump's defaults, no check for cycles (flat).
-                chunks = c_make_encoder(
-                    None, plain.default, json.encoder.encode_basestring_ascii, None,
-                    ": ", separator, False, False, True,
-                )  # fmt: skip
-                encoder = lambda flat: "".join(chunks(flat, 0))  # noqa: E731
-            self._flat[separator] = encoder
-        return encoder
-
-    def _table(self, rows: Sequence[object], newline: str) -> bool:
-        """Append ``rows`` if they are flat dicts with one key order; return whether they were.
-
-        Such a list (a row per query) is written a block of rows at a time, without a
-        Python call per row: the C encoder writes every value of the block at once with a
-        raw newline between them (it never writes one inside a value: it escapes control
-        characters), and the keys and indentation are laid between the values in C.
-        """
-        if isinstance(rows, DictRows):  # dicts of one key order by construction
-            table: Sequence[dict[str, object]] = rows
-            keys = rows.keys
-            if not keys or not all(type(key) is str for key in keys):
-                return False
-        else:
-            first = rows[0]
-            if type(first) is not dict or not first or set(map(type, rows)) != {dict}:
-                return False
-            table = cast("Sequence[dict[str, object]]", rows)  # every row is a dict
-            keys = tuple(first)
-            if set(map(tuple, table)) != {keys} or not all(type(key) is str for key in keys):
-                return False
-        inner, row_inner = newline + "  ", newline + "    "
-        labels = [json.dumps(key) + ": " for key in keys]
-        # What follows each value of a row: the next key, or the end of the row and the
-        # start of the next one.
-        between = ["," + row_inner + label for label in labels[1:]]
-        between.append(inner + "}," + inner + "{" + row_inner + labels[0])
-        encode = self._encoder("\n")
-        blocks = []
-        for start in range(0, len(rows), _TABLE_BLOCK):
-            block = table[start : start + _TABLE_BLOCK]
-            values = list(chain.from_iterable(map(dict.values, block)))
-            if not set(map(type, values)) <= _SCALARS:
-                return False
-            tokens = encode(values)[1:-1].split("\n")
-            laid: list[str] = [""] * (2 * len(tokens))
-            laid[0::2] = tokens
-            laid[1::2] = between * len(block)
-            blocks.append("".join(laid))
-        last = blocks[-1]
-        blocks[-1] = last[: len(last) - len(between[-1])] + inner + "}"
-        self.pieces.append("[" + inner + "{" + row_inner + labels[0])
-        self.pieces.extend(blocks)
-        self.pieces.append(newline + "]")
-        return True
-
-    def write(self, value: object, newline: str) -> None:
-        """Append ``value`` written at the indentation that ``newline`` ends with."""
-        pieces, kind = self.pieces, type(value)
-        if kind is dict:
-            items: dict[object, object] = value  # type: ignore[assignment]  # kind is dict
-            if not items:
-                pieces.append("{}")
-                return
-            inner = newline + "  "
-            if all(type(key) is str for key in items) and all(
-                type(item) in _SCALARS for item in items.values()
-            ):
-                pieces.append("{" + inner + self._encoder("," + inner)(items)[1:-1] + newline + "}")
-                return
-            opening = "{"
-            for key, item in items.items():
-                if type(key) is not str:
-                    raise TypeError("a key that is not a string: the standard encoder writes it")
-                pieces.append(opening + inner + json.dumps(key) + ": ")
-                self.write(item, inner)
-                opening = ","
-            pieces.append(newline + "}")
-        elif kind is DictRows:  # rows of one key order, each built when read: as a list
-            rows: DictRows = value  # type: ignore[assignment]  # kind is DictRows
-            if not rows:
-                pieces.append("[]")
-            elif not self._table(rows, newline):
-                self.write(rows[:], newline)
-        elif kind is list or kind is tuple:
-            values: list[object] = value  # type: ignore[assignment]  # a list or a tuple
-            if not values:
-                pieces.append("[]")
-                return
-            inner = newline + "  "
-            if all(type(item) in _SCALARS for item in values):
-                pieces.append(
-                    "[" + inner + self._encoder("," + inner)(values)[1:-1] + newline + "]"
-                )
-                return
-            if self._table(values, newline):
-                return
-            opening = "["
-            for item in values:
-                pieces.append(opening + inner)
-                self.write(item, inner)
-                opening = ","
-            pieces.append(newline + "]")
-        elif kind in _SCALARS:
-            pieces.append(json.dumps(value))
-        else:
-            raise TypeError(f"a {kind.__name__}: the standard encoder writes or refuses it")
 
 
 def _powers(store: Store, suite: SuiteConfig, outcome: SuiteOutcome) -> dict[str, PowerFigure]:
