@@ -2,8 +2,8 @@
 
 The file is composed with line marks (:mod:`monitor.config.nodes`), ``${VAR}`` references are
 expanded, ``defaults`` is merged under each suite, and every value is checked and frozen
-(:mod:`monitor.config.sections`). Any problem raises one ConfigError naming the file, the key
-path, the line and what was expected.
+(:mod:`monitor.config.sections`, :mod:`monitor.config.outputs`). Any problem raises one
+ConfigError naming the file, the key path, the line and what was expected.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Final
 
 import yaml
 
-from monitor.config import judge, sections, vocab
+from monitor.config import judge, outputs, sections, vocab
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -388,10 +388,10 @@ def _suite(
         rules=rules,
         significance=sections.significance(f, e.get("significance")),
         segments=sections.segments(f, e.get("segments")),
-        exporters=sections.exporters(f, e.get("exporters")),
-        notifiers=sections.notifiers(f, e.get("notifiers")),
-        labels=sections.labels(f, e.get("labels")),
-        links=sections.links(f, e.get("links")),
+        exporters=outputs.exporters(f, e.get("exporters")),
+        notifiers=outputs.notifiers(f, e.get("notifiers")),
+        labels=outputs.labels(f, e.get("labels")),
+        links=outputs.links(f, e.get("links")),
         baseline=sections.baseline(f, e.get("baseline")),
         invariants=invariants(f, e.get("invariants"), depth),
         scoring=sections.scoring(f, e.get("scoring")),

@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 from monitor.config import vocab
+from monitor.config.kinds import notifier_kinds, search_kinds
 from monitor.config.model import METRIC_CHECKS, Check
-from monitor.config.sections import notifier_kinds, search_kinds
 from monitor.metrics.names import alias_pattern
 from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds

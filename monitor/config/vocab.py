@@ -1,7 +1,7 @@
 """The words a config file may use: keys, kinds, name patterns and default rules.
 
 Shared by the loader and the JSON Schema, so the two cannot drift apart. The plug-in kinds
-are not listed here: :mod:`monitor.config.sections` reads them from the registries' alias
+are not listed here: :mod:`monitor.config.kinds` reads them from the registries' alias
 tables, which import no plug-in until one is built.
 """
 
