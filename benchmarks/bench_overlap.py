@@ -68,7 +68,7 @@ def id_words(query: NDArray[np.int64], slot: NDArray[np.int64]) -> NDArray[np.ui
 
 def build(queries: int, docs: int, seed: int) -> tuple[RunRecord, RunRecord]:
     """Return the baseline and current runs, their rankings as stored Rankings."""
-    from monitor.store.rankings import Rankings
+    from monitor.run.rankings import Rankings
 
     rng = np.random.default_rng(seed)
     counts = np.full(queries, docs, dtype=np.int32)

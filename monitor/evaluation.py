@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from monitor.errors import InputError
+from monitor.evalset.columns import EvalColumns
 from monitor.evalset.model import EvalSet
 from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
@@ -55,7 +56,7 @@ class _HasFailures(Protocol):
 
 @runtime_checkable
 class _HasColumns(Protocol):
-    def ranking_columns(self) -> TrecColumns | None: ...
+    def ranking_columns(self, *, answered_only: bool = False) -> TrecColumns: ...
 
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
@@ -257,7 +258,7 @@ def evaluate(
         # Two files: the judgments are read while the run is, on the other core.
         judged, columns = _read_both(qrels, grades, Path(run))
     else:
-        columns = None if units else _columns_of(run)
+        columns = None if units else _columns_of(run, exclude_failed)
         judged = (
             {} if columns is not None and isinstance(qrels, EvalSet) else _as_qrels(qrels, grades)
         )
@@ -280,6 +281,9 @@ def evaluate(
         # A run held as columns ranks an eval set's judgments from the set's columns: no
         # dict per query (none at all, when the set was read into columns).
         judgments = qrels.columns() if isinstance(qrels, EvalSet) else judged
+        failed = _failed_ids(run) if exclude_failed else frozenset()
+        if failed:
+            judgments = _without(judgments, failed)
         resolution = resolve_columns(judgments, columns, **options)
     elif isinstance(run, str | Path) and not units:
         from monitor.search.saved import load_run
@@ -358,14 +362,21 @@ def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecCol
         return judged.result(), columns
 
 
-def _columns_of(run: RunLike) -> TrecColumns | None:
-    """Return ``run`` as columns when it is or holds them (a bulk-answered runner result),
-    else None."""
+def _columns_of(run: RunLike, answered_only: bool) -> TrecColumns | None:
+    """Return ``run`` as columns when it is or holds them (a runner result), else None;
+    with ``answered_only`` a runner result's failed queries are left out."""
     if isinstance(run, TrecColumns):
         return run
     if isinstance(run, _HasColumns):
-        return run.ranking_columns()
+        return run.ranking_columns(answered_only=answered_only)
     return None
+
+
+def _without(qrels: Qrels | EvalColumns, failed: frozenset[str]) -> Qrels | EvalColumns:
+    """Return the judgments of the queries not in ``failed``."""
+    if isinstance(qrels, EvalColumns):
+        return qrels.take([i for i, qid in enumerate(qrels.ids) if qid not in failed])
+    return {qid: grades for qid, grades in qrels.items() if qid not in failed}
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

@@ -45,13 +45,12 @@ if TYPE_CHECKING:
     from monitor.exporters import SuiteSnapshot
     from monitor.metrics.spec import Metric
     from monitor.publish import Sink
+    from monitor.run.rankings import Rankings
     from monitor.runner import RunResult
-    from monitor.runner.table import OutcomeTable
     from monitor.search.base import Search
     from monitor.shards import Shard, ShardOutcome
     from monitor.store import Store
     from monitor.store.layers import RunLabels
-    from monitor.store.rankings import Rankings
     from monitor.store.records import RunFigures, RunRecord
 
 log = get_logger(__name__)
@@ -528,12 +527,7 @@ def _measured(
 
 def _hits(result: RunResult) -> int:
     """Return how many hits ``result`` holds (its outcomes' retrieved ids)."""
-    from monitor.runner.table import OutcomeTable
-
-    outcomes = result.outcomes
-    if isinstance(outcomes, OutcomeTable):
-        return int(outcomes.retrieved_words()[0].sum())
-    return sum(len(outcome.retrieved_ids) for outcome in outcomes)
+    return result.outcomes.hit_count
 
 
 def _compared(
@@ -693,21 +687,18 @@ def _record(
     saves, one row per eval-set query, and records of them built only when read.
 
     Queries left out of the metrics (no relevant judgment, or the search failed for them) keep
-    their rankings, latency and error but carry no metric values. A run answered in bulk
-    hands its hits over as arrays (:class:`~monitor.runner.table.OutcomeTable`): no Python
-    object is made per hit or per query. ``rankings`` are :func:`run_rankings` of the run,
-    when the caller has them already.
+    their rankings, latency and error but carry no metric values. The run's table hands its
+    hits over as arrays: no Python object is made per hit. ``rankings`` are
+    :func:`run_rankings` of the run, when the caller has them already.
     """
     import numpy as np
     import pandas as pd
 
-    from monitor.runner.table import OutcomeTable
     from monitor.store.records import ColumnQueries, QueryColumns, RunFigures, RunRecord
 
     frame = evaluation.per_query
-    outcomes = result.outcomes
-    table = outcomes if isinstance(outcomes, OutcomeTable) else None
-    ids = table.query_ids if table is not None else [outcome.query_id for outcome in outcomes]
+    table = result.outcomes
+    ids = table.query_ids
     # Each query's row of the evaluation's float array, found for all queries at once.
     position = (
         frame.index.get_indexer(pd.Index(ids)) if len(frame.columns) else np.full(len(ids), -1)
@@ -718,19 +709,10 @@ def _record(
     matrix[present] = frame.to_numpy(dtype=float)[position[present]] if metrics else 0.0
     marks = np.repeat(present[:, None], len(metrics), axis=1)
     retrieved, relevant = rankings if rankings is not None else run_rankings(result)
-    latency: list[float | None]
-    errors: list[str | None]
-    messages: list[str | None]
-    if table is not None:  # answered in bulk: every query answered, one latency
-        latency = [table.latency_seconds] * len(ids)
-        errors, messages = [None] * len(ids), [None] * len(ids)
-    else:
-        latency = [outcome.latency_seconds for outcome in outcomes]
-        errors = [outcome.error_type for outcome in outcomes]
-        messages = [outcome.error_message for outcome in outcomes]
+    errors, messages = table.error_columns()
     columns = QueryColumns(
         query_ids=ids,
-        latency_seconds=latency,
+        latency_seconds=table.latency_list(),
         error_types=errors,
         error_messages=messages,
         retrieved_ids=retrieved,
@@ -767,41 +749,7 @@ def _record(
 def run_rankings(result: RunResult) -> tuple[Rankings, Rankings]:
     """Return the retrieved and the relevant ids of every query of ``result``, in order, as
     the store saves them."""
-    from monitor.runner.table import OutcomeTable
-    from monitor.store.rankings import Rankings
-
-    outcomes = result.outcomes
-    if isinstance(outcomes, OutcomeTable):
-        return _bulk_rankings(outcomes)
-    return (
-        Rankings.of([outcome.retrieved_ids for outcome in outcomes]),
-        # The runner copied each query's relevant ids into its outcome: not derived again.
-        Rankings.of([outcome.relevant_ids for outcome in outcomes]),
-    )
-
-
-def _bulk_rankings(table: OutcomeTable) -> tuple[Rankings, Rankings]:
-    """Return the retrieved and the relevant ids of a bulk-answered run as Rankings over one
-    dictionary of ids, numbered in order of first appearance over both (as the store
-    numbers them), built from the hits' words without a Python object per hit."""
-    import numpy as np
-
-    from monitor.evalset.columns import EvalColumns
-    from monitor.records import relevant_columns
-    from monitor.search.trec_columns import pack_ids
-    from monitor.store.rankings import Rankings
-
-    counts, words = table.retrieved_words()
-    queries = table.queries
-    if isinstance(queries, EvalColumns) and queries.doc_bytes.all():  # no id holds a NUL
-        relevant_counts, relevant_words = queries.relevant_words()
-    else:
-        judged, relevant = relevant_columns(queries)
-        relevant_counts = np.array(judged, dtype=np.int64)
-        relevant_words = pack_ids(relevant)
-    # The two parts are read where they are: a million queries' words are not copied.
-    whole = Rankings.from_words(np.concatenate((counts, relevant_counts)), [words, relevant_words])
-    return whole.split(len(counts))
+    return result.outcomes.rankings()
 
 
 def _failed_attempt(

@@ -25,7 +25,8 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from monitor.errors import UsageError
-from monitor.records import Hit, LatencySummary, MetaValue, QueryOutcome
+from monitor.records import Hit, MetaValue, QueryOutcome
+from monitor.run.table import RunTable
 from monitor.runner.result import RunResult
 from monitor.store.dialect import dump_json
 
@@ -332,31 +333,23 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
     results = [part.result for part in parts if part.result is not None]
     if not results or len(results) != len(parts):
         raise UsageError("merge: every part must hold a run")
-    by_id: dict[str, QueryOutcome] = {}
-    for result in results:
-        for outcome in result.outcomes:
-            by_id[outcome.query_id] = outcome
-    missing = [query.id for query in evalset if query.id not in by_id]
+    table = RunTable.concatenate([result.outcomes for result in results])
+    position = {query_id: row for row, query_id in enumerate(table.query_ids)}
+    missing = [query_id for query_id in evalset.ids if query_id not in position]
     if missing:
         raise UsageError(
             f"merge: the parts hold no outcome for {len(missing)} quer(ies), first {missing[0]!r}"
         )
-    outcomes = tuple(
-        replace(by_id[query.id], query=query.text, relevant_ids=query.relevant_ids)
-        for query in evalset
-    )
+    # The eval set's own queries stand in for the parts' (which held only their ids).
+    table = table.take([position[query_id] for query_id in evalset.ids], evalset.as_sequence())
     rates = [r.queries_per_second for r in results if r.queries_per_second is not None]
     return RunResult(
-        outcomes=outcomes,
+        outcomes=table,
         k=results[0].k,
         started_at=min(r.started_at for r in results),
         finished_at=max(r.finished_at for r in results),
         duration_seconds=max(r.duration_seconds for r in results),
-        latency=LatencySummary.of(
-            o.latency_seconds
-            for o in outcomes
-            if o.error_type is None and o.latency_seconds is not None
-        ),
+        latency=table.latency(),
         queries_per_second=sum(rates) if rates else None,
         warmup=sum(r.warmup for r in results),
         retries=sum(r.retries for r in results),
@@ -417,7 +410,7 @@ def decode_result(doc: Mapping[str, Any]) -> RunResult:
         )
     stats: dict[str, MetaValue] = dict(doc["search_stats"])
     return RunResult(
-        outcomes=tuple(outcomes),
+        outcomes=RunTable.of(outcomes),
         k=int(doc["k"]),
         started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
         finished_at=datetime.fromisoformat(doc["finished_at"]).astimezone(timezone.utc),

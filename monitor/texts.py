@@ -280,3 +280,34 @@ def gather(
     parts = [data[_byte_index(starts[part], sizes[part])] for part in _chunks(sizes)]
     out = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
     return sizes, out
+
+
+def pack_texts(texts: Sequence[str], width: int) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
+    """Return each text's length in UTF-8 bytes and its first ``8 * width`` bytes packed as
+    the TREC column reader packs doc ids (:func:`packed_words`: UTF-8 bytes big-endian, zero
+    padded; a longer text's words are cut: its length tells)."""
+    n = len(texts)
+    joined = "\0".join(texts)
+    if joined.isascii():
+        data = joined.encode("ascii")
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    else:
+        encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+        data = b"\0".join(encoded)
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+    starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text and its NUL separator
+    return lengths, packed_words(lengths, np.frombuffer(data, dtype=np.uint8), starts, width)
+
+
+def pack_ids(ids: Sequence[str]) -> NDArray[np.uint64]:
+    """Return ``ids`` as a TREC run's columns hold doc ids (``TrecColumns.doc_words``): UTF-8
+    bytes big-endian in as many 64-bit words as the longest needs, zero padded (an id holding
+    a NUL byte is refused: it would read back cut)."""
+    joined = "".join(ids)
+    if "\0" in joined:
+        raise ValueError("a doc id holds a NUL character")
+    if joined.isascii():
+        longest = max(map(len, ids), default=1)
+    else:
+        longest = max((len(doc.encode("utf-8", "surrogatepass")) for doc in ids), default=1)
+    return pack_texts(ids, max(1, -(-longest // 8)))[1]

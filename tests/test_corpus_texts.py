@@ -21,6 +21,7 @@ from monitor.config.model import MonitorConfig, SuiteConfig
 from monitor.job import run_suite
 from monitor.judgments.suite import doc_texts
 from monitor.records import Hit, QueryOutcome
+from monitor.run import RunTable
 from monitor.runner.result import RunResult
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
@@ -69,7 +70,7 @@ def test_a_text_the_search_returned_wins_over_the_corpus(suite: SuiteConfig) -> 
     outcome = QueryOutcome("q1", "how long", hits, ("p1",), 0.01, None, None)
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
     result = RunResult(
-        outcomes=(outcome,), k=3, started_at=now, finished_at=now, duration_seconds=0
+        outcomes=RunTable.of([outcome]), k=3, started_at=now, finished_at=now, duration_seconds=0
     )
     text_of = doc_texts(suite, result)
     assert ("as the search saw it", "shipping is free over fifty euros") == (

@@ -14,12 +14,13 @@ from monitor import evaluate
 from monitor.compare.coverage import pooled_qrels
 from monitor.compare.diff import segment_labels
 from monitor.evalset import EvalSet
-from monitor.evalset._documents import Columns, _read_jsonl, read_jsonl
+from monitor.evalset._documents import read_jsonl_lines
+from monitor.evalset._jsonl_columns import Columns, read_jsonl
 from monitor.evalset.columns import EvalColumns, ids_of
 from monitor.records import Query, relevant_columns
 from monitor.runner import run_queries
 from monitor.search.replay import ReplaySearch
-from monitor.search.trec_columns import _pack_texts, pack_ids
+from monitor.texts import pack_ids, pack_texts
 
 #: Graded and listed judgments, grade 0 and negative grades, a query judged by nothing, a
 #: non-ASCII id and an id longer than two words, metadata shared and not.
@@ -53,7 +54,7 @@ def _columnar(tmp_path: Path, text: str = TEXT) -> EvalSet:
 
 
 def _records(text: str = TEXT) -> list[Query]:
-    return [entry.query for entry in _read_jsonl(text, "<set>")]
+    return [entry.query for entry in read_jsonl_lines(text, "<set>")]
 
 
 def test_columns_read_the_queries_the_line_reader_reads() -> None:
@@ -129,7 +130,7 @@ def test_packed_docs_are_the_texts_packed(docs: list[str]) -> None:
     unique = list(dict.fromkeys(docs))
     for width in (1, 2, 3):
         lengths, words = columns.docs().packed(width)
-        want_lengths, want_words = _pack_texts(unique, width)
+        want_lengths, want_words = pack_texts(unique, width)
         assert want_lengths.tolist() == lengths.tolist()
         assert want_words.tolist() == words.tolist()
     assert unique == list(columns.docs())

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from monitor import texts
 from monitor.errors import UsageError
-from monitor.store.rankings import Rankings, merged
+from monitor.run.rankings import Rankings, merged
 
 ids = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=9)
 rankings = st.lists(st.lists(ids, max_size=6).map(tuple), max_size=8)
@@ -129,7 +129,7 @@ def test_hashes_numbered_part_by_part_number_as_one_table(
     appearance, over hashes of any top bits (signed ones too), repeated at random."""
     import pandas as pd
 
-    from monitor.store import rankings as module
+    from monitor.run import rankings as module
 
     rng = np.random.default_rng(11)
     distinct = rng.integers(-(2**63), 2**63 - 1, 500, dtype=np.int64)
@@ -151,7 +151,7 @@ def test_rankings_read_alike_with_starts_of_either_width(
 ) -> None:
     """Where each distinct id starts is int32 for fewer bytes than the bound, int64 from it:
     either way the rankings read, compare and pack as they were built."""
-    from monitor.store import rankings as module
+    from monitor.run import rankings as module
 
     monkeypatch.setattr(module, "_NARROW_STARTS", 1 << 40 if narrow else 0)
     given = [("café", "日本語", "a"), ("a", "b" * 30), ()]
@@ -182,7 +182,7 @@ def _colliding_hashes(words: np.ndarray, out: np.ndarray | None = None) -> np.nd
 
 def test_first_rows_are_found_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each code's first row is its first appearance, when codes span several blocks."""
-    from monitor.store import rankings as module
+    from monitor.run import rankings as module
 
     monkeypatch.setattr(module, "_CHECK_ROWS", 3)
     codes = np.array([0, 1, 0, 2, 1, 3, 3, 2, 4, 0, 5])
@@ -288,7 +288,7 @@ def test_a_few_rankings_read_without_summing_every_start(
 ) -> None:
     """Rankings read one at a time find their ids' starts from a start per block of ids,
     before and after a bulk read summed them all and let them go, and read the same ids."""
-    from monitor.store import rankings as module
+    from monitor.run import rankings as module
 
     monkeypatch.setattr(module, "_STARTS_BLOCK", block)
     monkeypatch.setattr(module, "_STARTS_CHUNK_BLOCKS", 2)  # the blocks summed in chunks
@@ -307,7 +307,7 @@ def test_rows_in_parts_are_taken_as_from_one_array() -> None:
     """Rows taken from words given in parts (of two widths) are those of the parts joined:
     rows of one part, rows across parts in any order, and ascending rows split where they
     cross from one part to the next."""
-    from monitor.store.rankings import _Rows
+    from monitor.run.rankings import _Rows
 
     rng = np.random.default_rng(4)
     narrow = rng.integers(1, 2**63, (5, 1), dtype=np.int64).astype(np.uint64)

@@ -586,7 +586,7 @@ def test_an_in_memory_search_gives_the_outcomes_a_threaded_run_gives(
 
 
 class _Checked:
-    """A search declaring ``checked_hits`` that answers with a NaN score."""
+    """A search declaring ``checked_hits`` that answers with an infinite score."""
 
     checked_hits = True
 
@@ -594,7 +594,7 @@ class _Checked:
         self.checked_hits = checked
 
     def __call__(self, query: str, k: int) -> tuple[Hit, ...]:
-        return (Hit("a", float("nan")),)
+        return (Hit("a", float("inf")),)
 
 
 @pytest.mark.parametrize(("checked", "kept"), [(True, True), (False, False)])
@@ -602,6 +602,6 @@ def test_hits_of_a_search_declaring_checked_hits_are_taken_as_given(
     queries: list[Query], checked: bool, kept: bool
 ) -> None:
     """A search declaring ``checked_hits`` has its Hits kept as given; any other search's
-    NaN score is recorded as no score."""
+    infinite score is recorded as no score."""
     score = run(queries[:1], _Checked(checked)).outcomes[0].hits[0].score  # type: ignore[attr-defined]
     assert kept is (score is not None)

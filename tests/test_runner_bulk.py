@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from monitor import evaluate
 from monitor.errors import RunTerminated
 from monitor.records import Query, relevant_columns
+from monitor.run import RunTable
+from monitor.run.answers import Answers
 from monitor.runner import RunResult, run_queries
-from monitor.runner.table import OutcomeTable
-from monitor.search.answers import Answers, answers_in_bulk
+from monitor.search.answers import answers_in_bulk
 from monitor.search.replay import ReplaySearch
 
 #: Ties, a repeated id (d2 of q1 twice), a non-ASCII id, a long id, a query with no line.
@@ -67,8 +68,6 @@ def test_bulk_outcomes_equal_those_asked_one_by_one(
     """Hits (cut to k, repeated ids dropped), duplicates and relevant ids are the same."""
     bulk = run_queries(queries, replay, k=k)
     single = run_queries(queries, OneByOne(replay), k=k)
-    assert isinstance(bulk.outcomes, OutcomeTable)
-    assert not isinstance(single.outcomes, OutcomeTable)
     for mine, theirs in zip(bulk.outcomes, single.outcomes, strict=True):
         assert (theirs.query_id, theirs.hits, theirs.duplicates, theirs.relevant_ids) == (
             mine.query_id,
@@ -91,7 +90,6 @@ def test_bulk_metrics_equal_those_of_the_outcomes(
     metrics = ["ndcg@3", "recall@2", "mrr@10", "map", "judged@3"]
     qrels = {q.id: dict(q.judgments) for q in queries}
     bulk = run_queries(queries, replay, k=3)
-    assert bulk.ranking_columns() is not None
     by_columns = evaluate(qrels, bulk, metrics, exclude_failed=True)
     by_rankings = evaluate(qrels, bulk.as_run(), metrics)
     assert by_rankings.query_ids == by_columns.query_ids
@@ -104,7 +102,7 @@ def test_outcomes_read_by_index_slice_and_iteration_agree(
 ) -> None:
     """An outcome table is a sequence: an index, a negative index and a slice read alike."""
     outcomes = run_queries(queries, replay, k=5).outcomes
-    assert isinstance(outcomes, OutcomeTable)
+    assert isinstance(outcomes, RunTable)
     listed = list(outcomes)
     assert (listed[-1], tuple(listed[1:3])) == (outcomes[-1], outcomes[1:3])
     assert tuple(listed) == outcomes
@@ -136,7 +134,6 @@ def test_a_bulk_answer_that_raises_falls_back_to_one_by_one(
     search = Failing(replay)
     assert answers_in_bulk(search) is search
     result: RunResult = run_queries(queries, search, k=3)
-    assert not isinstance(result.outcomes, OutcomeTable)
     assert [3, 2, 0, 1] == [len(o.hits) for o in result.outcomes]
 
 
@@ -144,7 +141,6 @@ def test_a_run_read_into_mappings_is_asked_one_by_one(queries: list[Query]) -> N
     """A replay of rankings held as mappings declines the bulk answer."""
     replay = ReplaySearch({"q1": ["d2", "d9"]})
     result = run_queries(queries, replay, k=3)
-    assert not isinstance(result.outcomes, OutcomeTable)
     assert ("d2", "d9") == result.outcomes[0].retrieved_ids
 
 

@@ -15,7 +15,7 @@ from test_store import make_run
 
 from monitor import texts
 from monitor.store import QueryRecord, columnar, open_store
-from monitor.store.rankings import Rankings
+from monitor.run.rankings import Rankings
 from monitor.store.records import ColumnQueries, StoredColumns
 
 doc_ids = st.sampled_from(["d1", "d2", "café", "日本", "00ff", "ab12cd", "", "D9"]) | st.text(

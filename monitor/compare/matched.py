@@ -25,7 +25,7 @@ from operator import attrgetter, eq, methodcaller
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.store.rankings import Rankings
+from monitor.run.rankings import Rankings
 from monitor.store.records import QueryColumns, RunRecord
 
 FloatArray = NDArray[np.float64]

@@ -17,7 +17,7 @@ nothing (0). Only queries the search answered in both runs are compared: a faile
 no ranking.
 
 Runs read from the store hold their rankings as arrays
-(:class:`~monitor.store.rankings.Rankings`): a chunk of queries at a time, their top k ids
+(:class:`~monitor.run.rankings.Rankings`): a chunk of queries at a time, their top k ids
 are read from those arrays as 64-bit words, hashed, every id of one top k compared with
 every id of the other by hash and each proposed match confirmed by its words (its bytes,
 for an id longer than the words read), with no ``str`` per id and no hash of the runs'
@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from monitor import texts
 from monitor.compare.matched import Matched
 from monitor.records import BuiltWhenRead, DictRows
-from monitor.store.rankings import Rankings
+from monitor.run.rankings import Rankings
 from monitor.store.records import RunRecord
 
 FloatArray = NDArray[np.float64]
@@ -261,7 +261,7 @@ def overlaps(
     the same order with the same operations, a vector of queries at a time. Queries are
     measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
     top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
-    functions themselves. When both are :class:`~monitor.store.rankings.Rankings`, each
+    functions themselves. When both are :class:`~monitor.run.rankings.Rankings`, each
     chunk's top-k ids are read from their arrays as 64-bit words and compared as words.
     """
     _check(first, second, p)

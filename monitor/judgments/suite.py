@@ -44,7 +44,7 @@ def suite_evalset(
 
 def hit_texts(result: RunResult) -> dict[str, str]:
     """Return doc id -> text for every hit of the run that carried its text."""
-    return {hit.id: hit.text for outcome in result.outcomes for hit in outcome.hits if hit.text}
+    return result.outcomes.hit_text_by_id()
 
 
 def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from monitor.records import LatencySummary, MetaValue, QueryOutcome
-from monitor.runner.table import OutcomeTable
+from monitor.run.table import RunTable
 
 if TYPE_CHECKING:
     from monitor.search.trec_columns import TrecColumns
@@ -21,9 +19,9 @@ if TYPE_CHECKING:
 class RunResult:
     """One run of a set of queries through one search function.
 
-    ``outcomes`` follow the order of the queries given: a tuple, or for a search that
-    answered in bulk an :class:`~monitor.runner.table.OutcomeTable` (its outcomes as
-    columns, each built when read). ``warmup`` is how many queries were
+    ``outcomes`` follow the order of the queries given, as one
+    :class:`~monitor.run.RunTable` whichever way the search answered (``RunTable.of``
+    reads a sequence of outcomes into one). ``warmup`` is how many queries were
     sent once before the measured run, their answers discarded. ``latency`` covers answered
     queries only (a failure is counted by ``error_rate``; its latency is not a latency of the
     search). ``queries_per_second`` is over the measured run; ``duration_seconds`` is the
@@ -31,7 +29,7 @@ class RunResult:
     retryable error. ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
     """
 
-    outcomes: Sequence[QueryOutcome]
+    outcomes: RunTable
     k: int
     started_at: datetime
     finished_at: datetime
@@ -54,9 +52,7 @@ class RunResult:
     @property
     def failed(self) -> int:
         """Return the number of queries that raised, timed out or were not run."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return 0  # a bulk answer answers every query
-        return sum(1 for outcome in self.outcomes if outcome.error_type is not None)
+        return self.outcomes.failed
 
     @property
     def answered(self) -> int:
@@ -66,21 +62,17 @@ class RunResult:
     @property
     def empty(self) -> int:
         """Return the number of answered queries with no hits."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return self.outcomes.empty
-        return sum(1 for outcome in self.outcomes if outcome.empty)
+        return self.outcomes.empty
 
     @property
     def duplicates(self) -> int:
         """Return how many repeated ids were dropped over all queries."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return self.outcomes.duplicates
-        return sum(outcome.duplicates for outcome in self.outcomes)
+        return self.outcomes.duplicates
 
     @property
     def error_rate(self) -> float:
         """Return the share of queries that failed (0.0 for an empty run)."""
-        return self.failed / self.total if self.outcomes else 0.0
+        return self.failed / self.total if self.total else 0.0
 
     @property
     def zero_result_rate(self) -> float:
@@ -95,44 +87,27 @@ class RunResult:
         None when no first hit has a score, or when one is not finite (the mean is not a
         number then).
         """
-        if isinstance(self.outcomes, OutcomeTable):
-            return self.outcomes.mean_top1_score()
-        scores = [
-            outcome.hits[0].score
-            for outcome in self.outcomes
-            if outcome.hits and outcome.hits[0].score is not None
-        ]
-        if not scores or not all(math.isfinite(s) for s in scores if s is not None):
-            return None
-        # Sum the shares, not the scores: a sum of finite scores near 1e308 overflows.
-        return math.fsum(s / len(scores) for s in scores if s is not None)
+        return self.outcomes.mean_top1_score()
 
     @property
     def error_counts(self) -> dict[str, int]:
         """Return the number of failed queries by error type, most frequent first."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return {}
-        counts = Counter(o.error_type for o in self.outcomes if o.error_type is not None)
-        return dict(counts.most_common())
+        return self.outcomes.error_counts()
 
     @property
     def failures(self) -> tuple[QueryOutcome, ...]:
         """Return the failed queries' outcomes, in query order."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return ()
-        return tuple(outcome for outcome in self.outcomes if outcome.failed)
+        return self.outcomes.failures()
 
     def as_run(self) -> dict[str, list[str]]:
-        """Return ``{query id: [doc ids best first]}`` for the metric engine.
+        """Return ``{query id: [doc ids best first]}``, for readers that take a run as dicts.
 
         A failed query maps to an empty ranking here; the monitor's own measurements leave it
         out (``evaluate(..., exclude_failed=True)``), so it is never counted as a miss there.
         """
         return {outcome.query_id: list(outcome.retrieved_ids) for outcome in self.outcomes}
 
-    def ranking_columns(self) -> TrecColumns | None:
-        """Return the rankings as a TREC run's columns when the run holds them as arrays (a
-        bulk answer: every query answered), else None."""
-        if isinstance(self.outcomes, OutcomeTable):
-            return self.outcomes.columns()
-        return None
+    def ranking_columns(self, *, answered_only: bool = False) -> TrecColumns:
+        """Return the rankings as a TREC run's columns, for the metric engine's bulk look-up
+        (:meth:`monitor.run.RunTable.ranking_columns`)."""
+        return self.outcomes.ranking_columns(answered_only=answered_only)

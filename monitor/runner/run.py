@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import math
 import threading
 import time
@@ -13,12 +12,12 @@ from typing import Any
 
 from monitor.errors import ErrorBudgetExceeded, RunTerminated, UsageError
 from monitor.evalset.columns import EvalColumns
-from monitor.records import LatencySummary, MetaValue, Query, QueryOutcome
+from monitor.records import MetaValue, Query
+from monitor.run.table import RunTable
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
 from monitor.runner.execute import Plan, Tally, run_async, run_loop, run_threads
 from monitor.runner.progress import NoProgress, choose, logger
 from monitor.runner.result import RunResult
-from monitor.runner.table import OutcomeTable
 from monitor.search.answers import BulkSearch, answers_in_bulk
 from monitor.search.base import (
     Search,
@@ -79,9 +78,9 @@ def run_queries(
 
     A search that answers from memory and in bulk (:func:`~monitor.search.answers.
     answers_in_bulk`) is asked once for all the queries (the warm-up once before); that one
-    in-memory call has no per-query timeout or deadline, and its outcomes are kept as
-    columns (:class:`~monitor.runner.table.OutcomeTable`). Should it raise or decline, the
-    queries are sent one by one as above.
+    in-memory call has no per-query timeout or deadline. Should it raise or decline, the
+    queries are sent one by one as above. Either way the outcomes are one
+    :class:`~monitor.run.RunTable`.
 
     Raise UsageError for invalid arguments.
     """
@@ -134,7 +133,7 @@ def run_queries(
         retries=retries,
         warmup=warmup,
     )
-    table: OutcomeTable | None = None
+    table: RunTable | None = None
     try:
         bulk = answers_in_bulk(search)
         answered_all = None if bulk is None else _run_bulk(bulk, items, warmup, k, plan)
@@ -177,26 +176,20 @@ def run_queries(
         raise ErrorBudgetExceeded(
             tally.failed, len(items), error_budget or 0.0, counts, sent=tally.done
         )
-    outcomes: Sequence[QueryOutcome]
-    if table is not None:
-        outcomes = table
-        latency = LatencySummary.of(itertools.repeat(table.latency_seconds, len(table)))
-        rate = len(table) / (end - measured_start) if len(table) and end > measured_start else None
-    else:
-        outcomes = tuple(outcome for outcome in tally.outcomes if outcome is not None)
-        latency = LatencySummary.of(
-            outcome.latency_seconds
-            for outcome in outcomes
-            if outcome.error_type is None and outcome.latency_seconds is not None
+    if table is None:  # sent one by one: every query's outcome, in the queries' order
+        ran = [i for i, outcome in enumerate(tally.outcomes) if outcome is not None]
+        table = RunTable.of(
+            [tally.outcomes[i] for i in ran],  # type: ignore[misc]  # None left out
+            items if len(ran) == len(items) else [items[i] for i in ran],
         )
-        rate = _rate(outcomes, end - measured_start)
+    rate = _rate(table, end - measured_start)
     result = RunResult(
-        outcomes=outcomes,
+        outcomes=table,
         k=k,
         started_at=started_at,
         finished_at=datetime.now(timezone.utc),
         duration_seconds=end - start,
-        latency=latency,
+        latency=table.latency(),
         queries_per_second=rate,
         warmup=warmup,
         retries=tally.retries,
@@ -223,7 +216,7 @@ def run_pipelines(
 
 def _run_bulk(
     search: BulkSearch, items: Sequence[Query], warmup: int, k: int, plan: Plan
-) -> tuple[OutcomeTable, float] | None:
+) -> tuple[RunTable, float] | None:
     """Answer every query in one call of a search that answers in bulk; return the outcomes
     and when the measured call began, or None for the queries to be sent one by one (the
     search declined, or raised: the calls one by one record what fails).
@@ -251,7 +244,7 @@ def _run_bulk(
     if len(answers) != len(items):
         logger.warning("bulk_answer_failed", error="answers for another number of queries")
         return None
-    return OutcomeTable(items, answers, seconds / len(items)), measured_start
+    return RunTable.answered(items, answers, seconds / len(items)), measured_start
 
 
 def _run_sync(warm: Plan, plan: Plan, concurrency: int) -> float:
@@ -367,9 +360,9 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
-def _rate(outcomes: Sequence[QueryOutcome], seconds: float) -> float | None:
+def _rate(table: RunTable, seconds: float) -> float | None:
     """Return queries run per second (queries cut by the deadline were not run)."""
-    ran = sum(1 for outcome in outcomes if outcome.error_type != "deadline")
+    ran = table.ran()
     return ran / seconds if ran and seconds > 0 else None
 
 

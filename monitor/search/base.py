@@ -9,7 +9,8 @@ run, or its metadata) declares it with :func:`takes_query` or a true ``takes_que
 attribute; it is then called as ``(query: Query, k: int)``.
 
 Every answer goes through :func:`normalise_hits`, one policy for every live search: a doc id
-is a non-empty string of valid Unicode (no lone surrogate, which no store can hold) and a hit
+is a non-empty string of valid Unicode without a NUL (no lone surrogate, which no store can
+hold, and no NUL, which a run's table of ids cannot: :mod:`monitor.run.table`) and a hit
 text is valid Unicode, or the query fails with a SearchOutputError; a score is a number, and
 one that is not finite (NaN, ``inf``, ``-inf``, an integer too large for a double) is recorded
 as no score, since a live ranking is the order given and its scores are only reported. Saved
@@ -110,7 +111,8 @@ def normalise_hits(raw: object) -> tuple[Hit, ...]:
         if kind is str:
             if not is_valid_id(item):
                 raise SearchOutputError(
-                    f"a non-empty doc id of valid Unicode at position {position}", found=item
+                    f"a non-empty doc id of valid Unicode without NUL at position {position}",
+                    found=item,
                 )
             append(Hit(item))  # type: ignore[arg-type]  # kind is str
         elif isinstance(item, Hit):
@@ -140,8 +142,9 @@ def _check_sequence(raw: object) -> None:
 
 
 def is_valid_id(value: object) -> bool:
-    """Return whether ``value`` is a non-empty string of valid Unicode (no lone surrogate)."""
-    return isinstance(value, str) and bool(value) and _is_unicode(value)
+    """Return whether ``value`` is a non-empty string of valid Unicode (no lone surrogate)
+    without a NUL character."""
+    return isinstance(value, str) and bool(value) and "\0" not in value and _is_unicode(value)
 
 
 def _is_unicode(text: str) -> bool:
@@ -169,7 +172,7 @@ def _checked_hit(hit: Hit, position: int) -> Hit:
     """Return a Hit built by a plug-in, checked as a mapping's would be."""
     if not is_valid_id(hit.id):
         raise SearchOutputError(
-            f"a non-empty doc id of valid Unicode at position {position}", found=hit.id
+            f"a non-empty doc id of valid Unicode without NUL at position {position}", found=hit.id
         )
     if hit.text is not None and not _is_unicode(hit.text):
         raise SearchOutputError(f"a 'text' of valid Unicode at position {position}", found=hit)
@@ -183,7 +186,8 @@ def _hit_from_mapping(item: Mapping[Any, Any], position: int) -> Hit:
     doc = item.get("id")
     if not is_valid_id(doc):
         raise SearchOutputError(
-            f"a non-empty string 'id' of valid Unicode in the hit at position {position}",
+            "a non-empty string 'id' of valid Unicode without NUL in the hit at position"
+            f" {position}",
             found=item,
         )
     raw_score = item.get("score")

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from monitor.search.answers import Answers
+    from monitor.run.answers import Answers
     from monitor.search.trec_columns import TrecColumns
 
 
@@ -141,7 +141,7 @@ class _ColumnRun:
         runner keeps what :meth:`hits` returns."""
         import numpy as np
 
-        from monitor.search.answers import Answers
+        from monitor.run.answers import Answers
 
         n = len(query_ids)
         if n == len(self._query_ids) and tuple(query_ids) == self._query_ids:

@@ -124,7 +124,7 @@ class TrecColumns:
         if isinstance(docs, JudgedDocs):  # an eval set's columns: packed from their bytes
             lengths, packed = docs.packed(width)
         else:
-            lengths, packed = _pack_texts(docs, width)
+            lengths, packed = texts_layout.pack_texts(docs, width)
         usable = (codes >= 0) & (lengths <= 8 * width)
         if not usable.any() or not len(self.query):
             return out
@@ -487,38 +487,6 @@ def _column(a: _U8, position: _I64, j: int, width: int) -> _U8:
 
 #: Judged pairs ranked at once by :meth:`TrecColumns._dense_ranks`.
 _RANK_PAIRS = 1 << 20
-
-
-def _pack_texts(texts: Sequence[str], width: int) -> tuple[_I64, _U64]:
-    """Return each text's length in UTF-8 bytes and its first ``8 * width`` bytes packed as
-    :func:`_pack` packs them (a longer text's words are cut: its length tells)."""
-    n = len(texts)
-    joined = "\0".join(texts)
-    if joined.isascii():
-        data = joined.encode("ascii")
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    else:
-        encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
-        data = b"\0".join(encoded)
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
-    starts = np.cumsum(lengths + 1) - (lengths + 1)  # each text and its NUL separator
-    return lengths, texts_layout.packed_words(
-        lengths, np.frombuffer(data, dtype=np.uint8), starts, width
-    )
-
-
-def pack_ids(ids: Sequence[str]) -> _U64:
-    """Return ``ids`` as :attr:`TrecColumns.doc_words` holds doc ids: UTF-8 bytes big-endian
-    in as many 64-bit words as the longest needs, zero padded (an id holding a NUL byte is
-    refused: it would read back cut)."""
-    joined = "".join(ids)
-    if "\0" in joined:
-        raise ValueError("a doc id holds a NUL character")
-    if joined.isascii():
-        longest = max(map(len, ids), default=1)
-    else:
-        longest = max((len(doc.encode("utf-8", "surrogatepass")) for doc in ids), default=1)
-    return _pack_texts(ids, max(1, -(-longest // 8)))[1]
 
 
 def _empty(width: int) -> _U64:

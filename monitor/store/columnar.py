@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from monitor import texts
-from monitor.store.rankings import Rankings, first_seen_codes, merged
+from monitor.run.rankings import Rankings, first_seen_codes, merged
 from monitor.store.records import (
     ColumnQueries,
     QueryColumns,

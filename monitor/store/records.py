@@ -120,7 +120,7 @@ class QueryColumns:
 @dataclass(frozen=True, slots=True)
 class StoredColumns(QueryColumns):
     """A run's query columns as the store read them back: the rankings are
-    :class:`~monitor.store.rankings.Rankings` over the stored arrays, the latencies None
+    :class:`~monitor.run.rankings.Rankings` over the stored arrays, the latencies None
     where unknown, ``values`` NaN where ``present`` is False.
 
     They belong to the :class:`ColumnQueries` built over them: a record whose queries are
