@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from monitor.errors import InputError
-from monitor.evalset import _documents
-from monitor.evalset._documents import _quick_jsonl
+from monitor.evalset import _jsonl_columns
+from monitor.evalset._jsonl_columns import _quick_jsonl
 from monitor.evalset.formats import parse_evalset
 
 pytest.importorskip("orjson")
@@ -149,7 +149,7 @@ def test_a_text_read_in_small_blocks_reads_as_a_whole(
     whole = (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD))
     faulty = GOOD + '\n{"id": "q9", "query": "a", "relevant": {"d1": true}}\n'
     expected = _parse(faulty, True, monkeypatch)
-    monkeypatch.setattr(_documents, "_BLOCK_CHARS", block)
+    monkeypatch.setattr(_jsonl_columns, "_BLOCK_CHARS", block)
     assert (whole, expected) == (
         (_parse(GOOD, False, monkeypatch), _quick_jsonl(GOOD)),
         _parse(faulty, False, monkeypatch),
@@ -161,7 +161,7 @@ def test_each_query_keeps_its_line_across_blocks(
     blank: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks of lines with and without blank lines number every query by its own line."""
-    monkeypatch.setattr(_documents, "_BLOCK_CHARS", 40)
+    monkeypatch.setattr(_jsonl_columns, "_BLOCK_CHARS", 40)
     lines = [f'{{"id": "q{i}", "query": "text {i}"}}' for i in range(6)]
     lines[4:4] = [blank]
     columns = _quick_jsonl("\n".join(lines) + "\n")

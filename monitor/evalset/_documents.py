@@ -7,7 +7,8 @@ Every format holds the same query object::
 ``relevant`` and ``metadata`` are optional; any other key is an error. JSON and YAML hold
 either a list of such objects or ``{"name": ..., "queries": [...]}``.
 
-JSONL has one object per line, so its line numbers are exact. For JSON and YAML the
+JSONL has one object per line, so its line numbers are exact (read into columns by orjson
+when it is installed: :mod:`monitor.evalset._jsonl_columns`). For JSON and YAML the
 readers keep the line of every value down to the grades (:class:`Located`), so an error
 points at the line of the bad value, not just at the file.
 """
@@ -16,20 +17,15 @@ from __future__ import annotations
 
 import bisect
 import json
-import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
 from typing import Any
 
-import numpy as np
 import yaml
 
 from monitor.errors import InputError
 from monitor.evalset._checks import (
-    GRADE_MAX,
-    GRADE_MIN,
     Invalid,
     KeyPath,
     check_id,
@@ -37,9 +33,7 @@ from monitor.evalset._checks import (
     judgments_from,
     metadata_from,
 )
-from monitor.evalset.columns import EvalColumns
-from monitor.records import MetaValue, Query
-from monitor.texts import layout_of
+from monitor.records import Query
 
 #: The keys of a query object, in the order the writers put them.
 FIELDS = ("id", "query", "relevant", "metadata")
@@ -50,19 +44,9 @@ TOP_FIELDS = ("name", "queries")
 _TRACKED_DEPTH = 5
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _TOO_DEEP = "values nested a few levels deep at most (the nesting is too deep to read)"
-_FIELD_SET = frozenset(FIELDS)
-#: The types of a metadata value as orjson decodes them.
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-#: A string's closing quote before a colon: how every key of a JSON object ends.
-_KEY_END = re.compile(r'"[ \t\r]*:')
-_SPACED_QUOTE = re.compile(r'"[ \t\r]')
-# How much text the orjson reader decodes and checks at once: a few thousand lines.
-_BLOCK_CHARS = 1 << 20
 # An integer literal longer than this is kept as a LongInteger, which every check refuses by
 # name: Python refuses to convert more than 4,300 digits, and no grade needs 100.
 _MAX_INT_DIGITS = 100
-# orjson reads an integer literal beyond 64 bits as a float at least this large.
-_INT64_BOUND = 2.0**63
 
 
 class LongInteger:
@@ -89,14 +73,6 @@ class Entry:
 
     line: int | None
     query: Query
-
-
-@dataclass(frozen=True, slots=True)
-class Columns:
-    """The queries of a file read whole, in file order, and the line each starts on."""
-
-    queries: EvalColumns
-    lines: tuple[int | None, ...]
 
 
 @dataclass(slots=True)
@@ -157,20 +133,9 @@ def object_from_query(query: Query) -> dict[str, Any]:
 # --- JSONL ---------------------------------------------------------------------------------
 
 
-def read_jsonl(text: str, source: str) -> Columns | Iterator[Entry]:
-    """Return the queries of a JSONL text, one object per non-blank line.
-
-    With orjson installed, a text of well-formed queries is read by :func:`_quick_jsonl`
-    into columns; any fault sends the whole text through :func:`_read_jsonl`, which yields
-    one entry at a time, so every error is the same, and on the same line, with orjson or
-    without.
-    """
-    quick = _quick_jsonl(text)
-    return _read_jsonl(text, source) if quick is None else quick
-
-
-def _read_jsonl(text: str, source: str) -> Iterator[Entry]:
-    """Yield the queries of a JSONL text through the standard library's reader."""
+def read_jsonl_lines(text: str, source: str) -> Iterator[Entry]:
+    """Yield the queries of a JSONL text through the standard library's reader (what
+    :func:`~monitor.evalset._jsonl_columns.read_jsonl` reads a text by when orjson cannot)."""
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -189,194 +154,6 @@ def _read_jsonl(text: str, source: str) -> Iterator[Entry]:
         except Invalid as error:
             raise InputError(source, error.describe(), line=number, found=error.found) from None
         yield Entry(number, query)
-
-
-def _quick_jsonl(text: str) -> Columns | None:
-    """Return the queries of a JSONL text parsed by orjson, or None for :func:`_read_jsonl`
-    to read it: orjson is not installed, or a line is not a well-formed query.
-
-    orjson refuses whatever the standard reader would refuse (NaN, lone surrogates), but
-    keeps the last of a repeated key and reads an integer beyond 64 bits as a float. So the
-    text must hold exactly one key-ending quote (a ``"`` then ``:``) per key decoded: each
-    key written, a repeated one too, ends with one, and a string may only add more; and a
-    float as large as 2**63 may have been written as an integer, which the standard reader
-    keeps.
-
-    Each check runs over a whole column (every id, every grade, ...) rather than query by
-    query, for a block of lines at a time: a set of a million queries is checked in a few
-    passes in C, and only one block's lines and decoded objects are held beside the queries
-    (the whole file's would double the peak memory of the load).
-    """
-    try:
-        import orjson
-    except ImportError:  # optional: the standard reader reads every file too
-        return None
-    parts: list[EvalColumns] = []
-    numbers: list[int] = []
-    keys = 0
-    start, first = 0, 1  # where the block starts in the text, and its first line's number
-    while start < len(text):
-        end = text.find("\n", start + _BLOCK_CHARS)
-        end = len(text) if end < 0 else end
-        lines = text[start:end].split("\n")
-        written: list[str] = lines
-        at: Iterable[int] = range(first, first + len(lines))
-        if "" in lines or any(map(str.isspace, lines)):  # blank lines, the last one at least
-            pairs = [(number, line) for number, line in enumerate(lines, first) if line.strip()]
-            written, at = [line for _, line in pairs], [number for number, _ in pairs]
-        block = _quick_block(written, orjson.loads, orjson.dumps)
-        if block is None:
-            return None
-        parts.append(block[0])
-        keys += block[1]
-        numbers += at
-        start, first = end + 1, first + len(lines)
-    if _key_ends(text) != keys:
-        return None
-    return Columns(EvalColumns.concatenate(parts), tuple(numbers))
-
-
-def _quick_block(
-    lines: list[str], loads: Callable[[str], Any], dumps: Callable[[Any], bytes]
-) -> tuple[EvalColumns, int] | None:
-    """Return the queries of non-blank JSONL lines and how many keys they decode to, or None
-    unless every line is a well-formed query (see :func:`_quick_jsonl`).
-
-    ``dumps`` writes a decoded value back as JSON (``orjson.dumps``): queries whose metadata
-    is written alike share one metadata dict.
-    """
-    try:
-        objs = list(map(loads, lines))
-    except ValueError:  # orjson.JSONDecodeError is one
-        return None
-    if set(map(type, objs)) - {dict} or not all(map(_FIELD_SET.issuperset, objs)):
-        return None
-    ids = [obj.get("id") for obj in objs]
-    texts = [obj.get("query") for obj in objs]
-    if set(map(type, ids)) - {str} or "" in ids or set(map(type, texts)) - {str}:
-        return None
-    judgments = _quick_judgments([obj.get("relevant") for obj in objs])
-    metadata = _quick_metadata([obj.get("metadata") for obj in objs], dumps)
-    if judgments is None or metadata is None:
-        return None
-    listed, graded = judgments
-    keys = sum(map(len, objs)) + sum(map(len, metadata)) + sum(map(len, graded))
-    return _block_columns(ids, texts, listed, metadata), keys
-
-
-def _block_columns(
-    ids: list[str],
-    texts: list[str],
-    judgments: list[dict[str, int]],
-    metadata: list[dict[str, MetaValue]],
-) -> EvalColumns:
-    """Return a block's checked queries as columns: its judgments' doc ids end to end as
-    bytes, the decoded dicts let go with the block."""
-    docs = list(chain.from_iterable(judgments))
-    lengths, data = layout_of(docs)
-    grades = list(chain.from_iterable(map(dict.values, judgments)))
-    return EvalColumns(
-        tuple(ids),
-        tuple(texts),
-        tuple(metadata),
-        np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments)),
-        lengths.astype(np.int64),
-        data,
-        np.array(grades, dtype=np.int64),
-    )
-
-
-def _shared(
-    metadata: list[dict[str, MetaValue]], keys: Sequence[Hashable]
-) -> list[dict[str, MetaValue]]:
-    """Return ``metadata`` with the dicts of one key (``keys[i]`` is ``metadata[i]``'s)
-    replaced by the first of them.
-
-    A suite's metadata is mostly a few categories repeated (``{"kind": "howto"}``): one dict
-    for each distinct mapping instead of one per query saves a dict and its strings per
-    query. Each is frozen behind a read-only view, so no query can change another's.
-    """
-    first: dict[Hashable, dict[str, MetaValue]] = {}
-    return list(map(first.setdefault, keys, metadata))  # one hash of each key
-
-
-def _quick_judgments(
-    values: list[Any],
-) -> tuple[list[dict[str, int]], list[dict[str, int]]] | None:
-    """Return each query's judgments and the ones written as objects, from the decoded
-    ``relevant`` values, or None unless every one is well-formed (or absent)."""
-    kinds = set(map(type, values))
-    if kinds == {dict}:  # the common case: every query graded, read in C
-        graded: list[dict[str, int]] = values  # orjson's own dicts: frozen as they are
-        judgments = graded
-    elif kinds <= {dict, list, type(None)}:
-        graded = [value for value in values if type(value) is dict]
-        judgments = []
-        empty: dict[str, int] = {}
-        for value in values:
-            if type(value) is list:
-                try:
-                    listed = dict.fromkeys(value, 1)
-                except TypeError:  # an unhashable item: the standard reader names it
-                    return None
-                if len(listed) != len(value) or not set(map(type, listed)) <= {str}:
-                    return None
-                judgments.append(listed)
-            else:
-                judgments.append(empty if value is None else value)
-    else:
-        return None
-    if any(map(dict.__contains__, judgments, repeat(""))):
-        return None
-    grades = list(chain.from_iterable(map(dict.values, graded)))
-    if grades and (
-        set(map(type, grades)) != {int} or min(grades) < GRADE_MIN or max(grades) > GRADE_MAX
-    ):
-        return None
-    return judgments, graded
-
-
-def _quick_metadata(
-    values: list[Any], dumps: Callable[[Any], bytes]
-) -> list[dict[str, MetaValue]] | None:
-    """Return each query's metadata from the decoded ``metadata`` values, or None unless
-    every one is well-formed (or absent).
-
-    Queries whose metadata is equal, value types included, share one dict (see
-    :func:`_shared`). Strings and None are equal only to their own type, so their items
-    are the key; a number's is its JSON text (``dumps``), which tells ``1``, ``1.0`` and
-    ``true`` apart where the items would not (equal, and of one hash).
-    """
-    empty: dict[str, MetaValue] = {}
-    kinds = set(map(type, values))
-    if not kinds <= {dict, type(None)}:
-        return None
-    metadata: list[dict[str, MetaValue]]
-    metadata = [empty if value is None else value for value in values]
-    if any(map(dict.__contains__, metadata, repeat(""))):
-        return None
-    items = list(chain.from_iterable(map(dict.values, metadata)))
-    scalars = set(map(type, items))
-    if not scalars <= _SCALARS:
-        return None
-    if float in scalars:
-        floats = [item for item in items if type(item) is float]
-        if not all(map(math.isfinite, floats)) or max(map(abs, floats)) >= _INT64_BOUND:
-            return None
-    if scalars <= _TEXTS:
-        return _shared(metadata, list(map(tuple, map(dict.items, metadata))))
-    return _shared(metadata, list(map(dumps, metadata)))
-
-
-#: The metadata values whose items tell equal mappings apart exactly.
-_TEXTS = frozenset((str, type(None)))
-
-
-def _key_ends(text: str) -> int:
-    """Return how many key-ending quotes (``"`` then ``:``, JSON spaces between) ``text`` has."""
-    if _SPACED_QUOTE.search(text):  # one pass, where three substring tests took two
-        return len(_KEY_END.findall(text))
-    return text.count('":')  # in C, and the same count when no quote is followed by a space
 
 
 def write_jsonl(queries: Sequence[Query]) -> str:

@@ -33,10 +33,11 @@ from operator import attrgetter
 from os import PathLike
 
 from monitor.errors import InputError, UsageError
-from monitor.evalset import _documents, _table, trec
+from monitor.evalset import _documents, _jsonl_columns, _table, trec
 from monitor.evalset._checks import Invalid
-from monitor.evalset._documents import Columns, Entry
+from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
+from monitor.evalset._jsonl_columns import Columns
 from monitor.io import logical_stem, logical_suffix
 from monitor.io import write_input_atomic as write_atomic
 from monitor.records import Query
@@ -190,7 +191,7 @@ def parse_evalset(
     held: str | None = None
     entries: Iterable[Entry] | Columns
     if format == "jsonl":
-        entries = _documents.read_jsonl(text, source)
+        entries = _jsonl_columns.read_jsonl(text, source)
     elif format == "json":
         held, entries = _documents.read_json(text, source)
     elif format == "yaml":
