@@ -12,7 +12,7 @@ from html import escape
 
 from monitor.report.records import Trend, TrendPoint, Unit
 
-#: Colours, shared with the stylesheet of :mod:`monitor.report.html`.
+#: Colours, shared with the stylesheet of the HTML report (:mod:`monitor.report.stylesheet`).
 SERIES = "#2563eb"
 BASELINE = "#475569"
 ALERT = "#dc2626"
