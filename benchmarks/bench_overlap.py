@@ -88,17 +88,18 @@ def build(queries: int, docs: int, seed: int) -> tuple[RunRecord, RunRecord]:
 
 def _record(ids: list[str], rankings: object, run_id: int) -> RunRecord:
     """Return a run record over columns holding ``rankings``, as the store reads it."""
-    from monitor.store.records import ColumnQueries, RunRecord, StoredColumns
+    from monitor.run.rankings import Rankings
+    from monitor.store.records import ColumnQueries, QueryColumns, RunRecord
 
     n = len(ids)
     at = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    columns = StoredColumns(
+    columns = QueryColumns(
         query_ids=ids,
         latency_seconds=[None] * n,
         error_types=[None] * n,
         error_messages=[None] * n,
         retrieved_ids=rankings,  # type: ignore[arg-type]
-        relevant_ids=[()] * n,
+        relevant_ids=Rankings.of([()] * n),
         metrics=(),
         values=np.zeros((n, 0)),
         present=np.zeros((n, 0), dtype=np.bool_),

@@ -13,8 +13,8 @@ import pytest
 from monitor import texts
 from monitor.compare.matched import Matched
 from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
-from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.run.rankings import Rankings
+from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.store.records import ColumnQueries
 
 AT = datetime(2030, 1, 1, tzinfo=timezone.utc)

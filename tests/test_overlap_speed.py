@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from monitor import texts
 from monitor.compare import overlap as overlap_module
 from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
-from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.run.rankings import Rankings
+from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.store.records import ColumnQueries
 
 AT = datetime(2030, 1, 1, tzinfo=timezone.utc)

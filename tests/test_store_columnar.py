@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from store_legacy import insert_legacy_run
 from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
 
-from monitor.errors import StoreError, StoreLookupError, UsageError
-from monitor.store import QueryRecord, RunRecord, SqlStore, columnar, open_store, schema
+from monitor.errors import StoreError, StoreLookupError
+from monitor.store import QueryRecord, SqlStore, columnar, open_store, schema
+from monitor.store.records import QueryColumns
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
@@ -314,7 +315,7 @@ def test_texts_read_back_as_written(texts: list[str | None]) -> None:
 def test_columns_encode_as_the_same_queries_as_records(queries: list[QueryRecord]) -> None:
     """A run's queries given as columns are saved byte for byte as the same records are."""
     expected = columnar.encode_queries(queries)
-    assert expected == columnar.encode_columns(columnar.columns_of(queries))
+    assert expected == columnar.encode_columns(QueryColumns.of(queries))
 
 
 def test_doc_ids_are_coded_in_order_of_first_appearance() -> None:
@@ -346,20 +347,6 @@ def test_ids_of_one_hash_still_get_codes_of_their_own() -> None:
     queries = [QueryRecord("q1", retrieved_ids=(_SameHash("x"), _SameHash("y"), _SameHash("x")))]
     decoded = columnar.decode_queries(columnar.encode_queries(queries))
     assert ("x", "y", "x") == decoded[0].retrieved_ids
-
-
-def test_columns_of_another_length_than_the_records_are_refused() -> None:
-    """A run whose columns and records count different queries is refused at once."""
-    columns = columnar.columns_of([QueryRecord("q1")])
-    with pytest.raises(UsageError, match="columns hold 1 queries and its records 2"):
-        RunRecord(
-            suite="s",
-            pipeline="p",
-            started_at=T0,
-            finished_at=T0,
-            queries=(QueryRecord("q1"), QueryRecord("q2")),
-            columns=columns,
-        )
 
 
 @pytest.mark.parametrize("block", [1, 5, 1 << 22])

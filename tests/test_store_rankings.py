@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from test_store import make_run
 
 from monitor import texts
-from monitor.store import QueryRecord, columnar, open_store
 from monitor.run.rankings import Rankings
-from monitor.store.records import ColumnQueries, StoredColumns
+from monitor.store import QueryRecord, columnar, open_store
+from monitor.store.records import ColumnQueries, QueryColumns
 
 doc_ids = st.sampled_from(["d1", "d2", "café", "日本", "00ff", "ab12cd", "", "D9"]) | st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=5
@@ -49,13 +49,14 @@ CASES = {
 
 
 def _as_rankings(queries: list[QueryRecord], *, which: str = "both") -> columnar.QueryColumns:
-    """Return the columns of ``queries`` with their rankings (or one of them) as Rankings."""
-    columns = columnar.columns_of(queries)
+    """Return the columns of ``queries`` with their rankings (or one of them) as Rankings over
+    a dictionary of their own."""
+    columns = QueryColumns.of(queries)
     changes: dict[str, Rankings] = {}
     if which in ("both", "retrieved"):
-        changes["retrieved_ids"] = Rankings.of(columns.retrieved_ids)
+        changes["retrieved_ids"] = Rankings.of(list(columns.retrieved_ids))
     if which in ("both", "relevant"):
-        changes["relevant_ids"] = Rankings.of(columns.relevant_ids)
+        changes["relevant_ids"] = Rankings.of(list(columns.relevant_ids))
     return dataclasses.replace(columns, **changes)
 
 
@@ -83,7 +84,7 @@ def test_rankings_from_words_encode_as_the_same_tuples() -> None:
         np.array([len(q.retrieved_ids) for q in queries], np.int32),
         words.astype(np.uint64).reshape(len(flat), 2),
     )
-    columns = dataclasses.replace(columnar.columns_of(queries), retrieved_ids=built)
+    columns = dataclasses.replace(QueryColumns.of(queries), retrieved_ids=built)
     assert columnar.encode_queries(queries) == columnar.encode_columns(columns)
 
 
@@ -143,9 +144,9 @@ def test_a_run_read_from_the_store_carries_columns_and_lazy_queries(tmp_path: Pa
         read = other.get_run(run_id)
         baseline = other.set_baseline("nightly", run_id) and other.get_baseline("nightly")
     assert isinstance(read.queries, ColumnQueries)
-    assert isinstance(read.columns, StoredColumns)
+    assert isinstance(read.columns, QueryColumns)
     assert baseline is not None
-    assert isinstance(baseline.columns, StoredColumns)
+    assert isinstance(baseline.columns, QueryColumns)
     assert isinstance(read.columns.retrieved_ids, Rankings)
     assert make_run().queries == tuple(read.queries)
 
@@ -174,12 +175,13 @@ def test_runs_read_lazily_equal_the_same_runs_as_records(tmp_path: Path) -> None
         assert saving.get_run(run_id) == other.get_run(run_id)
 
 
-def test_other_queries_drop_the_stored_columns(tmp_path: Path) -> None:
-    """A stored run given other queries (re-scored, say) no longer carries the old columns."""
+def test_other_queries_replace_the_stored_columns(tmp_path: Path) -> None:
+    """A stored run given other queries (re-scored, say) carries their columns, not the old."""
     with open_store(tmp_path / "m.db") as store:
         read = store.get_run(store.save_run(make_run()))
     rescored = dataclasses.replace(read, queries=tuple(read.queries)[:2])
-    assert (None, 2) == (rescored.columns, len(rescored.queries))
+    assert (["q1", "q2"], 2) == (list(rescored.columns.query_ids), len(rescored.queries))
+    assert tuple(read.queries)[:2] == tuple(rescored.queries)
 
 
 def test_a_run_saved_from_its_read_columns_saves_the_same_blobs(tmp_path: Path) -> None:

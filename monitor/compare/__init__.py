@@ -259,12 +259,9 @@ def _held(
 
 
 def _answerable(run: RunRecord) -> int:
-    """Return how many queries of ``run`` have a metric value (read from its columns when it
-    has them)."""
+    """Return how many queries of ``run`` have a metric value."""
     columns = run.columns
-    if columns is not None:
-        return int(np.count_nonzero(columns.present.any(axis=1))) if columns.metrics else 0
-    return sum(1 for q in run.queries if q.values)
+    return int(np.count_nonzero(columns.present.any(axis=1))) if columns.metrics else 0
 
 
 def _metric_changes(matched: Matched, judged: Qrels | None = None) -> tuple[MetricChange, ...]:

@@ -17,17 +17,24 @@ removed from each ranking before scoring (those below move up), as the engine's
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
 from operator import methodcaller
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from monitor.evalset.columns import ColumnQrels
 from monitor.metrics.ranks import Qrels
 from monitor.metrics.spec import parse_metric
-from monitor.store.records import QueryRecord, RunRecord
+from monitor.run.rankings import Rankings
+from monitor.store.records import RunRecord
+
+if TYPE_CHECKING:
+    from monitor.search.trec_columns import TrecColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +77,12 @@ class CoverageChange:
         }
 
 
-def _answered(query: QueryRecord) -> bool:
-    """Return whether the search answered ``query`` and it was evaluated (it has values)."""
-    return query.error_type is None and bool(query.values)
+def _scored(run: RunRecord) -> NDArray[np.intp]:
+    """Return the rows of ``run``'s queries the search answered and that were evaluated (they
+    have values)."""
+    columns = run.columns
+    answered = np.fromiter((t is None for t in columns.error_types), np.bool_, len(columns))
+    return np.flatnonzero(answered & columns.present.any(axis=1))
 
 
 def _pooled(grades: Mapping[str, int]) -> bool:
@@ -93,17 +103,37 @@ def judges_non_relevant(qrels: Qrels) -> bool:
     return any(_pooled(grades) for grades in qrels.values())
 
 
-def _rankings(run: RunRecord, qrels: Qrels) -> tuple[Qrels, dict[str, list[str]]]:
-    """Return the judgments and rankings of ``run``'s answered, evaluated queries."""
-    ranked = {q.query_id: list(q.retrieved_ids) for q in run.queries if _answered(q)}
-    return {qid: qrels[qid] for qid in ranked if qid in qrels}, ranked
+def _ranked(run: RunRecord, qrels: Qrels) -> tuple[Qrels, TrecColumns]:
+    """Return the judgments of ``run``'s answered, evaluated queries that ``qrels`` judges,
+    and their rankings as the metric engine's columns, read from the run's own columns."""
+    # The engine's column form is imported when coverage is measured, not by every reader
+    # of the comparison's records (the alert records a config check loads).
+    from monitor.search.trec_columns import ranking_columns
+
+    columns = run.columns
+    ids = columns.query_ids
+    rows = [i for i in _scored(run).tolist() if ids[i] in qrels]
+    rankings = columns.retrieved_ids.take(np.array(rows, dtype=np.intp))
+    words = rankings.words()
+    counts = rankings.counts.astype(np.int64)
+    ranked = ranking_columns([ids[i] for i in rows], counts, words, np.zeros(len(words)))
+    return {ids[i]: qrels[ids[i]] for i in rows}, ranked
+
+
+def _distinct(rankings: Rankings) -> list[int]:
+    """Return how many distinct ids each ranking holds (a run's hold each id once; a record
+    made by hand may repeat one)."""
+    rows = np.repeat(np.arange(len(rankings), dtype=np.int64), rankings.counts)
+    pairs = np.unique(rows * max(len(rankings.doc_lengths), 1) + rankings.codes)
+    counts = np.bincount(pairs // max(len(rankings.doc_lengths), 1), minlength=len(rankings))
+    return [int(count) for count in counts.tolist()]
 
 
 def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
     """Return ``judged@k`` of each answered, evaluated query of ``run``, by the engine."""
     from monitor.evaluation import evaluate
 
-    judged, ranked = _rankings(run, qrels)
+    judged, ranked = _ranked(run, qrels)
     if not judged:
         return {}
     result = evaluate(judged, ranked, [f"judged@{k}"])
@@ -111,10 +141,10 @@ def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
     return dict(zip(result.query_ids, values.tolist(), strict=True))
 
 
-def _unjudged(ranking: Sequence[str], share: float, k: int) -> int:
-    """Return how many documents of the top ``k`` of ``ranking`` have no judgment, from its
-    ``judged@k`` (a share of the top min(k, retrieved))."""
-    shown = min(k, len(dict.fromkeys(ranking)))
+def _unjudged(length: int, share: float, k: int) -> int:
+    """Return how many documents of the top ``k`` of a ranking of ``length`` distinct ids
+    have no judgment, from its ``judged@k`` (a share of the top min(k, retrieved))."""
+    shown = min(k, length)
     return shown - round(share * shown)
 
 
@@ -138,14 +168,20 @@ def coverage_change(
     if not pooled:
         return None
     old, new = judged_at(baseline, pooled, k), judged_at(current, pooled, k)
-    before = {q.query_id: q.retrieved_ids for q in baseline.queries}
-    pairs = [(q.query_id, q.retrieved_ids) for q in current.queries if q.query_id in old]
-    pairs = [(qid, ranking) for qid, ranking in pairs if qid in new]
+    before = dict(
+        zip(baseline.columns.query_ids, _distinct(baseline.columns.retrieved_ids), strict=True)
+    )
+    now = _distinct(current.columns.retrieved_ids)
+    pairs = [
+        (qid, length)
+        for qid, length in zip(current.columns.query_ids, now, strict=True)
+        if qid in old and qid in new
+    ]
     if not pairs:
         return None
     added = queries = 0
-    for qid, ranking in pairs:
-        more = _unjudged(ranking, new[qid], k) - _unjudged(before[qid], old[qid], k)
+    for qid, length in pairs:
+        more = _unjudged(length, new[qid], k) - _unjudged(before[qid], old[qid], k)
         if more > 0:
             added += more
             queries += 1
@@ -167,7 +203,7 @@ def judged_only_means(run: RunRecord, qrels: Qrels, metrics: Iterable[str]) -> d
     from monitor.evaluation import evaluate
 
     names = [name for name in metrics if parse_metric(name).measure != "judged"]
-    judged, ranked = _rankings(run, qrels)
+    judged, ranked = _ranked(run, qrels)
     if not names or not judged:
         return dict.fromkeys(names, math.nan)
     return dict(evaluate(judged, ranked, names, judged_only=True).means)

@@ -6,10 +6,9 @@ finds each current query's baseline query once, and reads each metric's per-quer
 once per run, into numpy arrays in the current run's order; the readers then select with
 masks instead of building a dict per question.
 
-A run read from the store carries its queries as columns (``RunRecord.columns``): then the
-ids, values, errors and judged counts are read from those arrays (ids matched through a
-pandas Index, values from the queries x metrics matrix), building no query record; a run
-without columns is read from its records. Both give the same arrays, bit for bit.
+A run carries its queries as columns (``RunRecord.columns``): the ids, values, errors and
+judged counts are read from those arrays (ids matched through a pandas Index, values from
+the queries x metrics matrix), building no query record.
 
 Query ids are unique within a run (they are the eval set's). Should a hand-made record repeat
 one, the baseline's last query of that id is the one matched, as a dict keyed by id keeps it.
@@ -20,19 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter, eq, methodcaller
+from operator import eq
 
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.run.rankings import Rankings
 from monitor.store.records import QueryColumns, RunRecord
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
-
-_VALUES = attrgetter("values")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -63,13 +59,12 @@ class Matched:
             # baseline id matches its last query). No index of the ids is built.
             position = np.arange(len(now), dtype=np.intp)
             return cls(baseline, current, position, _answered(baseline), _answered(current))
-        if baseline.columns is not None and current.columns is not None:
-            import pandas as pd  # imported here: a comparison of records needs no pandas
+        import pandas as pd  # imported here: a comparison of one eval set's runs needs none
 
-            index = pd.Index(before)
-            if index.is_unique:
-                position = index.get_indexer(pd.Index(now)).astype(np.intp)
-                return cls(baseline, current, position, _answered(baseline), _answered(current))
+        index = pd.Index(before)
+        if index.is_unique:
+            position = index.get_indexer(pd.Index(now)).astype(np.intp)
+            return cls(baseline, current, position, _answered(baseline), _answered(current))
         found = {qid: i for i, qid in enumerate(before)}
         position = np.fromiter((found.get(qid, -1) for qid in now), dtype=np.intp, count=len(now))
         return cls(baseline, current, position, _answered(baseline), _answered(current))
@@ -81,21 +76,7 @@ class Matched:
         found = self._columns.get(key)
         if found is None:
             run = self.baseline if baseline else self.current
-            if run.columns is not None:
-                found = self._columns[key] = _stored_column(run.columns, metric)
-                return found
-            queries = run.queries
-            rows = list(map(_VALUES, queries))
-            values = np.fromiter(
-                map(methodcaller("get", metric, math.nan), rows),
-                dtype=np.float64,
-                count=len(rows),
-            )
-            # A missing value reads as NaN: only those need asking whether the name is there.
-            present = ~np.isnan(values)
-            for i in np.flatnonzero(~present).tolist():
-                present[i] = metric in rows[i]
-            found = self._columns[key] = (values, present)
+            found = self._columns[key] = _stored_column(run.columns, metric)
         return found
 
     def both_answered(self) -> IndexArray:
@@ -122,12 +103,8 @@ class Matched:
 
     def current_ids(self, indices: IndexArray) -> list[str]:
         """Return the ids of ``current.queries`` at ``indices``."""
-        columns = self.current.columns
-        if columns is not None:
-            ids = columns.query_ids
-            return [ids[i] for i in indices.tolist()]
-        queries = self.current.queries
-        return [queries[i].query_id for i in indices.tolist()]
+        ids = self.current.columns.query_ids
+        return [ids[i] for i in indices.tolist()]
 
     def left_out(self, *, paired: bool = True) -> int:
         """Return how many judged queries a quality rule leaves out because the search
@@ -147,17 +124,13 @@ class Matched:
 
 def _ids(run: RunRecord) -> Sequence[str]:
     """Return the query ids of ``run`` in its order."""
-    if run.columns is not None:
-        return run.columns.query_ids
-    return [q.query_id for q in run.queries]
+    return run.columns.query_ids
 
 
 def metric_values(run: RunRecord, metric: str) -> FloatArray:
     """Return the values of ``metric`` of the queries of ``run`` that have one, in order."""
-    if run.columns is not None:
-        values, present = _stored_column(run.columns, metric)
-        return values[present]
-    return np.array([q.values[metric] for q in run.queries if metric in q.values], dtype=float)
+    values, present = _stored_column(run.columns, metric)
+    return values[present]
 
 
 def judged_not_answered(run: RunRecord) -> int:
@@ -178,22 +151,10 @@ def _stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, Bool
 
 def _answered(run: RunRecord) -> BoolArray:
     """Return whether the search answered each query of ``run`` (no error)."""
-    if run.columns is not None:
-        types = run.columns.error_types
-        return np.fromiter((t is None for t in types), dtype=np.bool_, count=len(types))
-    return np.fromiter(
-        (q.error_type is None for q in run.queries), dtype=np.bool_, count=len(run.queries)
-    )
+    types = run.columns.error_types
+    return np.fromiter((t is None for t in types), dtype=np.bool_, count=len(types))
 
 
 def _judged(run: RunRecord) -> BoolArray:
     """Return whether each query of ``run`` has a relevant judgment."""
-    columns = run.columns
-    if columns is not None:
-        relevant = columns.relevant_ids
-        if isinstance(relevant, Rankings):
-            return np.asarray(relevant.lengths > 0, dtype=np.bool_)
-        return np.fromiter(map(bool, relevant), dtype=np.bool_, count=len(relevant))
-    return np.fromiter(
-        (bool(q.relevant_ids) for q in run.queries), dtype=np.bool_, count=len(run.queries)
-    )
+    return np.asarray(run.columns.relevant_ids.lengths > 0, dtype=np.bool_)

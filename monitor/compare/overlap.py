@@ -28,8 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence, Sized
 from dataclasses import dataclass
-from itertools import chain
-from operator import itemgetter
 from typing import Any, overload
 
 import numpy as np
@@ -223,14 +221,8 @@ def overlap_of(
     """
     pairs = matched if matched is not None else Matched.of(baseline, current)
     both = pairs.both_answered()
-    before = None if baseline.columns is None else baseline.columns.retrieved_ids
-    now = None if current.columns is None else current.columns.retrieved_ids
-    if isinstance(before, Rankings) and isinstance(now, Rankings):
-        rbos, jaccards = _overlaps_of_rankings(before, pairs.position[both], now, both, k, p)
-    else:
-        first = [baseline.queries[i].retrieved_ids for i in pairs.position[both].tolist()]
-        second = [current.queries[i].retrieved_ids for i in both.tolist()]
-        rbos, jaccards = overlaps(first, second, k, p)
+    before, now = baseline.columns.retrieved_ids, current.columns.retrieved_ids
+    rbos, jaccards = _overlaps_of_rankings(before, pairs.position[both], now, both, k, p)
     ids = pairs.current_ids(both)
     rows = OverlapRows(ids, rbos, jaccards)
     nan = float("nan")
@@ -261,19 +253,13 @@ def overlaps(
     the same order with the same operations, a vector of queries at a time. Queries are
     measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
     top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
-    functions themselves. When both are :class:`~monitor.run.rankings.Rankings`, each
-    chunk's top-k ids are read from their arrays as 64-bit words and compared as words.
+    functions themselves. The rankings are read as :class:`~monitor.run.rankings.Rankings`
+    (a run's are already): each chunk's top-k ids are read from their arrays as 64-bit words
+    and compared as words.
     """
     _check(first, second, p)
-    if isinstance(first, Rankings) and isinstance(second, Rankings):
-        every = np.arange(len(first))
-        return _overlaps_of_rankings(first, every, second, every, k, p)
-    rbos = np.empty(len(first))
-    jaccards = np.empty(len(first))
-    for start in range(0, len(first), CHUNK_QUERIES):
-        part = slice(start, start + CHUNK_QUERIES)
-        rbos[part], jaccards[part] = _overlap_chunk(first[part], second[part], k, p)
-    return rbos, jaccards
+    every = np.arange(len(first))
+    return _overlaps_of_rankings(Rankings.of(first), every, Rankings.of(second), every, k, p)
 
 
 def _check(first: Sized, second: Sized, p: float) -> None:
@@ -317,28 +303,13 @@ DENSE_MAX_K = 32
 
 
 def _overlap_chunk(
-    first: Sequence[Sequence[str]],
-    second: Sequence[Sequence[str]],
-    k: int,
-    p: float,
+    first: Rankings, second: Rankings, k: int, p: float
 ) -> tuple[FloatArray, FloatArray]:
     n = len(first)
     if n == 0 or k <= 0:
         ones = np.ones(n)
         return ones, ones.copy()
-    same_ids: _Same
-    if isinstance(first, Rankings) and isinstance(second, Rankings):
-        a_hash, a_len, b_hash, b_len, same_ids = _cut_rankings(first, second, k)
-    else:
-        a_ids, a_hash, a_len, a_flat = _cut(first, k)
-        b_ids, b_hash, b_len, b_flat = _cut(second, k)
-
-        def same_ids(
-            row: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]
-        ) -> NDArray[np.bool_]:
-            a_at, b_at = a_flat[row] + i, b_flat[row] + j
-            return np.asarray(a_ids[a_at] == b_ids[b_at], dtype=np.bool_)
-
+    a_hash, a_len, b_hash, b_len, same_ids = _cut_rankings(first, second, k)
     valid_a, valid_b = np.arange(k) < a_len[:, None], np.arange(k) < b_len[:, None]
     if k <= DENSE_MAX_K:
         row, i, j, scalar = _dense_matches(a_hash, valid_a, b_hash, valid_b)
@@ -421,25 +392,6 @@ def _sorted_matches(
     return row[matched], left[matched], right[matched] - k, scalar
 
 
-def _cut(
-    rankings: Sequence[Sequence[str]], k: int
-) -> tuple[NDArray[np.object_], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-    """Return the first ``k`` ids of each ranking flat, their hashes in rows of ``k``, each
-    row's length and where each row starts in the flat ids."""
-    lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
-    cut = rankings if int(lengths.max(initial=0)) <= k else map(itemgetter(slice(k)), rankings)
-    lengths = np.minimum(lengths, k)
-    flat = list(chain.from_iterable(cut))
-    ids = np.empty(len(flat), dtype=object)
-    ids[:] = flat
-    hashes = np.fromiter(map(hash, flat), dtype=np.int64, count=len(flat))
-    rows = np.zeros((len(rankings), k), dtype=np.int64)
-    rows[np.arange(k) < lengths[:, None]] = hashes
-    starts = np.zeros(len(rankings), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    return ids, rows, lengths, starts
-
-
 #: Most 64-bit words of an id read into its hash and compared as words; the rare longer
 #: id's other bytes are compared from the arrays, and only where its hash matched.
 WORDS_MAX = 8
@@ -448,8 +400,8 @@ WORDS_MAX = 8
 def _cut_rankings(
     first: Rankings, second: Rankings, k: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], _Same]:
-    """Return :func:`_cut` of two Rankings from their arrays: each side's hashes of its
-    first ``k`` ids in rows of ``k`` and each row's length, and how to tell two ids equal.
+    """Return each side's hashes of its first ``k`` ids in rows of ``k`` (0 past a row's
+    end), each row's length, and how to tell two ids equal.
 
     The ids are read as their first words (UTF-8 bytes, zero padded, as many
     words as the longest id of either side needs, at most :data:`WORDS_MAX`) and hashed
@@ -463,7 +415,7 @@ def _cut_rankings(
     shape = a_len.size, k
     a_hash = texts.word_hashes(a_words.T).view(np.int64).reshape(shape)
     b_hash = texts.word_hashes(b_words.T).view(np.int64).reshape(shape)
-    # Padding hashes 0, as _cut pads: the matchers tell it from a real id hashed to 0.
+    # Padding hashes 0: the matchers tell it from a real id hashed to 0.
     a_hash[np.arange(k) >= a_len[:, None]] = 0
     b_hash[np.arange(k) >= b_len[:, None]] = 0
 

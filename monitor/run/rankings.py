@@ -222,6 +222,15 @@ class Rankings(Sequence[tuple[str, ...]]):
         object.__setattr__(other, "_doc_starts", self._doc_starts)
         return other
 
+    def words(self) -> NDArray[np.uint64]:
+        """Return every ranked id, entry by entry, as a TREC run's columns hold doc ids: its
+        UTF-8 bytes big-endian in as many 64-bit words as the longest id needs, zero padded
+        (:func:`monitor.texts.pack_ids`); each distinct id is packed once."""
+        longest = int(self.doc_lengths.max(initial=1))
+        width = max(1, -(-longest // 8))
+        packed = texts.packed_words(self.doc_lengths, self.doc_bytes, self.doc_starts, width)
+        return packed[self.codes]
+
     def doc_hashes(self) -> NDArray[np.uint64]:
         """Return the content hash of each distinct id (:func:`monitor.texts.hashes`)."""
         return texts.hashes(self.doc_lengths, self.doc_bytes)

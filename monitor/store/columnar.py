@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from monitor import texts
-from monitor.run.rankings import Rankings, first_seen_codes, merged
+from monitor.run.rankings import Rankings, merged
 from monitor.store.records import (
     ColumnQueries,
     QueryColumns,
     QueryRecord,
-    StoredColumns,
     stored_query,
 )
 
@@ -75,28 +74,11 @@ class QueryArrays:
 
 def encode_queries(queries: Sequence[QueryRecord]) -> dict[str, bytes]:
     """Return the blobs of ``queries`` by field name."""
-    return encode_columns(columns_of(queries))
-
-
-def columns_of(queries: Sequence[QueryRecord]) -> QueryColumns:
-    """Return ``queries`` as columns, metrics in the order they first appear."""
-    present, matrix, metrics = _value_matrix(queries)
-    return QueryColumns(
-        query_ids=[q.query_id for q in queries],
-        latency_seconds=[q.latency_seconds for q in queries],
-        error_types=[q.error_type for q in queries],
-        error_messages=[q.error_message for q in queries],
-        retrieved_ids=[q.retrieved_ids for q in queries],
-        relevant_ids=[q.relevant_ids for q in queries],
-        metrics=tuple(metrics),
-        values=matrix,
-        present=present,
-    )
+    return encode_columns(QueryColumns.of(queries))
 
 
 def encode_columns(columns: QueryColumns) -> dict[str, bytes]:
-    """Return the blobs of a run's query columns by field name (those of the same queries
-    as records, byte for byte, from :func:`encode_queries`).
+    """Return the blobs of a run's query columns by field name.
 
     The blobs are compressed on two threads while the next ones are laid out: zlib lets go
     of the GIL, and a large run's blobs take most of its save.
@@ -121,15 +103,11 @@ def _layouts(columns: QueryColumns) -> Iterator[tuple[str, Sequence[NDArray[Any]
         for name, part in zip((RETRIEVED, RELEVANT), shared, strict=True):
             yield name, [part.counts, part.codes]
         yield DOC_IDS, _layout(shared[0].doc_lengths, shared[0].doc_bytes)
-    elif isinstance(retrieved, Rankings) or isinstance(relevant, Rankings):
-        (codes_retrieved, codes_relevant), whole = merged(
-            [Rankings.of(retrieved), Rankings.of(relevant)]
-        )
+    else:
+        (codes_retrieved, codes_relevant), whole = merged([retrieved, relevant])
         yield RETRIEVED, [whole.counts[: len(retrieved)], codes_retrieved]
         yield RELEVANT, [whole.counts[len(retrieved) :], codes_relevant]
         yield DOC_IDS, _layout(whole.doc_lengths, whole.doc_bytes)
-    else:
-        yield from _tuple_rankings(retrieved, relevant)
     metrics = list(columns.metrics)
     yield METRIC_NAMES, _strings(metrics)
     present, matrix = columns.present, columns.values
@@ -138,14 +116,10 @@ def _layouts(columns: QueryColumns) -> Iterator[tuple[str, Sequence[NDArray[Any]
         yield METRIC_PREFIX + metric, [np.packbits(present[:, j]), *_floats(values)]
 
 
-def _one_dictionary(
-    retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
-) -> tuple[Rankings, Rankings] | None:
+def _one_dictionary(retrieved: Rankings, relevant: Rankings) -> tuple[Rankings, Rankings] | None:
     """Return both as Rankings when they are Rankings over one dictionary whose ids are
     numbered in order of first appearance over the retrieved, then the relevant entries (as
     the store numbers them), every id used: their codes are then stored as they are."""
-    if not (isinstance(retrieved, Rankings) and isinstance(relevant, Rankings)):
-        return None
     if retrieved.doc_lengths is not relevant.doc_lengths or (
         retrieved.doc_bytes is not relevant.doc_bytes
     ):
@@ -159,30 +133,6 @@ def _one_dictionary(
     first = np.empty(size, dtype=np.intp)
     first[every[::-1]] = np.arange(every.size - 1, -1, -1)
     return (retrieved, relevant) if bool((first[1:] > first[:-1]).all()) else None
-
-
-def _tuple_rankings(
-    retrieved: Sequence[tuple[str, ...]], relevant: Sequence[tuple[str, ...]]
-) -> Iterator[tuple[str, Sequence[NDArray[Any]]]]:
-    """Yield the arrays of the ``retrieved``, ``relevant`` and ``doc_ids`` blobs of rankings of
-    tuples."""
-    rankings = {RETRIEVED: retrieved, RELEVANT: relevant}
-    counts = {
-        name: np.fromiter(map(len, lists), np.int32, len(lists)) for name, lists in rankings.items()
-    }
-    # Straight from the tuples into one object array: no list of millions of ids between.
-    every = np.fromiter(
-        chain.from_iterable(chain.from_iterable(rankings.values())),
-        dtype=object,
-        count=sum(int(c.sum()) for c in counts.values()),
-    )
-    codes, docs = first_seen_codes(every)
-    at = 0
-    for name, sizes in counts.items():
-        size = int(sizes.sum())
-        yield name, [sizes, codes[at : at + size]]
-        at += size
-    yield DOC_IDS, _strings(docs)
 
 
 def _layout(lengths: NDArray[np.int32], data: NDArray[np.uint8]) -> list[NDArray[Any]]:
@@ -220,32 +170,12 @@ def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:
     return True
 
 
-def _value_matrix(
-    queries: Sequence[QueryRecord],
-) -> tuple[NDArray[np.bool_], NDArray[np.float64], list[str]]:
-    """Return which query has which metric, the values (queries x metrics) and the metric
-    names in order of first appearance."""
-    metrics = list(dict.fromkeys(chain.from_iterable(q.values for q in queries)))
-    usual = tuple(metrics)
-    present = np.ones((len(queries), len(metrics)), dtype=np.bool_)
-    rows: list[list[float]] = []
-    for i, query in enumerate(queries):
-        values = query.values
-        if tuple(values) == usual:  # the common case: every metric, in the usual order
-            rows.append(list(values.values()))
-            continue
-        rows.append([values.get(name, np.nan) for name in metrics])
-        present[i] = [name in values for name in metrics]
-    matrix = np.array(rows, dtype=np.float64).reshape(len(queries), len(metrics))
-    return present, matrix, metrics
-
-
 def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:
     """Return the queries the blobs of :func:`encode_queries` hold, in their order."""
     return ColumnQueries(decode_columns(blobs)).records()
 
 
-def decode_columns(blobs: Mapping[str, bytes]) -> StoredColumns:
+def decode_columns(blobs: Mapping[str, bytes]) -> QueryColumns:
     """Return the columns the blobs of :func:`encode_queries` hold: the rankings as
     :class:`Rankings` over the stored arrays (no str per document id), the metric values as a
     queries x metrics matrix (NaN where a query has none) and which of them are present."""
@@ -266,7 +196,7 @@ def decode_columns(blobs: Mapping[str, bytes]) -> StoredColumns:
         has, values = _metric(_unpack(blobs[METRIC_PREFIX + metric]), n)
         matrix[has, j] = values
         present[:, j] = has
-    return StoredColumns(
+    return QueryColumns(
         query_ids=query_ids,
         latency_seconds=[None if v != v else v for v in latency.tolist()],
         error_types=_unstrings(_unpack(blobs[ERROR_TYPE])),

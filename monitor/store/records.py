@@ -11,14 +11,17 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import chain
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, cast, overload
 
+import numpy as np
+
 from monitor.errors import UsageError
 from monitor.records import LatencySummary
+from monitor.run.rankings import Rankings
 
 if TYPE_CHECKING:
-    import numpy as np
     from numpy.typing import NDArray
 
 #: The status of a saved run: ``"ok"`` when it produced metrics, ``"failed"`` otherwise.
@@ -77,20 +80,21 @@ def stored_query(
 
 @dataclass(frozen=True, slots=True)
 class QueryColumns:
-    """A run's queries as the columns the store saves, for a composer that has them as arrays.
+    """A run's queries as the columns the store saves: the one form of a stored run's detail.
 
-    Row ``i`` is query ``query_ids[i]``: its latency (None when unknown), error, rankings, and
-    in ``values[i]`` its value of each of ``metrics``, where ``present[i]`` says which of them
-    it has (``values`` and ``present`` are queries x metrics). It holds what a tuple of
-    :class:`QueryRecord` holds, without an object per query: the store encodes it as is.
+    Row ``i`` is query ``query_ids[i]``: its latency (None when unknown), error, rankings
+    (:class:`~monitor.run.rankings.Rankings`, ids coded into a dictionary of ids), and in
+    ``values[i]`` its value of each of ``metrics``, where ``present[i]`` says which of them
+    it has (``values`` and ``present`` are queries x metrics, ``values`` NaN where a value is
+    not present). The store encodes it as is and reads it back the same.
     """
 
     query_ids: Sequence[str]
     latency_seconds: Sequence[float | None]
     error_types: Sequence[str | None]
     error_messages: Sequence[str | None]
-    retrieved_ids: Sequence[tuple[str, ...]]
-    relevant_ids: Sequence[tuple[str, ...]]
+    retrieved_ids: Rankings
+    relevant_ids: Rankings
     metrics: tuple[str, ...]
     values: NDArray[np.float64]
     present: NDArray[np.bool_]
@@ -113,37 +117,58 @@ class QueryColumns:
                 f" not {self.values.shape} (present: {self.present.shape})"
             )
 
+    @classmethod
+    def of(cls, queries: Sequence[QueryRecord]) -> QueryColumns:
+        """Return ``queries`` as columns: metrics in the order they first appear, the ids of
+        both rankings numbered in order of first appearance over the retrieved ids, then the
+        relevant ones (as the store numbers them)."""
+        metrics = list(dict.fromkeys(chain.from_iterable(q.values for q in queries)))
+        usual = tuple(metrics)
+        present = np.ones((len(queries), len(metrics)), dtype=np.bool_)
+        rows: list[list[float]] = []
+        for i, query in enumerate(queries):
+            values = query.values
+            if tuple(values) == usual:  # the common case: every metric, in the usual order
+                rows.append(list(values.values()))
+                continue
+            rows.append([values.get(name, math.nan) for name in metrics])
+            present[i] = [name in values for name in metrics]
+        matrix = np.array(rows, dtype=np.float64).reshape(len(queries), len(metrics))
+        rankings = [q.retrieved_ids for q in queries] + [q.relevant_ids for q in queries]
+        retrieved, relevant = Rankings.of(rankings).split(len(queries))
+        return cls(
+            query_ids=[q.query_id for q in queries],
+            latency_seconds=[q.latency_seconds for q in queries],
+            error_types=[q.error_type for q in queries],
+            error_messages=[q.error_message for q in queries],
+            retrieved_ids=retrieved,
+            relevant_ids=relevant,
+            metrics=tuple(metrics),
+            values=matrix,
+            present=present,
+        )
+
     def __len__(self) -> int:
         return len(self.query_ids)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredColumns(QueryColumns):
-    """A run's query columns as the store read them back: the rankings are
-    :class:`~monitor.run.rankings.Rankings` over the stored arrays, the latencies None
-    where unknown, ``values`` NaN where ``present`` is False.
-
-    They belong to the :class:`ColumnQueries` built over them: a record whose queries are
-    replaced by others drops them (:class:`RunRecord`).
-    """
 
 
 class ColumnQueries(Sequence[QueryRecord]):
     """A run's queries read from its columns, a :class:`QueryRecord` built only for a query
     indexed (or all of them, once, when iterated).
 
-    The records equal those the store's :func:`~monitor.store.columnar.decode_queries`
-    gives; ``columns`` are the arrays they are read from. ``built``, when given, are those
-    records already (the run a store has just saved), returned as they are.
+    ``columns`` are the arrays they are read from. ``built``, when given, are those records
+    already (records a composer gave, or the run a store has just saved), returned as they
+    are.
     """
 
-    __slots__ = ("_built", "columns")
+    __slots__ = ("_built", "_given", "columns")
 
     def __init__(self, columns: QueryColumns, built: tuple[QueryRecord, ...] | None = None):
         if built is not None and len(built) != len(columns):
             raise UsageError(f"{len(built)} query records for {len(columns)} queries of columns")
         self.columns = columns
         self._built = built
+        self._given = built
 
     def __len__(self) -> int:
         return len(self.columns)
@@ -186,6 +211,10 @@ class ColumnQueries(Sequence[QueryRecord]):
 
     def __repr__(self) -> str:
         return repr(self.records())  # as the tuple of records earlier versions returned
+
+    def given_records(self) -> tuple[QueryRecord, ...] | None:
+        """Return the records these were built from, when they were given as records."""
+        return self._given
 
     def records(self) -> tuple[QueryRecord, ...]:
         """Return every query as a record, built once."""
@@ -272,13 +301,11 @@ class RunRecord:
     versions); it must be JSON-serialisable and reads back as JSON types (a tuple as a list).
     ``config_hash`` digests the suite's configuration, ``evalset_fingerprint`` the eval set.
     ``pruned_at`` says when retention dropped the run's per-query detail: then ``queries`` is
-    empty and only the means and figures remain. ``columns``, when the composer gives them,
-    are the same queries as columns, saved as they are instead of encoding ``queries`` again.
-    A record the store returns has the columns it read (:class:`StoredColumns`: rankings as
-    arrays) and ``queries`` built from them lazily (:class:`ColumnQueries`), so readers that
-    take arrays (the comparison) build no record per query. Columns read from the store
-    belong to those queries: a record given other queries (``dataclasses.replace(run,
-    queries=...)``) drops them.
+    empty and only the means and figures remain.
+
+    The queries are held as columns (:class:`QueryColumns`), the form the store saves and
+    every reader of the whole run takes; ``queries`` reads them as records, each built when
+    read (:class:`ColumnQueries`). Records given as ``queries`` are read into columns once.
     """
 
     suite: str
@@ -295,7 +322,7 @@ class RunRecord:
     queries: Sequence[QueryRecord] = ()
     run_id: int | None = None
     pruned_at: datetime | None = None
-    columns: QueryColumns | None = field(default=None, repr=False, compare=False)
+    columns: QueryColumns = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -306,19 +333,18 @@ class RunRecord:
         object.__setattr__(self, "finished_at", utc(self.finished_at, "finished_at"))
         object.__setattr__(self, "means", _frozen_floats(self.means))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
-        if isinstance(self.queries, ColumnQueries):
-            object.__setattr__(self, "columns", self.queries.columns)
-        else:
-            object.__setattr__(self, "queries", tuple(self.queries))
-            if isinstance(self.columns, StoredColumns):  # the columns of other queries
-                object.__setattr__(self, "columns", None)
-        if self.columns is not None and len(self.columns) != len(self.queries):
-            raise UsageError(
-                f"a run's columns hold {len(self.columns)} queries and its records"
-                f" {len(self.queries)} (expected the same queries)"
-            )
+        queries = self.queries
+        if not isinstance(queries, ColumnQueries):  # records: read into columns once
+            records = tuple(queries)
+            queries = ColumnQueries(QueryColumns.of(records), records)
+            object.__setattr__(self, "queries", queries)
+        object.__setattr__(self, "columns", queries.columns)
         if self.pruned_at is not None:
             object.__setattr__(self, "pruned_at", utc(self.pruned_at, "pruned_at"))
+
+    def given_records(self) -> tuple[QueryRecord, ...] | None:
+        """Return the query records the run was built from, when it was given records."""
+        return cast("ColumnQueries", self.queries).given_records()
 
     @property
     def ok(self) -> bool:

@@ -47,7 +47,7 @@ _HEAD = "run_id, suite, pipeline, status, started_at, finished_at, error, per_qu
 def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
     """Insert ``run`` with its figures and queries; return the id the database gave it."""
     d = tx.dialect
-    ids = run.columns.query_ids if run.columns is not None else [q.query_id for q in run.queries]
+    ids = run.columns.query_ids
     if len(set(ids)) != len(ids):
         repeated = next(qid for qid in ids if ids.count(qid) > 1)
         raise StoreError(
@@ -83,22 +83,15 @@ def insert_run(tx: Transaction, run: RunRecord, saved_at: datetime) -> int:
             for position, (name, value) in enumerate(values.items())
         ),
     )
-    insert_blobs(tx, run_id, run.queries if run.columns is None else run.columns)
+    insert_blobs(tx, run_id, run.columns)
     return run_id
 
 
-def insert_blobs(
-    tx: Transaction, run_id: int, queries: Sequence[QueryRecord] | QueryColumns
-) -> None:
-    """Insert the per-query columns of a run, given as records or as columns (none for a
-    run without queries)."""
-    if not len(queries):
+def insert_blobs(tx: Transaction, run_id: int, columns: QueryColumns) -> None:
+    """Insert the per-query columns of a run (none for a run without queries)."""
+    if not len(columns):
         return
-    blobs = (
-        columnar.encode_columns(queries)
-        if isinstance(queries, QueryColumns)
-        else columnar.encode_queries(queries)
-    )
+    blobs = columnar.encode_columns(columns)
     tx.executemany(
         "INSERT INTO run_blobs (run_id, field, codec, data) VALUES (?, ?, ?, ?)",
         ((run_id, name, columnar.CODEC, data) for name, data in blobs.items()),
@@ -179,7 +172,7 @@ def convert_run_queries(tx: Transaction) -> None:
                 )
             )
         )
-        insert_blobs(tx, run_id, queries)
+        insert_blobs(tx, run_id, QueryColumns.of(queries))
         tx.execute("UPDATE runs SET query_count = ? WHERE run_id = ?", (len(queries), run_id))
     tx.execute("DROP TABLE run_queries")
 

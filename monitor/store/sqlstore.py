@@ -17,13 +17,11 @@ from monitor.store.columnar import QueryArrays
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
     Baseline,
-    ColumnQueries,
     LockHolder,
     OutboxMessage,
     QueryRecord,
     RunRecord,
     RunSummary,
-    StoredColumns,
 )
 from monitor.store.schema import migrate, schema_version
 from monitor.store.sql import Database, Transaction
@@ -43,12 +41,10 @@ def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, Sequence[QueryR
     queries = run.queries
     if not queries:
         return None
-    if isinstance(queries, ColumnQueries) and isinstance(queries.columns, StoredColumns):
-        return run_id, queries  # read from a store: they read back as they are
-    if isinstance(queries, ColumnQueries):  # composed as columns: no record built to check
-        return (run_id, queries) if columnar.columns_read_back_as_given(queries.columns) else None
-    records = tuple(queries)
-    return (run_id, records) if columnar.reads_back_as_given(records) else None
+    given = run.given_records()
+    if given is not None:  # records a composer gave: they must read back as given
+        return (run_id, given) if columnar.reads_back_as_given(given) else None
+    return (run_id, queries) if columnar.columns_read_back_as_given(run.columns) else None
 
 
 def utcnow() -> datetime:
