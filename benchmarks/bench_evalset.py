@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,17 +33,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_job import write_suite  # the job benchmark's own generator
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic collector in this process (the benchmark's own edge)."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def measure(path: Path, repeat: int) -> dict[str, object]:
     """Return the timings and peak RSS of loading ``path`` in this process."""
     from monitor.evalset import EvalSet
-    from monitor.memory import paused_collection
 
     figures: dict[str, object] = {}
     for paused in (True, False):
         loads, fingerprints = [], []
         for _ in range(repeat):
             gc.collect()
-            with paused_collection() if paused else nullcontext():
+            with _collector_paused() if paused else nullcontext():
                 started = time.perf_counter()
                 evalset = EvalSet.load(path)
                 loaded = time.perf_counter()

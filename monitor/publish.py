@@ -3,15 +3,17 @@
 :func:`suite_snapshot` turns a run (or a failed attempt) into the exporters' record;
 :func:`export` hands it to the suite's configured exporters (Pushgateway, textfile) and to
 any extra sinks (the daemon's ``/metrics``, the CLI's ``--metrics-out``); :func:`alert`
-drives the alert lifecycle of the suite's notifiers. Neither raises for a failed delivery:
-an export error is returned for the caller's exit code, an undelivered notification stays in
-the store's outbox for the next run.
+drives the alert lifecycle of the suite's notifiers. :func:`publish_run` does both for a
+completed run, :func:`publish_failure` for an attempt that failed. Neither raises for a
+failed delivery: an export error is returned for the caller's exit code, an undelivered
+notification stays in the store's outbox for the next run.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -28,9 +30,11 @@ from monitor.errors import (
     SearchBackendError,
     StoreError,
     StoreLockedError,
+    UsageError,
 )
 from monitor.logs import get_logger
 from monitor.outcome import Published
+from monitor.store.measured import failure_figures
 
 if TYPE_CHECKING:
     from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
@@ -44,6 +48,9 @@ log = get_logger(__name__)
 
 #: Something that takes a snapshot: an exporter endpoint's ``update``, a file writer.
 Sink = Callable[["SuiteSnapshot"], None]
+
+#: Gives the current time, timezone-aware; a test injects a fixed or manual clock.
+Clock = Callable[[], datetime]
 
 
 def suite_snapshot(
@@ -317,3 +324,108 @@ def _failure_alert(
         links=suite.links,
         pipeline=suite.pipeline,
     )
+
+
+def publish_run(
+    suite: SuiteConfig,
+    store: Store,
+    outcome: SuiteOutcome,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
+) -> SuiteOutcome:
+    """Export a completed run's gauges and send its alerts; return the outcome with both."""
+    snapshot, errors = _run_snapshot(suite, outcome)
+    if snapshot is not None:
+        errors += export(snapshot, suite, sinks)
+    alerts = alert(suite, store, outcome, None, at=clock(), notifiers=notifiers, delivery=delivery)
+    return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
+
+
+def publish_lock_failure(
+    suite: SuiteConfig,
+    store: Store,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
+    error: LockedTooLongError,
+) -> None:
+    """Publish a suite skipped for its lock too long as a failed attempt."""
+    publish_failure(suite, store, error, clock(), sinks, notifiers, clock, delivery)
+
+
+def _run_snapshot(
+    suite: SuiteConfig, outcome: SuiteOutcome
+) -> tuple[SuiteSnapshot | None, list[str]]:
+    """Return the gauges of a completed run and the problems met building them.
+
+    The snapshot checks every figure it is given. A figure of the monitor's own making that
+    fails a check (the run is stored and compared by then) is a fault of the monitor, never
+    of the config: it is logged and returned as a problem, and the attempt's gauges (run
+    success 0, its query counts) go out instead, so Prometheus sees that something is wrong
+    while the run's alerts still go out.
+    """
+    run = outcome.run
+    try:
+        snapshot = suite_snapshot(
+            suite,
+            outcome,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=run.finished_at,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        problem = f"snapshot of run {run.run_id}: {error}"
+    else:
+        return snapshot, []
+    try:
+        attempt = suite_snapshot(
+            suite,
+            None,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            last_success_at=None,
+            figures=run.figures,
+        )
+    except UsageError as error:
+        log.error("snapshot_invalid", suite=suite.name, run_id=run.run_id, error=str(error))
+        return None, [problem]
+    return attempt, [problem]
+
+
+def publish_failure(
+    suite: SuiteConfig,
+    store: Store,
+    error: Exception,
+    started: datetime,
+    sinks: Sequence[Sink],
+    notifiers: Mapping[str, Notifier],
+    clock: Clock,
+    delivery: Delivery,
+) -> None:
+    """Export the failure gauges and raise the failure alert; never mask ``error``.
+
+    The last success is read from the store, so it is right after a restart too.
+    """
+    finished = max(clock(), started)
+    try:
+        last = store.latest_run(suite.name)
+        last_success = last.finished_at if last is not None else None
+    except MonitorError:
+        last_success = None
+    snapshot = suite_snapshot(
+        suite,
+        None,
+        started_at=started,
+        finished_at=finished,
+        last_success_at=last_success,
+        figures=failure_figures(error),
+    )
+    export(snapshot, suite, sinks)
+    try:
+        alert(suite, store, None, error, at=finished, notifiers=notifiers, delivery=delivery)
+    except MonitorError as failure:
+        log.error("failure_alert_failed", suite=suite.name, error=str(failure))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from monitor.errors import InputError, UsageError
-from monitor.evalset import EvalSet, formats
+from monitor.evalset import EvalSet
 from monitor.records import Query
 
 
@@ -304,25 +302,6 @@ def test_fingerprint_is_the_same_with_and_without_orjson(monkeypatch: pytest.Mon
     with_orjson = evalset.fingerprint
     monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError
     assert with_orjson == EvalSet(name="x", queries=evalset.queries).fingerprint
-
-
-def test_load_reads_with_the_cyclic_collector_paused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The file is read with the collector off, and the collector is on again afterwards."""
-    path = tmp_path / "set.jsonl"
-    path.write_text('{"id": "q1", "query": "a"}\n', encoding="utf-8")
-    seen: list[bool] = []
-    read = formats.load_evalset
-
-    def watched(*args: Any, **kwargs: Any) -> formats.Contents:
-        seen.append(gc.isenabled())
-        return read(*args, **kwargs)
-
-    monkeypatch.setattr(formats, "load_evalset", watched)
-    gc.enable()
-    EvalSet.load(path)
-    assert ([False], True) == (seen, gc.isenabled())
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 4096])

@@ -51,7 +51,10 @@ def _bug(*args: object, **kwargs: object) -> None:
 
 @pytest.mark.parametrize(
     ("target", "fault"),
-    [("monitor.job._record", _check_fails), ("monitor.compare.compare_runs", _check_fails)],
+    [
+        ("monitor.job.path.run_record", _check_fails),
+        ("monitor.job.path.compare_runs", _check_fails),
+    ],
     ids=["record", "comparison"],
 )
 def test_a_failed_check_of_the_monitors_own_figures_alerts_and_exits_1(
@@ -78,7 +81,7 @@ def test_a_bug_inside_a_run_still_alerts_and_exports_its_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An unexpected exception inside a run raises the monitor-fault alert and exits 1."""
-    monkeypatch.setattr("monitor.compare.compare_runs", _bug)
+    monkeypatch.setattr("monitor.job.path.compare_runs", _bug)
     with RecordingReceiver() as receiver:
         code = main(["run", "--config", str(_config(tmp_path, receiver)), "--no-progress"])
     assert (1, ["monitor_fault"]) == (code, _fault_rules(receiver))

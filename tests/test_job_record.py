@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import monitor.job
+import monitor.job.path
 from monitor.cli import main
 from monitor.evalset import EvalSet
 from monitor.store import RunRecord, columnar
@@ -33,7 +33,7 @@ def test_the_columns_of_a_run_encode_as_its_records(
     the eval set's relevant ids."""
     records: list[RunRecord] = []
     evalsets: list[EvalSet] = []
-    build = monitor.job._record
+    build = monitor.job.path.run_record
 
     def keep(*args: Any, **kwargs: Any) -> RunRecord:
         record = build(*args, **kwargs)
@@ -41,7 +41,7 @@ def test_the_columns_of_a_run_encode_as_its_records(
         evalsets.append(args[1])
         return record
 
-    monkeypatch.setattr(monitor.job, "_record", keep)
+    monkeypatch.setattr(monitor.job.path, "run_record", keep)
     config = tmp_path / "monitor.yaml"
     config.write_text(textwrap.dedent(SUITE.format(store=tmp_path / "m.db")))
     assert 0 == main(["run", "--config", str(config), "--no-progress", "--format", "json"])
@@ -82,14 +82,14 @@ def test_a_run_answered_in_bulk_encodes_as_its_records(
     run = tmp_path / "keyword.trec"
     run.write_text("".join(lines), encoding="utf-8")
     records: list[RunRecord] = []
-    build = monitor.job._record
+    build = monitor.job.path.run_record
 
     def keep(*args: Any, **kwargs: Any) -> RunRecord:
         record = build(*args, **kwargs)
         records.append(record)
         return record
 
-    monkeypatch.setattr(monitor.job, "_record", keep)
+    monkeypatch.setattr(monitor.job.path, "run_record", keep)
     config = tmp_path / "monitor.yaml"
     config.write_text(textwrap.dedent(BULK_SUITE.format(store=tmp_path / "m.db", run=run)))
     assert 0 == main(["run", "--config", str(config), "--no-progress", "--format", "json"])

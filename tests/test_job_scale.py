@@ -65,7 +65,7 @@ def test_rankings_numbered_after_the_scoring_are_stored_as_beside_it(
 ) -> None:
     """A run too large to number its rankings beside the scoring numbers them after it, and
     stores the same run: the same per-query values, rankings and means."""
-    import monitor.job as job
+    import monitor.job.path as job
 
     suite = load_config(suite_folder / "current.yaml").suite("bench")
     stored = []

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from monitor.errors import InputError, UsageError
-from monitor.memory import paused_collection
 from monitor.metrics.names import NAME_STYLES, NameStyle, display_name
 from monitor.metrics.spec import AVERAGES
 
@@ -191,7 +190,6 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-@paused_collection()  # a big qrels file's dicts: no collector pass over them
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print; return the exit code."""
     from monitor.evaluation import evaluate

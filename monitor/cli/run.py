@@ -24,8 +24,6 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from monitor.memory import paused_collection
-
 if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.evalset.power import PowerFigure
@@ -180,7 +178,6 @@ def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
     return config.store.url.reveal()
 
 
-@paused_collection()  # reports of big suites too: no collector pass over their objects
 def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
     from monitor.config import config_hash

@@ -22,7 +22,6 @@ from monitor.evalset._checks import (
     metadata_from,
 )
 from monitor.evalset.columns import EvalColumns
-from monitor.memory import paused_collection
 from monitor.records import MetaValue, Query
 
 _ID = attrgetter("id")
@@ -94,9 +93,8 @@ class EvalSet:
         first time they are needed."""
         columns = self._columns
         if (self._queries is None or self._by_id is None) and columns is not None:
-            with paused_collection():  # a million long-lived records
-                queries = columns.records()
-                self._by_id = dict(zip(columns.ids, queries, strict=True))
+            queries = columns.records()
+            self._by_id = dict(zip(columns.ids, queries, strict=True))
             self._queries = queries
         if self._queries is None or self._by_id is None:
             raise RuntimeError("an eval set holds neither its records nor its columns")
@@ -167,12 +165,10 @@ class EvalSet:
         the suffix decides. For ``trec``, ``queries`` names a ``qid<TAB>text`` file. The
         set's name is ``name``, else the file's own name (JSON, YAML), else the file stem.
         """
-        with paused_collection():  # a million long-lived records: no collector pass over them
-            contents = formats.load_evalset(path, format, queries=queries, name=name)
-            # A file's queries are checked by its reader (decoded UTF-8 holds no lone
-            # surrogate, which only a text given in code can), and its ids are unique: none
-            # is checked again.
-            return cls._of_read(contents)
+        contents = formats.load_evalset(path, format, queries=queries, name=name)
+        # A file's queries are checked by its reader (decoded UTF-8 holds no lone surrogate,
+        # which only a text given in code can), and its ids are unique: none is checked again.
+        return cls._of_read(contents)
 
     @classmethod
     def of_columns(cls, name: str, columns: EvalColumns) -> EvalSet:
@@ -286,11 +282,10 @@ class EvalSet:
             digest = hashlib.sha256(b"[")
             # The rows of a block of queries at a time: the whole set's would hold a list per
             # query and a pair per judgment at once (half a gigabyte at a million queries).
-            with paused_collection():  # those rows are freed as each block is hashed
-                for start, rows in enumerate(self.canonical_blocks(_FINGERPRINT_BLOCK)):
-                    if start:
-                        digest.update(b",")
-                    digest.update(canonical_json(rows)[1:-1])  # the rows without [ and ]
+            for start, rows in enumerate(self.canonical_blocks(_FINGERPRINT_BLOCK)):
+                if start:
+                    digest.update(b",")
+                digest.update(canonical_json(rows)[1:-1])  # the rows without [ and ]
             digest.update(b"]")
             self._fingerprint = f"sha256:{digest.hexdigest()}"
         return self._fingerprint

@@ -1,7 +1,8 @@
 """Gate one suite: measure a candidate on the suite's eval set and judge it against a baseline.
 
-:func:`gate_suite` takes the scheduled run's path (eval set -> search -> metrics -> the
-store's record -> :func:`~monitor.compare.compare_runs`) with two differences. Nothing is
+:func:`gate_suite` takes the scheduled run's path (:mod:`monitor.job.path`: eval set ->
+search -> metrics -> the store's record -> comparison with the baseline) with two
+differences. Nothing is
 written unless a store is given to record the candidate's run in. And the suite's
 persistence is left out: persistence keeps a scheduled run from alerting on one noisy run
 out of many, while the gate judges one candidate once, so with no history a significant
@@ -15,8 +16,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from monitor.errors import UsageError
+from monitor.evalset.corpus import corpus_for
+from monitor.evalset.suite import load_evalset
 from monitor.gate.records import GateResult, gate_verdict
+from monitor.job.path import compare_with_baseline, measure, search_suite
+from monitor.judgments import align_baseline
+from monitor.judgments.suite import suite_evalset
 from monitor.logs import get_logger
+from monitor.runner.reference import judge_by_reference
+from monitor.search import build_search, close_search
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -92,21 +100,12 @@ def gate_suite(
     suite's judgment layers too, and a baseline measured with other judgments of the same
     queries is re-scored under them.
     """
-    from monitor.compare import compare_runs
-    from monitor.evalset.corpus import corpus_for
-    from monitor.evalset.suite import load_evalset
-    from monitor.job import _record, score_run, search_suite
-    from monitor.runner.reference import judge_by_reference
-    from monitor.search import build_search, close_search
 
     evalset = load_evalset(suite.evalset)
     if suite.evalset.reference is not None:
         evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
     notes: tuple[str, ...] = ()
     if judgments_from is not None and suite.evalset.reference is None:
-        from monitor.judgments import align_baseline
-        from monitor.judgments.suite import suite_evalset
-
         frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
         corpus = corpus_for(suite.evalset, suite.metrics)
         aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
@@ -121,23 +120,13 @@ def gate_suite(
         result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
     finally:
         close_search(search)
-    evaluation = score_run(suite, evalset, result)
-    run = _record(suite, evalset, config_hash, result, evaluation, pipeline=candidate.label)
+    run, _ = measure(suite, evalset, config_hash, result, pipeline=candidate.label)
     if record_in is not None:
         run = record_in.get_run(record_in.save_run(run))
         log.info("gate_run_recorded", suite=suite.name, run_id=run.run_id)
-    comparison = compare_runs(
-        run,
-        baseline.run,
-        suite.rules,
-        significance=replace(suite.significance, persistence=None),
-        segments=suite.segments,
-        metadata={q.id: q.metadata for q in evalset},
-        texts={q.id: q.text for q in evalset},
-        history={},
-        invariants=suite.invariants,
-        qrels=evalset.qrels(),
-        coverage=suite.coverage,
+    no_persistence = replace(suite.significance, persistence=None)
+    comparison = compare_with_baseline(
+        suite, run, baseline.run, evalset, history={}, significance=no_persistence
     )
     if notes:
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))

@@ -388,7 +388,7 @@ def _judged_as_stored(evalset: EvalSet, run: RunRecord) -> EvalSet:
 
 def _rule_history(store: Store, suite: SuiteConfig, run: RunRecord) -> dict[str, list[bool]]:
     """Return each rule's breach flags from the runs before ``run``, for persistence."""
-    from monitor.job import rule_history
+    from monitor.compare.history import rule_history
 
     if suite.significance.persistence is None:
         return {}

@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from monitor.errors import MonitorError, UsageError
-from monitor.memory import paused_collection
 from monitor.web import security
 from monitor.web.labels import UNAVAILABLE, Label, LabelSink, default_sink
 from monitor.web.views import Cache, Views
@@ -224,12 +223,8 @@ class _Pages:
     async def _guarded(self, build: Callable[[], Response]) -> Response:
         from starlette.concurrency import run_in_threadpool
 
-        def paused() -> Response:
-            with paused_collection():  # a page of 10,000 queries: no collector pass midway
-                return build()
-
         try:
-            return await run_in_threadpool(paused)
+            return await run_in_threadpool(build)
         except UsageError as error:
             return self.error(404, str(error))
         except MonitorError as error:

@@ -1,0 +1,197 @@
+"""The one path of a run, composed once: search, measure, record, compare.
+
+The scheduled run (:mod:`monitor.job.suite`), the shard that finishes a sharded attempt
+(:mod:`monitor.job.shard`) and the gate (:mod:`monitor.gate.compose`) all take these steps:
+:func:`search_suite` runs the eval set through the search with the suite's runner settings,
+:func:`measure` scores the run and builds the store's record of it, and
+:func:`compare_with_baseline` compares a record with a baseline under the suite's rules;
+:func:`compare_stored` does that for a stored run and keeps what the next runs read (the
+rule flags, the overlap, retention).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from monitor.compare import Comparison, compare_runs
+from monitor.compare.history import record_rule_flags, rule_history
+from monitor.errors import InternalError, UsageError
+from monitor.evalset.corpus import corpus_for
+from monitor.evaluation import EvaluationResult, evaluate
+from monitor.judgments import align_baseline, labels_of
+from monitor.judgments.suite import judge_after_run
+from monitor.metrics.spec import Metric
+from monitor.outcome import SuiteOutcome
+from monitor.report.history import record_overlap
+from monitor.runner import RunResult, run_queries
+from monitor.secrets import suite_scrubber
+from monitor.store.measured import run_rankings, run_record
+from monitor.store.prune import apply_retention
+
+if TYPE_CHECKING:
+    from monitor.config.model import SignificanceConfig, SuiteConfig
+    from monitor.evalset import EvalSet
+    from monitor.search.base import Search
+    from monitor.store import Store
+    from monitor.store.layers import RunLabels
+    from monitor.store.records import RunRecord
+
+
+def search_suite(
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    search: Search,
+    *,
+    progress: bool | None = None,
+    label: str | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
+    """Run ``evalset`` through ``search`` with the suite's runner settings (concurrency,
+    timeouts, retries, deadline, error budget, warm-up) and its secrets scrubbed from errors."""
+    runner = suite.runner
+    return run_queries(
+        evalset.as_sequence(),  # a set read into columns is sent without a record per query
+        search,
+        k=suite.k,
+        concurrency=runner.concurrency,
+        timeout=runner.timeout_seconds,
+        retries=runner.retries,
+        deadline=runner.deadline_seconds,
+        error_budget=runner.error_budget,
+        warmup=runner.warmup,
+        progress=progress,
+        label=label or suite.name,
+        scrub=suite_scrubber(suite),
+        cancel=cancel,
+    )
+
+
+def score_run(suite: SuiteConfig, evalset: EvalSet, result: RunResult) -> EvaluationResult:
+    """Score a finished run of ``suite`` as every run of it is scored: its recorded metrics
+    (:func:`recorded_metrics`), failed queries left out, metrics with a unit counted through
+    the suite's corpus, and the suite's scoring options (``scoring:``)."""
+    return evaluate(
+        evalset,
+        result,
+        recorded_metrics(suite),
+        exclude_failed=True,
+        corpus=corpus_for(suite.evalset, suite.metrics),
+        **suite.scoring.options(),
+    )
+
+
+def recorded_metrics(suite: SuiteConfig) -> tuple[Metric, ...]:
+    """Return the metrics a run of ``suite`` records: its own, then ``judged@k`` at its
+    largest cutoff (judgment coverage, which tells whether the others can be trusted)."""
+    cutoffs = [metric.k for metric in suite.metrics if metric.k is not None]
+    coverage = Metric("judged", max(cutoffs, default=suite.k))
+    return tuple(dict.fromkeys((*suite.metrics, coverage)))
+
+
+#: Most hits whose rankings are numbered beside the scoring. Both need temporaries of tens
+#: of bytes a hit: a larger run numbers them after it is scored, so that its peak memory
+#: holds one set of them, for a few seconds more.
+BESIDE_SCORING_MAX_HITS = 4_000_000
+
+
+def measure(
+    suite: SuiteConfig,
+    evalset: EvalSet,
+    config_hash: str,
+    result: RunResult,
+    *,
+    pipeline: str | None = None,
+) -> tuple[RunRecord, EvaluationResult]:
+    """Measure a finished run; return the store's record of it (named ``pipeline``, the
+    suite's own by default) and the evaluation.
+
+    The rankings the store saves are numbered on a second thread while the run is scored:
+    both are numpy and pandas work that lets go of the GIL, and neither needs the other. A
+    run of more than :data:`BESIDE_SCORING_MAX_HITS` hits numbers them after the scoring.
+    """
+    try:
+        if result.outcomes.hit_count > BESIDE_SCORING_MAX_HITS:
+            evaluation = score_run(suite, evalset, result)
+            numbered = run_rankings(result)
+        else:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-record") as pool:
+                rankings = pool.submit(run_rankings, result)
+                evaluation = score_run(suite, evalset, result)
+                numbered = rankings.result()
+        record = run_record(
+            suite, evalset, config_hash, result, evaluation, pipeline=pipeline, rankings=numbered
+        )
+        return record, evaluation
+    except UsageError as error:  # the monitor's own figures failed their checks
+        raise InternalError("measuring the run", str(error)) from error
+
+
+def compare_with_baseline(
+    suite: SuiteConfig,
+    run: RunRecord,
+    baseline: RunRecord | None,
+    evalset: EvalSet,
+    *,
+    history: dict[str, list[bool]],
+    significance: SignificanceConfig | None = None,
+) -> Comparison:
+    """Compare ``run`` (measured on ``evalset``) with ``baseline`` under the suite's rules,
+    segments, invariants and coverage; ``significance`` replaces the suite's (the gate's,
+    without persistence)."""
+    columns = evalset.columns()  # the set's queries by id, read from its columns
+    return compare_runs(
+        run,
+        baseline,
+        suite.rules,
+        significance=suite.significance if significance is None else significance,
+        segments=suite.segments,
+        metadata=columns.by_id(columns.metadata),
+        texts=columns.by_id(columns.texts),
+        history=history,
+        invariants=suite.invariants,
+        qrels=columns.qrels(),
+        coverage=suite.coverage,
+    )
+
+
+def compare_stored(
+    suite: SuiteConfig,
+    store: Store,
+    run_id: int,
+    evalset: EvalSet,
+    evaluation: EvaluationResult,
+    result: RunResult | None,
+    frozen: EvalSet,
+    labels: RunLabels | None = None,
+) -> SuiteOutcome:
+    """Compare the stored run ``run_id`` (measured on ``evalset``: ``frozen`` with the suite's
+    judgment layers) with the suite's baseline and keep its rule flags. ``labels`` are those
+    of ``evalset``, when the caller has them already."""
+    labels = labels if labels is not None else labels_of(evalset)
+    store.set_run_labels(run_id, labels)
+    record = store.get_run(run_id)
+
+    # A baseline measured with other judgments of the same queries is re-scored, not lost.
+    corpus = corpus_for(suite.evalset, suite.metrics)
+    stored = store.get_baseline(suite.name)
+    aligned = align_baseline(store, stored, evalset, frozen, corpus=corpus, current=labels)
+    baseline = aligned.baseline
+    history = rule_history(store, suite.name, before=run_id)
+    try:
+        comparison = compare_with_baseline(suite, record, baseline, evalset, history=history)
+    except UsageError as error:
+        raise InternalError("comparing the run with its baseline", str(error)) from error
+    notes: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
+    if result is not None:  # kept whenever the suite has a judge
+        notes += judge_after_run(suite, store, frozen, record, result)
+    if notes:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
+    record_rule_flags(store, suite.name, run_id, comparison)
+    record_overlap(store, suite.name, run_id, comparison.overlap)
+    apply_retention(store, suite.name, suite.retention)
+    return SuiteOutcome(
+        suite.name, record, comparison, evaluation, result, evalset, baseline=stored
+    )

@@ -1,0 +1,167 @@
+"""A sharded run of a suite: each shard runs its slice, the last one finishes the attempt.
+
+See :func:`run_shard`; the parts and attempts are kept by :mod:`monitor.shards`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING
+
+from monitor.alerts import build_notifiers
+from monitor.alerts.base import close_notifiers
+from monitor.alerts.delivery import Delivery
+from monitor.errors import MonitorError, SearchBackendError, ShardAttemptFailed, UsageError
+from monitor.evalset.suite import load_evalset
+from monitor.job.path import compare_stored, measure, search_suite
+from monitor.job.suite import _now, seed_unpinned
+from monitor.judgments.suite import suite_evalset
+from monitor.logs import hide_secrets
+from monitor.publish import Clock, publish_failure, publish_run
+from monitor.search import build_search, close_search
+from monitor.secrets import suite_scrubber
+from monitor.shards import DEFAULT_DEADLINE_SECONDS, Part, ShardOutcome, ShardStore, merge, select
+from monitor.store.measured import failed_run
+
+if TYPE_CHECKING:
+    from monitor.alerts import Notifier
+    from monitor.config.model import SuiteConfig
+    from monitor.evaluation import EvaluationResult
+    from monitor.publish import Sink
+    from monitor.runner import RunResult
+    from monitor.shards import Shard
+    from monitor.store import Store
+    from monitor.store.records import RunRecord
+
+
+def run_shard(
+    suite: SuiteConfig,
+    store: Store,
+    shard: Shard,
+    attempt: str,
+    *,
+    deadline_seconds: float | None = None,
+    config_hash: str = "",
+    progress: bool | None = None,
+    sinks: Sequence[Sink] = (),
+    notifiers: Mapping[str, Notifier] | None = None,
+    clock: Clock = _now,
+    delivery: Delivery | None = None,
+    cancel: threading.Event | None = None,
+) -> ShardOutcome:
+    """Run shard ``shard`` of ``suite`` as a part of ``attempt``; finish the attempt if last.
+
+    The shard runs its slice of the eval set (:func:`monitor.shards.select`) and stores the
+    outcomes as its part. The shard whose part completes the attempt measures the whole run,
+    stores it (in the transaction that stores the part), compares it with the baseline and
+    publishes it exactly as :func:`run_suite` does, and its outcome is returned. A shard
+    whose search fails, or that finds the attempt past its ``deadline_seconds`` (counted
+    from its first shard) with parts missing, stores a failed run instead, raises the
+    monitor-failure alert, exports the failure gauges and raises: that happens once per
+    attempt. Open attempts of the suite whose deadline has passed are failed the same way
+    when any shard of the suite starts.
+    """
+    hide_secrets(suite_scrubber(suite))
+    delivery = delivery or Delivery()
+    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
+    deadline = DEFAULT_DEADLINE_SECONDS if deadline_seconds is None else deadline_seconds
+    if not deadline > 0:
+        raise UsageError(f"shard deadline: expected seconds above 0, found {deadline}")
+    if suite.evalset.reference is not None:
+        raise UsageError(
+            f"suite {suite.name!r}: evalset.reference judges the whole eval set at once; "
+            "it cannot run sharded"
+        )
+    failed = partial(
+        publish_failure, suite, store, sinks=sinks, notifiers=built, clock=clock, delivery=delivery
+    )
+    try:
+        parts = ShardStore(store)
+        started = clock()
+        frozen = load_evalset(suite.evalset)
+        evalset = suite_evalset(store, suite, frozen)
+        opened = parts.open(
+            suite.name,
+            attempt,
+            shard,
+            config_hash=config_hash,
+            evalset_fingerprint=evalset.fingerprint,
+            deadline_seconds=deadline,
+            now=started,
+        )
+
+        def failed_attempt(error: MonitorError | None, reason: str, at: datetime) -> RunRecord:
+            return failed_run(suite, evalset, config_hash, opened.opened_at, at, reason, error)
+
+        expired = parts.expire(suite.name, now=started, fail=partial(failed_attempt, None))
+        for gone in expired:
+            late = ShardAttemptFailed(suite.name, gone.attempt, gone.missing, gone.count)
+            failed(late, gone.opened_at)
+            if gone.attempt == attempt:
+                raise late
+        if opened.status != "open":
+            return ShardOutcome(shard, opened, "closed", None)
+        search = build_search(suite.search.kind, suite.search.plugin_options())
+        failure: SearchBackendError | None = None
+        result: RunResult | None = None
+        try:
+            result = search_suite(
+                suite,
+                select(evalset, shard),
+                search,
+                progress=progress,
+                label=f"{suite.name} shard {shard}",
+                cancel=cancel,
+            )
+        except SearchBackendError as error:
+            failure = error
+        finally:
+            close_search(search)
+        said = (
+            None
+            if failure is None
+            else suite_scrubber(suite)(f"{type(failure).__name__}: {failure}")
+        )
+        measured: list[tuple[EvaluationResult, RunResult]] = []
+
+        def finalise(stored: Sequence[Part]) -> RunRecord:
+            merged = merge(evalset, stored)
+            record, evaluation = measure(suite, evalset, config_hash, merged)
+            measured.append((evaluation, merged))
+            return record
+
+        saved = parts.save_part(
+            suite.name,
+            attempt,
+            Part(shard.index, result, said),
+            now=clock(),
+            finalise=finalise,
+            fail=partial(failed_attempt, failure),
+        )
+        if saved.result == "failed":
+            stopped = failure or ShardAttemptFailed(
+                suite.name, attempt, saved.attempt.missing, saved.attempt.count
+            )
+            failed(stopped, opened.opened_at)
+            raise stopped
+        if failure is not None:  # the attempt was decided already: its alert went out then
+            raise failure
+        if saved.result != "finalised" or saved.run_id is None:
+            return ShardOutcome(shard, saved.attempt, saved.result, None)
+        seed_unpinned(suite, store, evalset, config_hash)
+        evaluation, merged = measured[0]
+        try:
+            outcome = compare_stored(
+                suite, store, saved.run_id, evalset, evaluation, merged, frozen
+            )
+        except Exception as error:  # the run is stored; its failure still goes out
+            failed(error, opened.opened_at)
+            raise
+        outcome = publish_run(suite, store, outcome, sinks, built, clock, delivery)
+        return ShardOutcome(shard, saved.attempt, "finalised", outcome)
+    finally:
+        if notifiers is None:
+            close_notifiers(built.values())
