@@ -9,7 +9,6 @@ use the app's own small scripts. Everything served ships in the package.
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import math
 import secrets
@@ -184,9 +183,6 @@ class _Pages:
         for name in self.env.list_templates():
             self.env.get_template(name)
         self.views.warm()
-        # What warm-up read lives as long as the server: kept out of every later pass of
-        # the cyclic collector, which would otherwise walk it during each page.
-        gc.freeze()
 
     def refresh(self, stop: threading.Event, every: float) -> None:
         """Until ``stop`` is set, every ``every`` seconds compute what runs stored since the
