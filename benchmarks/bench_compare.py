@@ -43,7 +43,7 @@ DOCS_PER_QUERY = 20
 def build(count: int, seed: int) -> tuple[EvalSet, RunRecord, RunRecord]:
     """Return the eval set and the baseline and current run records."""
     from monitor.evalset import EvalSet
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
     from monitor.records import Query
     from monitor.store.records import QueryRecord, RunRecord
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 
 METRICS = (
     "precision@5",

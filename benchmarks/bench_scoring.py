@@ -17,7 +17,7 @@ import random
 import time
 from typing import Any
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 
 CASES: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("ndcg@10", "map@100"), {}),

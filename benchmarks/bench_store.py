@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.store import QueryRecord, RunRecord, SqlStore, open_store
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)

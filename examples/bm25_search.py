@@ -86,7 +86,7 @@ def make_search(
     b: float = 0.75,
 ) -> BM25Search:
     """Index the Larkfield passages (those in ``language`` when given) and return the search."""
-    from monitor.bundled import larkfield_passages
+    from monitor.evalset.bundled import larkfield_passages
 
     passages = [
         passage
@@ -99,7 +99,7 @@ def make_search(
 def main(argv: list[str] | None = None) -> int:
     """Run the Larkfield set through BM25 and print its metrics beside the saved runs'."""
     from monitor import evaluate
-    from monitor.bundled import LARKFIELD_METHODS, larkfield_evalset, larkfield_run
+    from monitor.evalset.bundled import LARKFIELD_METHODS, larkfield_evalset, larkfield_run
     from monitor.runner import run_queries
     from monitor.search import build_search
 

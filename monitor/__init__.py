@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from monitor.errors import ConfigError, InputError, MonitorError, UsageError
     from monitor.evalset import EvalSet
-    from monitor.evaluation import EvaluationResult, evaluate
-    from monitor.ksweep import KSweep, k_sweep
+    from monitor.metrics.evaluation import EvaluationResult, evaluate
+    from monitor.metrics.ksweep import KSweep, k_sweep
     from monitor.metrics.spec import Metric, parse_metric
     from monitor.records import Hit, Query, QueryOutcome
     from monitor.runner import RunResult, run_queries
@@ -25,10 +25,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "ConfigError": "monitor.errors",
     "EvalSet": "monitor.evalset",
-    "EvaluationResult": "monitor.evaluation",
+    "EvaluationResult": "monitor.metrics.evaluation",
     "Hit": "monitor.records",
     "InputError": "monitor.errors",
-    "KSweep": "monitor.ksweep",
+    "KSweep": "monitor.metrics.ksweep",
     "Metric": "monitor.metrics.spec",
     "MonitorError": "monitor.errors",
     "Query": "monitor.records",
@@ -36,8 +36,8 @@ _EXPORTS = {
     "RunResult": "monitor.runner",
     "UsageError": "monitor.errors",
     "build_search": "monitor.search",
-    "evaluate": "monitor.evaluation",
-    "k_sweep": "monitor.ksweep",
+    "evaluate": "monitor.metrics.evaluation",
+    "k_sweep": "monitor.metrics.ksweep",
     "load_run": "monitor.search.saved",
     "parse_metric": "monitor.metrics.spec",
     "run_queries": "monitor.runner",

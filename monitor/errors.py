@@ -3,7 +3,7 @@
 Every class derives from :class:`MonitorError` and builds its own message from its fields, so
 callers raise ``InputError(path, line, "an integer grade", found="high")`` and never format
 strings by hand. The command line maps each class to an exit code in one table
-(:data:`monitor.exits.ERROR_CODES`).
+(:data:`monitor.cli.exits.ERROR_CODES`).
 """
 
 from __future__ import annotations

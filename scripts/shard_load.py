@@ -288,7 +288,7 @@ def load_sharded(url: str, queries: int, shards: int) -> dict[str, Any]:
 def load_killed(url: str, queries: int, shards: int, deadline: float) -> dict[str, Any]:
     """Kill one shard of an attempt; start it again after the deadline; count the outcome."""
     from monitor.alerts.testing import RecordingReceiver
-    from monitor.shards import ShardStore
+    from monitor.job.shards import ShardStore
     from monitor.store import open_store
 
     with (

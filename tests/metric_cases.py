@@ -13,7 +13,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.ranks import Qrels as QrelsLike
 from monitor.metrics.ranks import Run as RunLike
 

@@ -13,7 +13,7 @@ from monitor.alerts.testing import MemoryStore, RecordingNotifier
 from monitor.compare.records import Comparison
 from monitor.config import load_config_text
 from monitor.errors import StoreError
-from monitor.publish import alert
+from monitor.job.publish import alert
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)
 CONFIG = """

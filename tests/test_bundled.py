@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.bundled import (
+from monitor.errors import UsageError
+from monitor.evalset import EvalSet
+from monitor.evalset.bundled import (
     LARKFIELD_METHODS,
     data_path,
     larkfield_evalset,
     larkfield_passages,
     larkfield_run,
 )
-from monitor.errors import UsageError
-from monitor.evalset import EvalSet
 
 UNANSWERABLE = tuple(f"Q{n}" for n in range(14, 22))
 
@@ -141,7 +141,7 @@ def test_data_path_refuses_missing_or_outside_files(parts: tuple[str, ...]) -> N
 
 def test_data_path_gives_the_folder_of_a_set() -> None:
     """data_path("larkfield") is a folder holding the eval set and the runs."""
-    from monitor.bundled import data_path
+    from monitor.evalset.bundled import data_path
 
     folder = data_path("larkfield")
     assert (folder / "evalset.jsonl").is_file()

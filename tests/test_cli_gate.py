@@ -110,7 +110,7 @@ def test_rerank_against_itself_exits_0(
 
 def test_a_saved_run_file_is_gated_as_its_replay(tmp_path: Path, baseline_file: Path) -> None:
     """--run FILE gates the saved run: the bundled keyword run file regresses."""
-    from monitor.bundled import data_path
+    from monitor.evalset.bundled import data_path
 
     config = write_config(tmp_path)
     run_file = data_path("larkfield", "runs", "keyword.json")
@@ -128,7 +128,7 @@ def test_a_changed_eval_set_exits_2_naming_both_fingerprints(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A baseline measured on another eval set is exit 2, naming the file's and the set's."""
-    from monitor.bundled import larkfield_evalset
+    from monitor.evalset.bundled import larkfield_evalset
 
     queries = list(larkfield_evalset())[:-1]
     lines = [

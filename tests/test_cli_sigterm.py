@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from monitor.alerts.testing import RecordingReceiver
+from monitor.cli.exits import ExitCode
 from monitor.cli.run import KILLED_BY_SIGTERM
-from monitor.exits import ExitCode
 from monitor.store import open_store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="needs POSIX signals")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from monitor.cli.validate import check_config
 from monitor.config import (
     Check,
     HttpExporterConfig,
@@ -32,7 +33,6 @@ from monitor.config import (
 from monitor.config.hashing import canonical
 from monitor.errors import ConfigError, UsageError
 from monitor.metrics.spec import Metric, default_metrics, parse_metrics
-from monitor.validate import check_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "config"

@@ -15,10 +15,10 @@ from monitor.alerts.base import close_notifiers
 from monitor.alerts.registry import build_notifiers
 from monitor.cli import main
 from monitor.cli.daemon import load_built
+from monitor.cli.validate import check_config
 from monitor.config import config_hash, load_config_text
 from monitor.errors import ConfigError
 from monitor.search import build_search, close_search
-from monitor.validate import check_config
 
 HEAD = "suites:\n  nightly:\n    evalset: {bundled: larkfield}\n"
 REPLAY = "    search: {kind: replay, bundled: larkfield/keyword}\n"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor import bundled
 from monitor.config import load_config_text
 from monitor.config.model import EvalSetConfig, SuiteConfig
 from monitor.errors import ConfigError, InputError
+from monitor.evalset import bundled
 from monitor.evalset.corpus import Corpus, load_corpus
 from monitor.metrics.spec import Metric
 

@@ -11,8 +11,8 @@ from monitor.compare import compare_runs
 from monitor.compare.coverage import coverage_change, judged_at, judged_only_means
 from monitor.config import Check, RuleConfig, SignificanceConfig
 from monitor.config.model import CoverageConfig
-from monitor.evaluation import evaluate
 from monitor.gate.records import gate_verdict
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import parse_metric
 from monitor.store.records import QueryRecord, RunRecord
 

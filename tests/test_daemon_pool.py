@@ -13,7 +13,7 @@ import yaml
 from monitor.config import MonitorConfig, SuiteConfig, load_config_text
 from monitor.daemon import MAX_WORKERS, WORKERS, Daemon, pool_size
 from monitor.exporters import SuiteSnapshot
-from monitor.outcome import SuiteOutcome
+from monitor.job.outcome import SuiteOutcome
 from monitor.store import Store
 
 SUITES = 20

@@ -28,7 +28,7 @@ from monitor.daemon import Daemon
 from monitor.errors import ConfigError, SearchBackendError, UsageError
 from monitor.exporters import SuiteSnapshot, start_http_exporter
 from monitor.job import run_suite
-from monitor.outcome import SuiteOutcome
+from monitor.job.outcome import SuiteOutcome
 from monitor.store import Store, open_store
 
 BUNDLED = {

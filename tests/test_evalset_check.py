@@ -10,9 +10,8 @@ from statistics import NormalDist
 
 import pytest
 
-from monitor import bundled
 from monitor.cli import main
-from monitor.evalset import EvalSet
+from monitor.evalset import EvalSet, bundled
 from monitor.evalset.corpus import Corpus, Passage
 from monitor.evalset.hygiene import check_evalset, evalset_stats, leak_overlap
 from monitor.evalset.power import minimal_detectable_drop

@@ -207,7 +207,7 @@ def test_digests_from_columns_are_the_digests_from_records(tmp_path: Path) -> No
 def test_a_shard_of_a_columnar_set_is_the_shard_of_its_records(tmp_path: Path) -> None:
     """Each shard's slice taken from the columns holds the queries a slice of records does,
     in the same order, and the slices together hold every query once."""
-    from monitor.shards import Shard, select
+    from monitor.job.shards import Shard, select
 
     columnar = _columnar(tmp_path)
     records = EvalSet("set", _records())

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+import monitor.job.path
+import monitor.job.suite
 import monitor.judgments
 from monitor.cli import main
 from monitor.evalset import digests
@@ -55,7 +57,9 @@ def _count_labels(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(1)
         return original(evalset)
 
-    monkeypatch.setattr(monitor.judgments, "labels_of", counted)
+    # Every module of the run path that computes labels, each under the name it imports.
+    for module in (monitor.job.suite, monitor.job.path):
+        monkeypatch.setattr(module, "labels_of", counted)
     return calls
 
 

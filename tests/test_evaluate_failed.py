@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.errors import SearchCallError
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.runner import RunResult, run_queries
 from monitor.testing import FakeSearch, sample_queries
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from monitor.errors import InputError
-from monitor.evaluation import EvaluationResult, evaluate
+from monitor.metrics.evaluation import EvaluationResult, evaluate
 
 # q1 found at rank 1; q2 has no relevant judgment; q3 is judged but absent from the run;
 # "extra" is in the run but not judged.

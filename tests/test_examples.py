@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from monitor import evaluate
-from monitor.bundled import larkfield_evalset
+from monitor.evalset.bundled import larkfield_evalset
 from monitor.records import Query
 from monitor.runner import RunResult, reference_qrels, run_queries
 from monitor.search import build_search

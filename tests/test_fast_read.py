@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor.evaluation import evaluate
 from monitor.metrics.columnar import resolve_columns
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.ranks import resolve
 from monitor.search import trec_columns
 from monitor.search.saved import load_run

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.search.saved import load_run
 
 CONFORMANCE = Path("/work/shared/conformance/peers/trec_eval")

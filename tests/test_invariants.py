@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.bundled import data_path
 from monitor.compare import compare_runs
 from monitor.config import MustInclude, NoLostHits, load_config
+from monitor.evalset.bundled import data_path
 from monitor.job import run_suite
 from monitor.store import open_store
 from monitor.store.records import RunRecord

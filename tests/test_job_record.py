@@ -72,7 +72,7 @@ def test_a_run_answered_in_bulk_encodes_as_its_records(
 ) -> None:
     """A replayed TREC run (answered in bulk, its hits kept as arrays) hands the store
     columns that encode as its records do, blob for blob."""
-    from monitor.bundled import larkfield_run
+    from monitor.evalset.bundled import larkfield_run
     from monitor.search.base import normalise_hits
 
     lines = []

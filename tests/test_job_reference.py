@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from monitor.bundled import larkfield_evalset
 from monitor.config import load_config_text
 from monitor.config.model import EvalSetConfig, SearchConfig
 from monitor.errors import ConfigError, UsageError
 from monitor.evalset import EvalSet
+from monitor.evalset.bundled import larkfield_evalset
 from monitor.evalset.suite import load_evalset
 from monitor.job import run_suite
 from monitor.runner.reference import judge_by_reference

@@ -21,8 +21,8 @@ from monitor.compare.diff import worse_queries
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.evalset import EvalSet
-from monitor.evaluation import evaluate
 from monitor.job import run_suite
+from monitor.metrics.evaluation import evaluate
 from monitor.records import Hit, Query
 from monitor.search.replay import ReplaySearch
 from monitor.search.saved import load_hits

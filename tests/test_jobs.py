@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from monitor.cli import build_parser, main
+from monitor.cli.exits import GATE_ONLY, ExitCode, exit_code
 from monitor.config import ScheduleConfig, load_config_text
 from monitor.daemon.schedule import build_trigger, shortest_gap
 from monitor.errors import ConfigError, SearchBackendError
-from monitor.exits import GATE_ONLY, ExitCode, exit_code
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = ROOT / "jobs"

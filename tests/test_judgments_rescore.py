@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from monitor import bundled
 from monitor.cli import main
 from monitor.config import default_config
-from monitor.evalset import EvalSet
-from monitor.evaluation import evaluate
+from monitor.evalset import EvalSet, bundled
 from monitor.job import recorded_metrics
 from monitor.judgments import add_layer, align_baseline, effective_evalset, rescore
+from monitor.metrics.evaluation import evaluate
 from monitor.report.compose import compose_report
 from monitor.store import QueryRecord, RunRecord, SqlStore, open_store
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.ksweep import k_sweep
+from monitor.metrics.ksweep import k_sweep
 from monitor.search import saved
 
 QRELS = {"q1": {"a": 1}, "q2": {"c": 1}}

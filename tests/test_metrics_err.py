@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 
 QRELS = {
     "0": {"D0": 0, "D1": 1, "D2": 1, "D3": 2, "D4": 0},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 
 #: Two relevant (a, c), one judged non-relevant (b), one judged "in the pool, unjudged" (d).
 QRELS = {"q": {"a": 1, "b": 0, "c": 2, "d": -1}}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from monitor.errors import MetricError
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import parse_metric
 
 PEERS = Path("/work/shared/conformance/peers")

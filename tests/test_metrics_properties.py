@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from metric_cases import trec_order
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import MEASURES, UNBOUNDED, Cutoff
 
 CUTOFFS = (1, 2, 3, 5, 10)

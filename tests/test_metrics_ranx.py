@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from metric_cases import Case, random_case, trec_order
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 
 if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":  # .ci/run installs the bench extra
     import numba.typed as numba_typed

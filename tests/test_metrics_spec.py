@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.errors import MetricError, UnknownMetricError, UsageError
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import MEASURES, Metric, parse_metric, parse_metrics
 
 CANONICAL_NAMES = [

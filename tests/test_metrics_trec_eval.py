@@ -21,8 +21,8 @@ from metric_cases import (
     random_case,
 )
 
-from monitor.evaluation import evaluate
 from monitor.metrics import ranks
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.ranks import Run
 from monitor.metrics.spec import parse_metric
 

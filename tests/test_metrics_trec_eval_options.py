@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from metric_cases import Qrels, as_list_run, long_case, random_case
 
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import parse_metric
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -11,9 +11,9 @@ import pytest
 
 from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
+from monitor.compare.history import OVERLAP_STATE
 from monitor.compare.overlap import rank_biased_overlap
 from monitor.config import load_config
-from monitor.report.history import OVERLAP_STATE
 from monitor.store import open_store
 from tests.test_coverage_alerts import pin_baseline, unjudged_ranking, write
 from tests.test_coverage_verdict import QUERIES, baseline_ranking

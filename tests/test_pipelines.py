@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from monitor.bundled import larkfield_evalset, larkfield_run
 from monitor.cli import main
+from monitor.compare.pipelines import compare_pipelines
 from monitor.errors import SearchBackendError, SearchCallError
+from monitor.evalset.bundled import larkfield_evalset, larkfield_run
 from monitor.metrics.spec import parse_metrics
-from monitor.pipelines import compare_pipelines
 from monitor.search import build_search
 from monitor.testing import FakeSearch
 
@@ -204,7 +204,7 @@ def _pipeline_means(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list
 
 
 def _evaluated(method: str, **scoring: object) -> float:
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     result = evaluate(larkfield_evalset(), larkfield_run(method), ["recall@5"], **scoring)
     return float(result.means["recall@5"])

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.bundled import larkfield_evalset
 from monitor.config import default_config
+from monitor.evalset.bundled import larkfield_evalset
 from monitor.job import run_suite
 from monitor.judgments.layers import add_layer
 from monitor.report import render_json

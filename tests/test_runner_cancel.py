@@ -12,9 +12,9 @@ import pytest
 
 from monitor.alerts import FailureReason
 from monitor.alerts.build import failure_alert
+from monitor.cli.exits import ExitCode, exit_code
 from monitor.errors import RunTerminated, SearchBackendError
-from monitor.exits import ExitCode, exit_code
-from monitor.publish import failure_reason
+from monitor.job.publish import failure_reason
 from monitor.records import Query
 from monitor.runner import run_queries
 

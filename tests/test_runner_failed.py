@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from monitor import evaluate
-from monitor.bundled import larkfield_evalset
 from monitor.cli import main
 from monitor.errors import SearchBackendError, UsageError
-from monitor.evaluation import EvaluationResult
+from monitor.evalset.bundled import larkfield_evalset
+from monitor.metrics.evaluation import EvaluationResult
 from monitor.records import Query
 from monitor.runner import (
     RunResult,
@@ -112,7 +112,7 @@ def test_the_log_reads_the_runs_evaluation_without_evaluating_again(
     def refuse(*args: object, **kwargs: object) -> EvaluationResult:
         raise AssertionError("evaluate was called again")
 
-    monkeypatch.setattr("monitor.evaluation.evaluate", refuse)
+    monkeypatch.setattr("monitor.metrics.evaluation.evaluate", refuse)
     count = write_failed_queries(result, evaluation, tmp_path / "failed.jsonl")
     assert int((hits == 0).sum()) == count
 
@@ -142,16 +142,16 @@ def test_run_with_failed_queries_evaluates_no_more_than_without(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`run --failed-queries` writes its log from the job's evaluation, not from a new one."""
-    import monitor.evaluation
+    import monitor.metrics.evaluation
 
     calls: list[object] = []
-    real = monitor.evaluation.evaluate
+    real = monitor.metrics.evaluation.evaluate
 
     def counting(*args: object, **kwargs: object) -> EvaluationResult:
         calls.append(args)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("monitor.evaluation.evaluate", counting)
+    monkeypatch.setattr("monitor.metrics.evaluation.evaluate", counting)
     monkeypatch.chdir(tmp_path)  # no ./config/monitor.yaml: the embedded default suite
     counts = []
     for name, extra in (("plain", []), ("logged", ["--failed-queries", "failed.jsonl"])):

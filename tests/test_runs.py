@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.errors import InputError
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.search.saved import load_hits, load_run
 
 DATA = Path(__file__).parent / "data" / "runs"

@@ -15,7 +15,7 @@ import pytest
 
 from monitor.cli import main
 from monitor.errors import InputError, SearchSetupError
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.records import Query
 from monitor.search import build_search
 from monitor.search.replay import ReplaySearch

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from monitor import evaluate
-from monitor.bundled import LARKFIELD_METHODS, larkfield_evalset, larkfield_run
 from monitor.errors import InputError, SearchSetupError
+from monitor.evalset.bundled import LARKFIELD_METHODS, larkfield_evalset, larkfield_run
 from monitor.records import Hit, Query
 from monitor.runner import run_queries
 from monitor.search import build_search, wants_query

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from monitor.alerts.testing import ManualClock, RecordingNotifier
-from monitor.bundled import larkfield_evalset
 from monitor.cli import main
 from monitor.config import load_config_text
 from monitor.config.model import SuiteConfig
 from monitor.errors import ErrorBudgetExceeded, ShardAttemptFailed, UsageError
+from monitor.evalset.bundled import larkfield_evalset
 from monitor.job import run_shard, run_suite
-from monitor.shards import Shard, ShardStore, select, shard_from_env, shard_of
+from monitor.job.shards import Shard, ShardStore, select, shard_from_env, shard_of
 from monitor.store import open_store
 from monitor.store.schema import MIGRATIONS, Migration, migrate
 from monitor.store.sqlstore import SqlStore

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from monitor import errors
-from monitor.exits import SERIOUSNESS, ExitCode, classify, most_serious
+from monitor.cli.exits import SERIOUSNESS, ExitCode, classify, most_serious
 
 PACKAGE = Path(__file__).resolve().parent.parent / "monitor"
 README = PACKAGE.parent / "README.md"

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from monitor import bundled
 from monitor.errors import InputError, MetricError
+from monitor.evalset import bundled
 from monitor.evalset.corpus import Corpus, Passage
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import Metric, parse_metric, parse_metrics
-from monitor.units import to_units
+from monitor.metrics.units import to_units
 
 LARKFIELD = Path(bundled.data_path("larkfield"))
 METHODS = ("hybrid", "keyword", "rerank", "vector")

@@ -1,6 +1,6 @@
 """Invariants of evaluation units, for any corpus, judgments and ranking hypothesis draws.
 
-Each property is one the README states of :func:`monitor.units.to_units`: a unit of one
+Each property is one the README states of :func:`monitor.metrics.units.to_units`: a unit of one
 passage each changes nothing, a unit counts once at its best rank, a unit is relevant with the
 best grade of its passages, and what follows from those for hit rate and recall.
 """
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from monitor.config.schema import config_schema
 from monitor.evalset.corpus import Corpus, Passage
-from monitor.evaluation import evaluate
+from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import UNIT_PATTERN
-from monitor.units import to_units, unit_fields, unit_of
+from monitor.metrics.units import to_units, unit_fields, unit_of
 
 CUTS = ("passages", "units")
 MEASURES = ("hit_rate", "recall", "precision", "mrr", "ndcg", "map")
@@ -66,7 +66,7 @@ def _means(
 
 def _keys(corpus: Corpus, passages: list[str], unit: str) -> list[str]:
     """Return each passage's unit id; one outside the corpus is a unit of its own."""
-    # the marker of a unit of its own is private to monitor.units: the units it stands for
+    # the marker of a unit of its own is private to monitor.metrics.units: the units it stands for
     # are all that matter here, and they can be no corpus unit's id
     return [unit_of(corpus, doc, unit_fields(unit)) or f"\x00passage:{doc}" for doc in passages]
 

@@ -21,8 +21,8 @@ import pytest
 from conftest import unavailable
 
 from monitor.config import default_config
-from monitor.evaluation import evaluate
 from monitor.job import run_suite
+from monitor.metrics.evaluation import evaluate
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
 from monitor.web.simulate import Simulation, metrics_at

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from monitor.bundled import larkfield_evalset
 from monitor.config import default_config, load_config
 from monitor.errors import UsageError
+from monitor.evalset.bundled import larkfield_evalset
 from monitor.job import run_suite
 from monitor.judgments.layers import add_layer
 from monitor.store import RunRecord, Store, open_store

@@ -1,7 +1,7 @@
 """The ``retrieval-monitor`` command line.
 
 Each sub-command lives in its own module with ``register(subparsers)``; :func:`main` maps the
-errors they raise to exit codes through :mod:`monitor.exits`, the one table of them.
+errors they raise to exit codes through :mod:`monitor.cli.exits`, the one table of them.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from monitor.cli import (
     serve,
     store,
 )
+from monitor.cli.exits import ExitCode, exit_code
 from monitor.cli.version import VersionAction
-from monitor.exits import ExitCode, exit_code
 from monitor.logs import LOG_FORMATS, configure_logging
 
 _COMMANDS = (

@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
 
 def validate_config(args: argparse.Namespace) -> int:
     """Load and check the file, build (then close) its plug-ins; print a one-line summary."""
-    from monitor.validate import check_config
+    from monitor.cli.validate import check_config
 
     config = check_config(args.file)
     names = ", ".join(config.suites)

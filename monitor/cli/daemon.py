@@ -179,7 +179,7 @@ def load_built(args: argparse.Namespace) -> MonitorConfig:
     """Return the config as ``run`` reads it, after building every plug-in once as
     ``config validate`` does: the daemon refuses at start and on reload what a scheduled run
     would fail to build."""
-    from monitor.validate import check_builds
+    from monitor.cli.validate import check_builds
 
     config = load(args)
     check_builds(config)

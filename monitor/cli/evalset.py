@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli.exits import ExitCode
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
-from monitor.exits import ExitCode
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -134,10 +134,10 @@ def suite_power(suite: SuiteConfig, target: str) -> tuple[list[PowerFigure], str
 
 def _seed_baseline(suite: SuiteConfig) -> RunRecord | None:
     """Return the bundled seed baseline run of ``suite`` scored in memory, or None."""
-    from monitor import bundled
+    from monitor.evalset import bundled
     from monitor.evalset.corpus import corpus_for
     from monitor.evalset.suite import load_evalset
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
     from monitor.store import QueryRecord, RunRecord
 
     if suite.baseline is None or not suite.baseline.bundled_run:

@@ -192,7 +192,7 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate and print; return the exit code."""
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     metrics, corpus = unit_metrics(args)
     result = evaluate(

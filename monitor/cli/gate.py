@@ -4,7 +4,7 @@ Each suite's eval set runs through the candidate (a search spec, a saved run fil
 suite's own search) and is compared with the suite's baseline (a baseline file from
 ``baseline export``, or the store's pinned one) under the suite's rules. Nothing is written
 to the store unless ``--record``; with only baseline files and no ``--record`` the store is
-never opened. The exit code is the most serious of the suites' (:mod:`monitor.exits`).
+never opened. The exit code is the most serious of the suites' (:mod:`monitor.cli.exits`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from monitor.cli.exits import ExitCode
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
-from monitor.exits import ExitCode
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -122,9 +122,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Gate every suite named; return the most serious exit code among them."""
+    from monitor.cli.exits import classify, most_serious
     from monitor.config import config_hash
     from monitor.errors import MonitorError
-    from monitor.exits import classify, most_serious
     from monitor.gate.compose import gate_suite
     from monitor.gate.records import GateResult
     from monitor.secrets import suite_scrubber

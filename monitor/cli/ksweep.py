@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Sweep and print; return the exit code."""
     from monitor.io import write_text_atomic
-    from monitor.ksweep import k_sweep
+    from monitor.metrics.ksweep import k_sweep
 
     sweep = k_sweep(args.qrels, args.run, _parse_ks(args.ks), **scoring_options(args))
     if not sweep.counts.evaluated:

@@ -106,11 +106,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the pipelines, run them, print the comparison."""
-    from monitor import bundled
-    from monitor.evalset import EvalSet
+    from monitor.compare.pipelines import compare_pipelines
+    from monitor.evalset import EvalSet, bundled
     from monitor.evalset.suite import load_evalset
     from monitor.metrics.spec import parse_metrics
-    from monitor.pipelines import compare_pipelines
     from monitor.runner.reference import judge_by_reference
     from monitor.search import build_search, close_search
 

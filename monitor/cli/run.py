@@ -1,6 +1,6 @@
 """``retrieval-monitor run``: run the suites once and exit (for cron and Kubernetes CronJobs).
 
-Exit codes are :class:`monitor.exits.ExitCode` (the contract in the README). With several
+Exit codes are :class:`monitor.cli.exits.ExitCode` (the contract in the README). With several
 suites, every suite runs and the most serious code wins.
 
 SIGTERM (what Kubernetes sends on ``activeDeadlineSeconds``, an eviction or a node drain)
@@ -25,12 +25,12 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from monitor.cli.exits import ExitCode
     from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.evalset.power import PowerFigure
-    from monitor.exits import ExitCode
     from monitor.exporters import SuiteSnapshot
-    from monitor.outcome import Published, SuiteOutcome
-    from monitor.shards import Shard, ShardOutcome
+    from monitor.job.outcome import Published, SuiteOutcome
+    from monitor.job.shards import Shard, ShardOutcome
     from monitor.store import Store
 
 #: The config file used when ``--config`` is not given and it exists in the working folder.
@@ -127,7 +127,7 @@ def register(subparsers: Any) -> None:
 def _shard_settings(args: argparse.Namespace) -> tuple[Shard | None, str, float | None]:
     """Return the shard, attempt and deadline of a sharded run (shard None: unsharded)."""
     from monitor.errors import UsageError
-    from monitor.shards import ATTEMPT_VARIABLE, DEADLINE_VARIABLE, Shard, shard_from_env
+    from monitor.job.shards import ATTEMPT_VARIABLE, DEADLINE_VARIABLE, Shard, shard_from_env
 
     shard = Shard.parse(args.shard) if args.shard else shard_from_env()
     if shard is None:
@@ -180,9 +180,9 @@ def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
+    from monitor.cli.exits import ExitCode, classify, most_serious
     from monitor.config import config_hash
     from monitor.errors import InternalError, MonitorError, UsageError
-    from monitor.exits import ExitCode, classify, most_serious
     from monitor.job import run_shard, run_suite
     from monitor.report import render_comparison
     from monitor.report.compose import with_power
@@ -330,7 +330,7 @@ def _report_part(
     A part stored while others are missing is success (0); a part of an attempt that was
     already closed without a run (failed) is the failure it joins (3).
     """
-    from monitor.exits import ExitCode
+    from monitor.cli.exits import ExitCode
 
     attempt = sharded.attempt
     failed = attempt.status == "failed"

@@ -131,7 +131,7 @@ def _distinct(rankings: Rankings) -> list[int]:
 
 def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
     """Return ``judged@k`` of each answered, evaluated query of ``run``, by the engine."""
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     judged, ranked = _ranked(run, qrels)
     if not judged:
@@ -200,7 +200,7 @@ def judged_only_means(run: RunRecord, qrels: Qrels, metrics: Iterable[str]) -> d
     """Return each metric's mean over ``run``'s evaluated queries scored judged-only
     (trec_eval ``-J``: unjudged documents removed from each ranking first); NaN when none was
     evaluated. ``judged@k`` itself is left out: judged-only, it is 1 by construction."""
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     names = [name for name in metrics if parse_metric(name).measure != "judged"]
     judged, ranked = _ranked(run, qrels)

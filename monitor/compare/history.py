@@ -1,15 +1,26 @@
-"""Which rules breached in a suite's recent runs: the history persistence is judged by.
+"""What earlier comparisons of a suite's runs left in the store for later ones to read.
 
-Each run's flags (a rule breached, or a breach pending) are kept in the store's state under
-the suite, the last :data:`_HISTORY` runs of them, so a stateless CronJob sees them too.
+Which rules breached in recent runs, the history persistence is judged by: each run's flags
+(a rule breached, or a breach pending) are kept in the store's state under the suite, the
+last :data:`_HISTORY` runs of them, so a stateless CronJob sees them too
+(:func:`record_rule_flags`, :func:`rule_history`).
+
+Each run's overlap with its baseline (mean rank-biased overlap and Jaccard of the top k) is
+a comparison, not a measurement of the run alone, so it is kept beside the run in the
+store's state (:func:`record_overlap`, namespace :data:`OVERLAP_STATE`) and joined into a
+history frame as the figures ``rbo@k`` and ``jaccard@k`` (:func:`with_overlap`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from monitor.compare import Comparison
+    from monitor.compare.overlap import Overlap
     from monitor.store import Store
 
 #: How many recent runs' rule breaches are kept for persistence checks.
@@ -40,3 +51,55 @@ def record_rule_flags(store: Store, suite: str, run_id: int, comparison: Compari
     flags = {o.rule: o.status in ("breach", "pending") for o in comparison.rules}
     runs.append({"run_id": run_id, "flags": flags})
     store.put_state(_RULE_HISTORY, suite, {"runs": runs[-_HISTORY:]})
+
+
+#: The store state namespace holding each run's overlap with its baseline, keyed
+#: ``<suite>/<run id>``.
+OVERLAP_STATE = "overlap"
+
+
+def record_overlap(store: Store, suite: str, run_id: int, overlap: Overlap | None) -> None:
+    """Keep run ``run_id``'s mean overlap with its baseline (nothing without a baseline)."""
+    if overlap is None or not overlap.n:
+        return
+    store.put_state(
+        OVERLAP_STATE,
+        f"{suite}/{run_id}",
+        {
+            "k": overlap.k,
+            "persistence": overlap.persistence,
+            "rbo": _finite(overlap.rbo),
+            "jaccard": _finite(overlap.jaccard),
+            "n": overlap.n,
+        },
+    )
+
+
+def with_overlap(
+    store: Store, suite: str, history: pd.DataFrame, limit: int
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """Return ``history`` with the columns ``rbo@k`` and ``jaccard@k`` of its last ``limit``
+    runs' stored overlaps (NaN for a run compared with no baseline), and their names; the
+    frame unchanged and no names when none of those runs has one."""
+    rows: dict[int, dict[str, float]] = {}
+    for position, run_id in zip(history.index[-limit:], history["run_id"].tail(limit), strict=True):
+        kept = store.get_state(OVERLAP_STATE, f"{suite}/{int(run_id)}")
+        if kept is None:
+            continue
+        k = int(kept["k"])
+        rows[position] = {
+            f"rbo@{k}": math.nan if kept["rbo"] is None else float(kept["rbo"]),
+            f"jaccard@{k}": math.nan if kept["jaccard"] is None else float(kept["jaccard"]),
+        }
+    names = tuple(dict.fromkeys(name for row in rows.values() for name in row))
+    if not names:
+        return history, ()
+    out = history.copy()
+    for name in names:
+        out[name] = [rows.get(position, {}).get(name, math.nan) for position in out.index]
+    return out, names
+
+
+def _finite(value: float | None) -> float | None:
+    """Return ``value``, or None when it is not a finite number (stored as JSON null)."""
+    return None if value is None or not math.isfinite(value) else float(value)

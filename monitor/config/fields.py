@@ -239,7 +239,7 @@ class Fields:
         """Return an absolute path: ``~`` expanded, relative paths under the config's folder.
 
         A path holds at most :data:`MAX_PATH_CHARS` characters, and no NUL. With
-        ``must_exist`` and a checking load (:func:`monitor.validate.check_config`), the file
+        ``must_exist`` and a checking load (:func:`monitor.cli.validate.check_config`), the file
         must exist.
         """
         text = self.string(node, what)

@@ -66,7 +66,7 @@ def load_checked(
     path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None
 ) -> MonitorConfig:
     """Load the config file at ``path`` as :func:`load_config` does and check that the files
-    it names exist; raise ConfigError for the first problem. (:func:`monitor.validate.
+    it names exist; raise ConfigError for the first problem. (:func:`monitor.cli.validate.
     check_config` also builds its plug-ins.)"""
     return _load_file(Path(path), env, check_files=True)
 

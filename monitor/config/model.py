@@ -327,7 +327,7 @@ class ScoringConfig:
     average: Average = "answerable"
 
     def options(self) -> dict[str, Any]:
-        """Return the keyword arguments of :func:`monitor.evaluation.evaluate`."""
+        """Return the keyword arguments of :func:`monitor.metrics.evaluation.evaluate`."""
         return {
             "relevance_level": self.relevance_level,
             "max_docs": self.max_docs,
@@ -474,7 +474,8 @@ class SuiteConfig:
     invariants: tuple[InvariantConfig, ...] = ()
     scoring: ScoringConfig = ScoringConfig()
     #: The evaluation unit the suite's metrics are counted in (None: the passage) and how
-    #: they cut (see monitor.units); already part of each metric in ``metrics`` and ``rules``.
+    #: they cut (see monitor.metrics.units); already part of each metric in ``metrics`` and
+    #: ``rules``.
     unit: str | None = None
     unit_cut: str = "passages"
     coverage: CoverageConfig = CoverageConfig()

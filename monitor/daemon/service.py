@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.daemon.metrics import MetricsEndpoint
     from monitor.exporters import SuiteSnapshot
-    from monitor.outcome import SuiteOutcome
+    from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store
 
 log = get_logger("monitor.daemon")

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from monitor.outcome import SuiteOutcome
+    from monitor.job.outcome import SuiteOutcome
 
 
 @dataclass(frozen=True, slots=True)

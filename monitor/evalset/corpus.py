@@ -3,8 +3,8 @@
 A corpus file is JSONL (one object per line), CSV or TSV (a header row), optionally gzip
 compressed (``.gz``, or any file that starts with the gzip magic bytes). Each passage has an
 ``id``, a ``text`` and any other fields (``doc_id``, ``section``, ``version``, ...): those are
-what :mod:`monitor.units` groups passages by. Field values are kept as strings; a JSON number
-or boolean is written as JSON writes it, and ``null`` is a missing field.
+what :mod:`monitor.metrics.units` groups passages by. Field values are kept as strings; a JSON
+number or boolean is written as JSON writes it, and ``null`` is a missing field.
 
 :meth:`Corpus.text` is the seam other stages use to show a hit whose search gave no text.
 """
@@ -135,7 +135,7 @@ def load_corpus(config: EvalSetConfig) -> Corpus | None:
     if config.corpus is not None:
         path = Path(config.corpus)
     elif config.bundled == "larkfield":
-        from monitor import bundled
+        from monitor.evalset import bundled
 
         path = Path(bundled.data_path("larkfield", "passages.jsonl"))
     else:

@@ -17,7 +17,7 @@ def load_evalset(config: EvalSetConfig) -> EvalSet:
     A ``reference`` search in ``config`` is not consulted here: the judgments it gives come
     from :func:`monitor.runner.reference.judge_by_reference`, when a run is measured.
     """
-    from monitor import bundled
+    from monitor.evalset import bundled
 
     if config.bundled is not None:
         if config.bundled != "larkfield":

@@ -17,15 +17,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from monitor.compare import Comparison, compare_runs
-from monitor.compare.history import record_rule_flags, rule_history
+from monitor.compare.history import record_overlap, record_rule_flags, rule_history
 from monitor.errors import InternalError, UsageError
 from monitor.evalset.corpus import corpus_for
-from monitor.evaluation import EvaluationResult, evaluate
+from monitor.job.outcome import SuiteOutcome
 from monitor.judgments import align_baseline, labels_of
 from monitor.judgments.suite import judge_after_run
+from monitor.metrics.evaluation import EvaluationResult, evaluate
 from monitor.metrics.spec import Metric
-from monitor.outcome import SuiteOutcome
-from monitor.report.history import record_overlap
 from monitor.runner import RunResult, run_queries
 from monitor.secrets import suite_scrubber
 from monitor.store.measured import run_rankings, run_record

@@ -1,6 +1,6 @@
 """A sharded run of a suite: each shard runs its slice, the last one finishes the attempt.
 
-See :func:`run_shard`; the parts and attempts are kept by :mod:`monitor.shards`.
+See :func:`run_shard`; the parts and attempts are kept by :mod:`monitor.job.shards`.
 """
 
 from __future__ import annotations
@@ -17,22 +17,29 @@ from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, ShardAttemptFailed, UsageError
 from monitor.evalset.suite import load_evalset
 from monitor.job.path import compare_stored, measure, search_suite
+from monitor.job.publish import Clock, publish_failure, publish_run
+from monitor.job.shards import (
+    DEFAULT_DEADLINE_SECONDS,
+    Part,
+    ShardOutcome,
+    ShardStore,
+    merge,
+    select,
+)
 from monitor.job.suite import _now, seed_unpinned
 from monitor.judgments.suite import suite_evalset
 from monitor.logs import hide_secrets
-from monitor.publish import Clock, publish_failure, publish_run
 from monitor.search import build_search, close_search
 from monitor.secrets import suite_scrubber
-from monitor.shards import DEFAULT_DEADLINE_SECONDS, Part, ShardOutcome, ShardStore, merge, select
 from monitor.store.measured import failed_run
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
     from monitor.config.model import SuiteConfig
-    from monitor.evaluation import EvaluationResult
-    from monitor.publish import Sink
+    from monitor.job.publish import Sink
+    from monitor.job.shards import Shard
+    from monitor.metrics.evaluation import EvaluationResult
     from monitor.runner import RunResult
-    from monitor.shards import Shard
     from monitor.store import Store
     from monitor.store.records import RunRecord
 
@@ -54,7 +61,7 @@ def run_shard(
 ) -> ShardOutcome:
     """Run shard ``shard`` of ``suite`` as a part of ``attempt``; finish the attempt if last.
 
-    The shard runs its slice of the eval set (:func:`monitor.shards.select`) and stores the
+    The shard runs its slice of the eval set (:func:`monitor.job.shards.select`) and stores the
     outcomes as its part. The shard whose part completes the attempt measures the whole run,
     stores it (in the transaction that stores the part), compares it with the baseline and
     publishes it exactly as :func:`run_suite` does, and its outcome is returned. A shard

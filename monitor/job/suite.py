@@ -19,20 +19,19 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING
 
-from monitor import bundled
 from monitor.alerts import build_notifiers
 from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import SearchBackendError, UsageError
-from monitor.evalset import cache, digests
+from monitor.evalset import bundled, cache, digests
 from monitor.evalset.suite import load_evalset
+from monitor.job.lockskips import suite_lock
+from monitor.job.outcome import SuiteOutcome
 from monitor.job.path import compare_stored, measure, score_run, search_suite
+from monitor.job.publish import Clock, publish_failure, publish_lock_failure, publish_run
 from monitor.judgments import labels_of
 from monitor.judgments.suite import suite_evalset
-from monitor.lockskips import suite_lock
 from monitor.logs import get_logger, hide_secrets
-from monitor.outcome import SuiteOutcome
-from monitor.publish import Clock, publish_failure, publish_lock_failure, publish_run
 from monitor.runner import run_queries
 from monitor.runner.reference import judge_by_reference
 from monitor.search import build_search, close_search
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evalset.digests import SetDigests
-    from monitor.publish import Sink
+    from monitor.job.publish import Sink
     from monitor.search.base import Search
     from monitor.store import Store
 

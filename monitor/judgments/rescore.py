@@ -41,7 +41,7 @@ def rescore(
     the stored eval-set fingerprint follow the new grades. Rankings, latency and errors are
     kept as they were.
     """
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     names = list(run.means) if metrics is None else list(metrics)
     answered = {q.query_id: list(q.retrieved_ids) for q in run.queries if q.error_type is None}

@@ -81,7 +81,7 @@ UNIT_CUTS = ("passages", "units")
 class Metric:
     """A measure with an optional cutoff and unit: ``Metric("ndcg", 10)`` is ``ndcg@10``.
 
-    ``unit`` names what is counted (see :mod:`monitor.units`): None is the passage, today's
+    ``unit`` names what is counted (see :mod:`monitor.metrics.units`): None is the passage, today's
     behaviour, and prints no suffix; ``Metric("recall", 5, "section")`` is
     ``recall@5[section]``, and with ``unit_cut="units"`` it is ``recall@5[section:units]``.
     """

@@ -149,7 +149,8 @@ def suite_trends(
 ) -> SuiteTrends:
     """Return the suite's trends of ``charted`` over its history, earlier runs re-scored
     under the judgments in force, each run's stored overlap with its baseline beside them."""
-    from monitor.report.history import build_trends, with_overlap
+    from monitor.compare.history import with_overlap
+    from monitor.report.history import MAX_POINTS, build_trends
 
     errors = {
         summary.run_id: summary.error or "failed"
@@ -163,7 +164,7 @@ def suite_trends(
 
         effective = None if judgments.labels is None else (judgments.effective, judgments.labels)
         frame, count = rescored_history(store, suite, judgments.frozen, frame, effective=effective)
-    frame, overlaps = with_overlap(store, suite.name, frame)
+    frame, overlaps = with_overlap(store, suite.name, frame, MAX_POINTS)
     trends = build_trends(
         frame, (*charted, *overlaps), baseline=baseline, rules=suite.rules, errors=errors
     )

@@ -1,9 +1,7 @@
 """Turn a suite's run history (the store's frame) into the trends a report charts.
 
-Each run's overlap with its baseline (mean rank-biased overlap and Jaccard of the top k) is
-a comparison, not a measurement of the run alone, so it is kept beside the run in the
-store's state (:func:`record_overlap`, namespace :data:`OVERLAP_STATE`) and joined into the
-history frame as the figures ``rbo@k`` and ``jaccard@k`` (:func:`with_overlap`).
+The history frame holds each run's overlap with its baseline too, as the figures ``rbo@k``
+and ``jaccard@k`` (:func:`monitor.compare.history.with_overlap`).
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ from monitor.store.records import RunRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-    from monitor.compare.overlap import Overlap
-    from monitor.store.base import Store
 
 #: The figure name of latency p95, as rules and comparisons call it.
 LATENCY_P95 = "latency_p95_seconds"
@@ -30,52 +26,6 @@ FALLBACK_METRICS = 4
 
 #: How many of the most recent runs a chart shows.
 MAX_POINTS = 60
-
-#: The store state namespace holding each run's overlap with its baseline, keyed
-#: ``<suite>/<run id>``.
-OVERLAP_STATE = "overlap"
-
-
-def record_overlap(store: Store, suite: str, run_id: int, overlap: Overlap | None) -> None:
-    """Keep run ``run_id``'s mean overlap with its baseline (nothing without a baseline)."""
-    if overlap is None or not overlap.n:
-        return
-    store.put_state(
-        OVERLAP_STATE,
-        f"{suite}/{run_id}",
-        {
-            "k": overlap.k,
-            "persistence": overlap.persistence,
-            "rbo": _finite(overlap.rbo),
-            "jaccard": _finite(overlap.jaccard),
-            "n": overlap.n,
-        },
-    )
-
-
-def with_overlap(
-    store: Store, suite: str, history: pd.DataFrame, limit: int = MAX_POINTS
-) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    """Return ``history`` with the columns ``rbo@k`` and ``jaccard@k`` of its last ``limit``
-    runs' stored overlaps (NaN for a run compared with no baseline), and their names; the
-    frame unchanged and no names when none of those runs has one."""
-    rows: dict[int, dict[str, float]] = {}
-    for position, run_id in zip(history.index[-limit:], history["run_id"].tail(limit), strict=True):
-        kept = store.get_state(OVERLAP_STATE, f"{suite}/{int(run_id)}")
-        if kept is None:
-            continue
-        k = int(kept["k"])
-        rows[position] = {
-            f"rbo@{k}": math.nan if kept["rbo"] is None else float(kept["rbo"]),
-            f"jaccard@{k}": math.nan if kept["jaccard"] is None else float(kept["jaccard"]),
-        }
-    names = tuple(dict.fromkeys(name for row in rows.values() for name in row))
-    if not names:
-        return history, ()
-    out = history.copy()
-    for name in names:
-        out[name] = [rows.get(position, {}).get(name, math.nan) for position in out.index]
-    return out, names
 
 
 def chart_metrics(

@@ -12,7 +12,7 @@ from monitor.metrics.spec import parse_metrics
 from monitor.runner.result import RunResult
 
 if TYPE_CHECKING:
-    from monitor.evaluation import EvaluationResult
+    from monitor.metrics.evaluation import EvaluationResult
 
 #: How many of a failed query's top ids the log keeps.
 TOP_IDS = 5
@@ -95,7 +95,7 @@ def _with_metrics(
     """
     if set(parse_metrics(names)) <= set(evaluation.metrics):
         return evaluation
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     qrels = {o.query_id: dict.fromkeys(o.relevant_ids, 1) for o in result.outcomes}
     return evaluate(qrels, result, metrics=names)

@@ -2,7 +2,7 @@
 
 Options: ``path`` and ``format`` (``trec``, ``json`` or ``auto``, the default: JSON when the
 file starts with ``{`` or ``[``), or instead ``bundled``: a run shipped with the package, named
-``<set>/<method>`` (``larkfield/keyword``; see :mod:`monitor.bundled`).
+``<set>/<method>`` (``larkfield/keyword``; see :mod:`monitor.evalset.bundled`).
 
 The file is read by :mod:`monitor.search.saved`, as ``evaluate`` reads a run file: TREC runs
 ranked as trec_eval ranks them, JSON ``{qid: [hits best first]}`` or ``{qid: {doc id:
@@ -202,8 +202,8 @@ def build(options: Mapping[str, object]) -> ReplaySearch:
 
 def _bundled(opts: Options, name: str) -> ReplaySearch:
     """Return a replay of the bundled run ``<set>/<method>``."""
-    from monitor import bundled
     from monitor.errors import UsageError
+    from monitor.evalset import bundled
 
     evalset, _, method = name.partition("/")
     if evalset != "larkfield" or not method:

@@ -21,7 +21,7 @@ from monitor.store.records import ColumnQueries, QueryColumns, RunFigures, RunRe
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
-    from monitor.evaluation import EvaluationResult
+    from monitor.metrics.evaluation import EvaluationResult
     from monitor.run.rankings import Rankings
     from monitor.runner import RunResult
 

@@ -123,7 +123,7 @@ def simulate(simulation: Simulation) -> dict[str, Any]:
     Shape: ``{"k", "relevant_in_collection", "metrics": {name: value}, "explain": {name:
     {"formula", "worked"}}}``; the values are :func:`monitor.evaluate`'s.
     """
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     metrics = metrics_at(simulation.k)
     result = evaluate(simulation.qrels(), simulation.run(), metrics, include_no_relevant=True)

@@ -548,7 +548,7 @@ def _as_record(suite: str, row: RunRow | None) -> RunRecord | None:
 def _scored(query: QueryRecord, judgments: Mapping[str, int], names: Sequence[str]) -> QueryRecord:
     """Return ``query`` with its values scored under ``judgments`` by the engine: none when
     it failed or has no relevant grade, as a run re-scored under new judgments has."""
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
 
     if query.error_type is not None or not any(g >= 1 for g in judgments.values()) or not names:
         return replace(query, values={})

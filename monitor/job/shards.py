@@ -32,7 +32,7 @@ from monitor.store.dialect import dump_json
 
 if TYPE_CHECKING:
     from monitor.evalset import EvalSet
-    from monitor.outcome import SuiteOutcome
+    from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store
     from monitor.store.records import RunRecord
     from monitor.store.sql import Database, Transaction

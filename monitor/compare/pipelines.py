@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from monitor.evalset import EvalSet
-    from monitor.evaluation import EvaluationResult
+    from monitor.metrics.evaluation import EvaluationResult
     from monitor.runner import RunResult
     from monitor.search import Search
 
@@ -175,11 +175,11 @@ def compare_pipelines(
 ) -> PipelineComparison:
     """Run each search on ``evalset`` and compare every pipeline with the first one.
 
-    ``scoring`` holds :func:`~monitor.evaluation.evaluate`'s scoring options (trec_eval's
+    ``scoring`` holds :func:`~monitor.metrics.evaluation.evaluate`'s scoring options (trec_eval's
     ``-l``, ``-M``, ``-J`` and the average); ``settings`` are the runner's keyword arguments
     (k, concurrency, timeout, ...).
     """
-    from monitor.evaluation import evaluate
+    from monitor.metrics.evaluation import evaluate
     from monitor.runner import run_pipelines
 
     results: dict[str, RunResult] = run_pipelines(evalset, searches, **settings)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.evaluation import QrelsLike, QueryCounts, RunLike, evaluate
+from monitor.metrics.evaluation import QrelsLike, QueryCounts, RunLike, evaluate
 from monitor.metrics.spec import Average, Metric
 from monitor.search.trec_columns import TrecColumns
 
@@ -150,7 +150,8 @@ def k_sweep(
 ) -> KSweep:
     """Evaluate ``measures`` at every k of ``ks`` in one pass and recommend k per use case.
 
-    The scoring options are :func:`monitor.evaluation.evaluate`'s (trec_eval's -c, -l, -M, -J).
+    The scoring options are :func:`monitor.metrics.evaluation.evaluate`'s (trec_eval's -c, -l, -M,
+    -J).
     """
     ks = tuple(sorted(set(ks)))
     metrics = [Metric(measure, k) for measure in measures for k in ks]

@@ -1,7 +1,7 @@
 """What one run of a suite produced, as the composer and the publish stage both read it.
 
 :class:`SuiteOutcome` is built by :func:`monitor.job.run_suite` once the run is stored and
-compared; :class:`Published` is what the export and alert stages (:mod:`monitor.publish`)
+compared; :class:`Published` is what the export and alert stages (:mod:`monitor.job.publish`)
 then did with it. Both are small frozen records that the stages pass on and never change.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from monitor.compare import Comparison
     from monitor.evalset import EvalSet
-    from monitor.evaluation import EvaluationResult
+    from monitor.metrics.evaluation import EvaluationResult
     from monitor.runner import RunResult
     from monitor.store.records import RunRecord
 

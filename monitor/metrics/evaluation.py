@@ -250,7 +250,7 @@ def evaluate(
     (:mod:`monitor.search.trec_columns`), with the same ranks as the line reader.
 
     A metric with a unit (``recall@5[section]``) is scored on judgments and run rewritten
-    into that unit by :func:`monitor.units.to_units`, which needs the passages' ``corpus``.
+    into that unit by :func:`monitor.metrics.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
     units = any(metric.unit is not None for metric in specs)
@@ -334,7 +334,7 @@ def _unit_values(
     if corpus is None:
         names = ", ".join(str(m) for group in groups.values() for m in group)
         raise InputError("<corpus>", f"a corpus of passages to score {names}")
-    from monitor.units import to_units
+    from monitor.metrics.units import to_units
 
     out: dict[Metric, FloatArray] = {}
     for (unit, cut), metrics in groups.items():

@@ -32,15 +32,15 @@ from monitor.errors import (
     StoreLockedError,
     UsageError,
 )
+from monitor.job.outcome import Published
 from monitor.logs import get_logger
-from monitor.outcome import Published
 from monitor.store.measured import failure_figures
 
 if TYPE_CHECKING:
     from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
     from monitor.config.model import SuiteConfig
     from monitor.exporters import SuiteSnapshot
-    from monitor.outcome import SuiteOutcome
+    from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store
     from monitor.store.records import RunFigures
 
