@@ -90,3 +90,26 @@ def test_a_doc_id_holding_a_nul_is_refused_at_the_search_output() -> None:
     """An id the run's table cannot hold fails its query with a clear error."""
     with pytest.raises(SearchOutputError, match="without NUL"):
         normalise_hits(["d1", "d\0x"])
+
+
+def test_a_table_reads_back_from_its_blob() -> None:
+    """The codec writes every column of the table and reads it back equal (query texts and
+    judgments aside: a reader gives back the eval set's)."""
+    from monitor.run import codec
+
+    outcomes = _outcomes()
+    table = RunTable.of(outcomes)
+    back = codec.decode_table(codec.encode_table(table)).take(range(4), table.queries)
+    assert outcomes == list(back)
+    assert {1: ("timeout", "no answer in 1 s")} == dict(back.errors)
+
+
+def test_a_table_without_texts_or_failures_reads_back_from_its_blob() -> None:
+    """A bulk answer's table (no hit text, no failure, hex ids) reads back equal."""
+    from monitor.run import codec
+
+    outcomes = [QueryOutcome("q1", "one", (Hit("00ff", 1.0), Hit("ab12")), (), 0.25)]
+    table = RunTable.of(outcomes)
+    back = codec.decode_table(codec.encode_table(table))
+    assert (None, {}) == (back.hit_texts, dict(back.errors))
+    assert outcomes == list(back.take([0], table.queries))

@@ -18,6 +18,7 @@ from store_legacy import insert_legacy_run
 from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
 
 from monitor.errors import StoreError, StoreLookupError
+from monitor.run import codec
 from monitor.store import QueryRecord, SqlStore, columnar, open_store, schema
 from monitor.store.records import QueryColumns
 
@@ -307,7 +308,7 @@ def test_texts_read_back_as_written(texts: list[str | None]) -> None:
     clean = [
         t if t is None or not any(0xD800 <= ord(c) <= 0xDFFF for c in t) else "x" for t in clean
     ]
-    assert clean == columnar._unstrings(columnar._strings(clean))
+    assert clean == codec.unstrings(codec.strings(clean))
 
 
 @settings(max_examples=100, deadline=None)
@@ -325,9 +326,9 @@ def test_doc_ids_are_coded_in_order_of_first_appearance() -> None:
         QueryRecord("q2", relevant_ids=("c", "a")),
     ]
     blobs = columnar.encode_queries(queries)
-    assert ["b", "a", "c"] == columnar._texts(columnar._unpack(blobs[columnar.DOC_IDS]))
-    assert [0, 1, 0] == columnar._unpack(blobs[columnar.RETRIEVED])[1].tolist()
-    assert [2, 1] == columnar._unpack(blobs[columnar.RELEVANT])[1].tolist()
+    assert ["b", "a", "c"] == codec.texts_of(codec.unpack(blobs[columnar.DOC_IDS]))
+    assert [0, 1, 0] == codec.unpack(blobs[columnar.RETRIEVED])[1].tolist()
+    assert [2, 1] == codec.unpack(blobs[columnar.RELEVANT])[1].tolist()
 
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -358,7 +359,7 @@ def test_a_blob_is_each_array_header_and_byte_planes_however_fed(
     import struct
     import zlib
 
-    monkeypatch.setattr(columnar, "_PLANE_BYTES", block)
+    monkeypatch.setattr(codec, "_PLANE_BYTES", block)
     arrays = [
         np.arange(7, dtype=np.int32) * 70_000,
         np.array([0.5, -1.0, np.nan]),
@@ -370,8 +371,8 @@ def test_a_blob_is_each_array_header_and_byte_planes_however_fed(
         + a.view(np.uint8).reshape(a.size, a.dtype.itemsize).T.tobytes()
         for a in arrays
     )
-    blob = columnar._pack(arrays)
+    blob = codec.pack(arrays)
     assert expected == zlib.decompress(blob)
-    back = columnar._unpack(blob)
+    back = codec.unpack(blob)
     assert [a.dtype for a in arrays] == [b.dtype for b in back]
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(arrays, back, strict=True))

@@ -17,6 +17,7 @@ errors), no row per query.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from monitor.errors import UsageError
-from monitor.records import Hit, MetaValue, QueryOutcome
+from monitor.errors import StoreError, UsageError
+from monitor.records import MetaValue
+from monitor.run import codec
 from monitor.run.table import RunTable
 from monitor.runner.result import RunResult
 from monitor.store.dialect import dump_json
@@ -359,8 +361,9 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
 
 
 def encode_result(result: RunResult) -> dict[str, Any]:
-    """Return a part's run as parallel arrays, JSON-ready (query texts are the eval set's)."""
-    outcomes = tuple(result.outcomes)  # built once: a bulk run's are built as they are read
+    """Return a part's run JSON-ready: its figures, and its table as the run's one codec
+    writes it (:func:`monitor.run.codec.encode_table`, base64; query texts and judgments
+    are the eval set's)."""
     return {
         "k": result.k,
         "started_at": result.started_at.isoformat(),
@@ -371,46 +374,25 @@ def encode_result(result: RunResult) -> dict[str, Any]:
         "retries": result.retries,
         "search_stats": dict(result.search_stats),
         "label": result.label,
-        "query_ids": [o.query_id for o in outcomes],
-        "hit_ids": [[h.id for h in o.hits] for o in outcomes],
-        "scores": [[h.score for h in o.hits] for o in outcomes],
-        "texts": [
-            [h.text for h in o.hits] if any(h.text is not None for h in o.hits) else None
-            for o in outcomes
-        ],
-        "latency_seconds": [o.latency_seconds for o in outcomes],
-        "error_type": [o.error_type for o in outcomes],
-        "error_message": [o.error_message for o in outcomes],
-        "duplicates": [o.duplicates for o in outcomes],
+        "codec": codec.CODEC,
+        "table": base64.b64encode(codec.encode_table(result.outcomes)).decode("ascii"),
     }
 
 
-def decode_result(doc: Mapping[str, Any]) -> RunResult:
+def decode_result(doc: Mapping[str, Any], location: str) -> RunResult:
     """Return the run :func:`encode_result` wrote: its outcomes without query texts or
     judgments, which :func:`merge` takes from the eval set, and without a latency summary,
-    which :func:`merge` makes over every part."""
-    outcomes = []
-    for i, qid in enumerate(doc["query_ids"]):
-        texts = doc["texts"][i] or [None] * len(doc["hit_ids"][i])
-        hits = tuple(
-            Hit(hid, score, text)
-            for hid, score, text in zip(doc["hit_ids"][i], doc["scores"][i], texts, strict=True)
-        )
-        outcomes.append(
-            QueryOutcome(
-                query_id=qid,
-                query="",
-                hits=hits,
-                relevant_ids=(),
-                latency_seconds=doc["latency_seconds"][i],
-                error_type=doc["error_type"][i],
-                error_message=doc["error_message"][i],
-                duplicates=int(doc["duplicates"][i]),
-            )
+    which :func:`merge` makes over every part. A part in another codec (written by another
+    version) is a StoreError naming ``location``."""
+    if doc.get("codec") != codec.CODEC:
+        raise StoreError(
+            location,
+            f"a shard's part is in codec {doc.get('codec')!r}, expected {codec.CODEC!r}: another"
+            " version of retrieval-monitor wrote it; run the attempt again",
         )
     stats: dict[str, MetaValue] = dict(doc["search_stats"])
     return RunResult(
-        outcomes=RunTable.of(outcomes),
+        outcomes=codec.decode_table(base64.b64decode(doc["table"])),
         k=int(doc["k"]),
         started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
         finished_at=datetime.fromisoformat(doc["finished_at"]).astimezone(timezone.utc),
@@ -463,7 +445,7 @@ def _parts(tx: Transaction, suite: str, attempt: str) -> list[Part]:
     return [
         Part(
             int(index),
-            decode_result(tx.dialect.read_json(raw)) if status == "ok" else None,
+            decode_result(tx.dialect.read_json(raw), tx.location) if status == "ok" else None,
             error,
         )
         for index, status, raw, error in rows

@@ -13,6 +13,7 @@ from typing import Any
 
 from monitor.errors import StoreError
 from monitor.records import LatencySummary
+from monitor.run.codec import CODEC
 from monitor.store import columnar
 from monitor.store.dialect import dump_json, float_or_nan, nan_to_null
 from monitor.store.records import (
@@ -94,7 +95,7 @@ def insert_blobs(tx: Transaction, run_id: int, columns: QueryColumns) -> None:
     blobs = columnar.encode_columns(columns)
     tx.executemany(
         "INSERT INTO run_blobs (run_id, field, codec, data) VALUES (?, ?, ?, ?)",
-        ((run_id, name, columnar.CODEC, data) for name, data in blobs.items()),
+        ((run_id, name, CODEC, data) for name, data in blobs.items()),
     )
 
 
@@ -120,11 +121,11 @@ def read_blobs(
 
 def _check_codec(tx: Transaction, run_id: int, field: str, codec: str) -> None:
     """Raise StoreError unless ``codec`` is the one this version reads."""
-    if codec != columnar.CODEC:
+    if codec != CODEC:
         raise StoreError(
             tx.location,
             f"run {run_id}, field {field!r}: unknown codec {codec!r}"
-            f" (expected {columnar.CODEC!r}); upgrade retrieval-monitor",
+            f" (expected {CODEC!r}); upgrade retrieval-monitor",
         )
 
 
