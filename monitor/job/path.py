@@ -1,9 +1,11 @@
-"""The one path of a run, composed once: search, measure, record, compare.
+"""The one path of a run, composed once: load, search, measure, record, compare.
 
-The scheduled run (:mod:`monitor.job.suite`), the shard that finishes a sharded attempt
+The scheduled run (:mod:`monitor.job.suite`), the shards of a sharded attempt
 (:mod:`monitor.job.shard`) and the gate (:mod:`monitor.gate.compose`) all take these steps:
-:func:`search_suite` runs the eval set through the search with the suite's runner settings,
-:func:`measure` scores the run and builds the store's record of it, and
+:func:`load_frozen` reads the suite's frozen eval set (from the eval-set cache, with the
+digests the store kept, when its files are unchanged), :func:`search_suite` runs the eval
+set through the search with the suite's runner settings, :func:`measure` scores the run and
+builds the store's record of it, and
 :func:`compare_with_baseline` compares a record with a baseline under the suite's rules;
 :func:`compare_stored` does that for a stored run and keeps what the next runs read (the
 rule flags, the overlap, retention).
@@ -12,6 +14,7 @@ rule flags, the overlap, retention).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -19,7 +22,9 @@ from typing import TYPE_CHECKING
 from monitor.compare import Comparison, compare_runs
 from monitor.compare.history import record_overlap, record_rule_flags, rule_history
 from monitor.errors import InternalError, UsageError
+from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
+from monitor.evalset.suite import load_evalset
 from monitor.job.outcome import SuiteOutcome
 from monitor.judgments import align_baseline, labels_of
 from monitor.judgments.suite import judge_after_run
@@ -27,16 +32,52 @@ from monitor.metrics.evaluation import EvaluationResult, evaluate
 from monitor.metrics.spec import Metric
 from monitor.runner import RunResult, run_queries
 from monitor.secrets import suite_scrubber
+from monitor.store.layers import RunLabels
 from monitor.store.measured import run_rankings, run_record
 from monitor.store.prune import apply_retention
 
 if TYPE_CHECKING:
     from monitor.config.model import SignificanceConfig, SuiteConfig
     from monitor.evalset import EvalSet
+    from monitor.evalset.digests import SetDigests
     from monitor.search.base import Search
     from monitor.store import Store
-    from monitor.store.layers import RunLabels
     from monitor.store.records import RunRecord
+
+
+def load_frozen(
+    suite: SuiteConfig, kept: Mapping[str, object] | None
+) -> tuple[EvalSet, RunLabels, SetDigests | None]:
+    """Return the suite's frozen eval set with its fingerprint (every run records it), its
+    labels (the run's when no judgment layer changes the set), and the digests to keep for
+    the next run (None when ``kept`` already holds them, or when they cannot be kept).
+
+    ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
+    the set's files hash as they did, the digests are taken from it instead of computed.
+    """
+    before = digests.stat_files(suite.evalset)
+    files = digests.files_digest(suite.evalset) if before is not None else None
+    # A large set read into columns before is read back from the cache, not parsed again.
+    cached = cache.read(files) if files is not None else None
+    evalset = cached if cached is not None else load_evalset(suite.evalset)
+    if digests.stat_files(suite.evalset) != before:
+        files = None  # changed while it was read: neither trusted nor kept
+        if cached is not None:
+            evalset = load_evalset(suite.evalset)  # the file as it is now
+    elif cached is None and files is not None and before is not None:
+        cache.write(files, evalset, sum(size for size, _, _ in before))
+    found = None if files is None else digests.known(kept, files)
+    if found is not None:
+        evalset.adopt_fingerprint(found.fingerprint)
+        return evalset, RunLabels(found.queries_fingerprint, found.judgments_version), None
+    fingerprint = evalset.fingerprint  # computed here, on the loading thread, and kept
+    labels = labels_of(evalset)
+    if files is None:
+        return evalset, labels, None
+    fresh = digests.SetDigests(
+        files, fingerprint, labels.queries_fingerprint, labels.judgments_version
+    )
+    return evalset, labels, fresh
 
 
 def search_suite(

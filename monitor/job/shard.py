@@ -15,8 +15,8 @@ from monitor.alerts import build_notifiers
 from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, ShardAttemptFailed, UsageError
-from monitor.evalset.suite import load_evalset
-from monitor.job.path import compare_stored, measure, search_suite
+from monitor.evalset import digests
+from monitor.job.path import compare_stored, load_frozen, measure, search_suite
 from monitor.job.publish import Clock, publish_failure, publish_run
 from monitor.job.shards import (
     DEFAULT_DEADLINE_SECONDS,
@@ -88,7 +88,11 @@ def run_shard(
     try:
         parts = ShardStore(store)
         started = clock()
-        frozen = load_evalset(suite.evalset)
+        frozen, frozen_labels, fresh = load_frozen(
+            suite, store.get_state(digests.NAMESPACE, suite.name)
+        )
+        if fresh is not None:
+            store.put_state(digests.NAMESPACE, suite.name, fresh.as_state())
         evalset = suite_evalset(store, suite, frozen)
         opened = parts.open(
             suite.name,
@@ -161,8 +165,9 @@ def run_shard(
         seed_unpinned(suite, store, evalset, config_hash)
         evaluation, merged = measured[0]
         try:
+            labels = frozen_labels if evalset is frozen else None
             outcome = compare_stored(
-                suite, store, saved.run_id, evalset, evaluation, merged, frozen
+                suite, store, saved.run_id, evalset, evaluation, merged, frozen, labels
             )
         except Exception as error:  # the run is stored; its failure still goes out
             failed(error, opened.opened_at)

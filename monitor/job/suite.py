@@ -23,11 +23,10 @@ from monitor.alerts import build_notifiers
 from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import SearchBackendError, UsageError
-from monitor.evalset import bundled, cache, digests
-from monitor.evalset.suite import load_evalset
+from monitor.evalset import bundled, digests
 from monitor.job.lockskips import suite_lock
 from monitor.job.outcome import SuiteOutcome
-from monitor.job.path import compare_stored, measure, score_run, search_suite
+from monitor.job.path import compare_stored, load_frozen, measure, score_run, search_suite
 from monitor.job.publish import Clock, publish_failure, publish_lock_failure, publish_run
 from monitor.judgments import labels_of
 from monitor.judgments.suite import suite_evalset
@@ -36,14 +35,12 @@ from monitor.runner import run_queries
 from monitor.runner.reference import judge_by_reference
 from monitor.search import build_search, close_search
 from monitor.secrets import suite_scrubber
-from monitor.store.layers import RunLabels
 from monitor.store.measured import failed_search, run_record
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
-    from monitor.evalset.digests import SetDigests
     from monitor.job.publish import Sink
     from monitor.search.base import Search
     from monitor.store import Store
@@ -115,7 +112,7 @@ def _run_locked(
     # is in place.
     kept = store.get_state(digests.NAMESPACE, suite.name)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor-evalset") as pool:
-        loading = pool.submit(_loaded_evalset, suite, kept)
+        loading = pool.submit(load_frozen, suite, kept)
         built = _built_search(suite)
         try:
             frozen, frozen_labels, fresh = loading.result()
@@ -161,41 +158,6 @@ def _run_locked(
     del record
     labels = frozen_labels if evalset is frozen else None
     return compare_stored(suite, store, run_id, evalset, evaluation, outcomes, frozen, labels)
-
-
-def _loaded_evalset(
-    suite: SuiteConfig, kept: Mapping[str, object] | None
-) -> tuple[EvalSet, RunLabels, SetDigests | None]:
-    """Return the suite's frozen eval set with its fingerprint (every run records it), its
-    labels (the run's when no judgment layer changes the set), and the digests to keep for
-    the next run (None when ``kept`` already holds them, or when they cannot be kept).
-
-    ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
-    the set's files hash as they did, the digests are taken from it instead of computed.
-    """
-    before = digests.stat_files(suite.evalset)
-    files = digests.files_digest(suite.evalset) if before is not None else None
-    # A large set read into columns before is read back from the cache, not parsed again.
-    cached = cache.read(files) if files is not None else None
-    evalset = cached if cached is not None else load_evalset(suite.evalset)
-    if digests.stat_files(suite.evalset) != before:
-        files = None  # changed while it was read: neither trusted nor kept
-        if cached is not None:
-            evalset = load_evalset(suite.evalset)  # the file as it is now
-    elif cached is None and files is not None and before is not None:
-        cache.write(files, evalset, sum(size for size, _, _ in before))
-    found = None if files is None else digests.known(kept, files)
-    if found is not None:
-        evalset.adopt_fingerprint(found.fingerprint)
-        return evalset, RunLabels(found.queries_fingerprint, found.judgments_version), None
-    fingerprint = evalset.fingerprint  # computed here, on the loading thread, and kept
-    labels = labels_of(evalset)
-    if files is None:
-        return evalset, labels, None
-    fresh = digests.SetDigests(
-        files, fingerprint, labels.queries_fingerprint, labels.judgments_version
-    )
-    return evalset, labels, fresh
 
 
 def _built_search(suite: SuiteConfig) -> Search | Exception:
