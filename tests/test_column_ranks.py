@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from monitor import evaluate
 from monitor.metrics.ranks import NOT_RETRIEVED
 from monitor.search import trec_columns
-from monitor.search.trec_columns import read_trec_columns
+from monitor.search.trec_read import read_trec_columns
 
 DOCS = ["d1", "d2", "d3", "dé", "a-document-id-longer-than-sixteen-bytes", "x"]
 

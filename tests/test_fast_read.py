@@ -12,9 +12,9 @@ import pytest
 from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.evaluation import evaluate
 from monitor.metrics.ranks import resolve
-from monitor.search import trec_columns
+from monitor.search import trec_columns, trec_read
 from monitor.search.saved import load_run
-from monitor.search.trec_columns import read_trec_columns
+from monitor.search.trec_read import read_trec_columns
 
 CONFORMANCE = Path("/work/shared/conformance/peers/trec_eval")
 ALL = ["map", "ndcg", "mrr", "r_precision", "precision@10", "recall@100", "ndcg@10"]
@@ -97,7 +97,7 @@ def test_columns_agree_across_chunks(
     path = tmp_path / "run.trec"
     path.write_text(text, encoding="utf-8")
     expected = _fields(resolve(qrels, load_run(path)))
-    monkeypatch.setattr(trec_columns, "CHUNK_BYTES", 37)
+    monkeypatch.setattr(trec_read, "CHUNK_BYTES", 37)
     columns = read_trec_columns(path)
     assert columns is not None
     assert expected == _fields(resolve_columns(qrels, columns))
@@ -126,7 +126,7 @@ def test_decimal_scores_are_correctly_rounded() -> None:
     a = np.frombuffer(chunk + b" " * 64, dtype=np.uint8)
     starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
     lengths = np.array([len(t) for t in texts])
-    values = trec_columns._parse_scores(chunk, a, starts, lengths)
+    values = trec_read._parse_scores(chunk, a, starts, lengths)
     assert values is not None
     assert [float(t) for t in texts] == values.tolist()
 
@@ -178,7 +178,7 @@ def test_gzip_run_reads_like_the_plain_file(tmp_path: Path) -> None:
 def test_a_file_without_line_feeds_is_left_to_the_line_reader(tmp_path: Path) -> None:
     """Bytes that never end a line (a device such as /dev/zero) are not buffered without end."""
     path = tmp_path / "run.trec"
-    path.write_bytes(b"\0" * (trec_columns.MAX_LINE_BYTES + trec_columns.CHUNK_BYTES + 1))
+    path.write_bytes(b"\0" * (trec_read.MAX_LINE_BYTES + trec_read.CHUNK_BYTES + 1))
     assert read_trec_columns(path) is None
 
 

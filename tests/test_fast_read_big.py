@@ -12,7 +12,7 @@ from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.ranks import resolve
 from monitor.search import trec_columns
 from monitor.search.saved import load_run
-from monitor.search.trec_columns import read_trec_columns
+from monitor.search.trec_read import read_trec_columns
 
 
 def _big_run(

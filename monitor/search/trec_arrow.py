@@ -48,7 +48,7 @@ def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColu
     of the GIL, so a thread reading the eval set beside it does not slow it down.
     """
     from monitor.search.saved import is_trec_run
-    from monitor.search.trec_columns import read_trec_columns
+    from monitor.search.trec_read import read_trec_columns
 
     try:
         if not is_trec_run(Path(path), format):
