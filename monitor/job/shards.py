@@ -287,7 +287,7 @@ class ShardStore:
                 missing = ", ".join(f"{i}/{found.count}" for i in left)
                 reason = f"the attempt passed its deadline without shard(s) {missing}"
             elif len(parts) == found.count:
-                run = finalise(_parts(tx, suite, attempt))
+                run = finalise(_parts(tx, suite, attempt, part))
                 run_id = insert_run(tx, run, now)
                 _close(tx, suite, attempt, "finalised", now, run_id, None)
                 return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
@@ -436,13 +436,15 @@ def _attempt(tx: Transaction, suite: str, attempt: str, *, lock: bool) -> Attemp
     )
 
 
-def _parts(tx: Transaction, suite: str, attempt: str) -> list[Part]:
+def _parts(tx: Transaction, suite: str, attempt: str, own: Part) -> list[Part]:
+    """Return the attempt's parts in shard order; ``own``, the part this shard has just
+    written, is taken as it is in memory, not read back."""
     rows = tx.all(
         "SELECT shard_index, status, outcomes, error FROM shard_parts"
-        " WHERE suite = ? AND attempt = ? ORDER BY shard_index",
-        (suite, attempt),
+        " WHERE suite = ? AND attempt = ? AND shard_index <> ? ORDER BY shard_index",
+        (suite, attempt, own.index),
     )
-    return [
+    others = [
         Part(
             int(index),
             decode_result(tx.dialect.read_json(raw), tx.location) if status == "ok" else None,
@@ -450,6 +452,7 @@ def _parts(tx: Transaction, suite: str, attempt: str) -> list[Part]:
         )
         for index, status, raw, error in rows
     ]
+    return sorted([*others, own], key=lambda part: part.index)
 
 
 def _write_part(tx: Transaction, suite: str, attempt: str, part: Part, now: datetime) -> None:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from monitor import texts
-from monitor.records import owned_queries
+from monitor.evalset.columns import EvalColumns
+from monitor.records import MetaValue
 from monitor.run.answers import Answers
 
 if TYPE_CHECKING:
@@ -202,6 +203,17 @@ def decode_table(blob: bytes) -> RunTable:
     (given,) = take(1)
     hit_texts = unstrings(take(texts_n)) if bool(given[0]) else None
     answers = Answers(counts, words.reshape(-1, int(width)), scores, duplicates)
-    queries = owned_queries(ids, [""] * len(ids), [{}] * len(ids), [{}] * len(ids))
+    # The queries as columns of their ids alone: no record is built for a query not read.
+    empty = np.zeros(0, dtype=np.int64)
+    no_metadata: dict[str, MetaValue] = {}
+    queries = EvalColumns(
+        tuple(ids),
+        ("",) * len(ids),
+        (no_metadata,) * len(ids),
+        np.zeros(len(ids), dtype=np.int64),
+        empty,
+        np.zeros(0, dtype=np.uint8),
+        empty,
+    )
     errors = dict(zip(rows.tolist(), zip(kinds, messages, strict=True), strict=True))
     return RunTable(queries, answers, latency, errors, hit_texts)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
@@ -143,11 +143,12 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         """Return the tables ``parts`` one after the other (shards' parts, say)."""
         if len(parts) == 1:
             return parts[0]
-        queries: list[Query] = []
         errors: dict[int, Failure] = {}
+        at = 0
         for part in parts:
-            errors.update((len(queries) + row, failure) for row, failure in part.errors.items())
-            queries.extend(part.queries)
+            errors.update((at + row, failure) for row, failure in part.errors.items())
+            at += len(part)
+        queries: Sequence[Query] = _joined_queries([part.queries for part in parts])
         width = max((part.hits.doc_words.shape[1] for part in parts), default=1)
         words = [_widened(part.hits.doc_words, width) for part in parts]
         answers = Answers(
@@ -348,6 +349,14 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
             np.concatenate((hits.counts, relevant_counts)), [hits.doc_words, relevant_words]
         )
         return whole.split(len(hits.counts))
+
+
+def _joined_queries(parts: list[Sequence[Query]]) -> Sequence[Query]:
+    """Return the queries of ``parts`` one after the other: as columns when every part holds
+    columns (an eval set's slices), so no record is built for them."""
+    if all(isinstance(part, EvalColumns) for part in parts):
+        return EvalColumns.concatenate(cast("list[EvalColumns]", parts))
+    return [query for part in parts for query in part]
 
 
 def _joined(arrays: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
