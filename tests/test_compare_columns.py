@@ -174,3 +174,28 @@ def test_overlaps_of_long_rankings_cut_short_are_the_scalar_measures() -> None:
     pairs = list(zip(first, second, strict=True))
     assert [rank_biased_overlap(a, b, 2) for a, b in pairs] == rbos.tolist()
     assert [jaccard(a, b, 2) for a, b in pairs] == jaccards.tolist()
+
+
+def test_coverage_read_from_the_columns_is_the_engines_on_dicts() -> None:
+    """judged@k of each stored query, scored from the run's columns, equals the engine's
+    score of the same rankings given as dicts (an independent path through the engine)."""
+    from monitor.compare.coverage import judged_at
+    from monitor.metrics.evaluation import evaluate
+    from monitor.store import QueryRecord, RunRecord
+
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    queries = (
+        QueryRecord("a", {"ndcg@10": 0.5}, ("d1", "d2", "d9", "d1"), ("d1",)),
+        QueryRecord("b", {"ndcg@10": 0.0}, ("x", "y"), ("z",)),
+        QueryRecord("c", {}, ("d1",), ()),  # not evaluated: left out
+        QueryRecord("d", {"ndcg@10": 1.0}, ("q",), ("q",), error_type="TimeoutError"),
+    )
+    run = RunRecord("s", "p", at, at, queries=queries)
+    qrels = {"a": {"d1": 1, "d2": 0}, "b": {"z": 1, "y": 0}, "c": {"d1": 1}, "d": {"q": 1}}
+    expected = evaluate(
+        {q: qrels[q] for q in ("a", "b")},
+        {"a": ["d1", "d2", "d9", "d1"], "b": ["x", "y"]},
+        ["judged@3"],
+    )
+    values = expected.values[expected.metrics[0]].tolist()
+    assert dict(zip(expected.query_ids, values, strict=True)) == judged_at(run, qrels, 3)

@@ -113,3 +113,22 @@ def test_a_table_without_texts_or_failures_reads_back_from_its_blob() -> None:
     back = codec.decode_table(codec.encode_table(table))
     assert (None, {}) == (back.hit_texts, dict(back.errors))
     assert outcomes == list(back.take([0], table.queries))
+
+
+def test_checked_hits_holding_a_nul_fail_the_table_with_a_clear_error() -> None:
+    """Hits a search declared checked are not checked again: the table names the fault."""
+    with pytest.raises(UsageError, match="NUL"):
+        RunTable.of([QueryOutcome("q", "t", (Hit("a\0b"),))])
+
+
+def test_tables_of_column_queries_join_as_columns() -> None:
+    """Parts over an eval set's columns join without a record per query, ids in order."""
+    from monitor.evalset.columns import EvalColumns
+
+    queries = [Query("q1", "one", {"d1": 1}), Query("q2", "two"), Query("q3", "three")]
+    columns = EvalColumns.of(queries)
+    table = RunTable.of([QueryOutcome(q.id, q.text, (Hit("d1"),)) for q in queries], columns)
+    parts = [table.take([2], columns.take([2])), table.take([0, 1], columns.take([0, 1]))]
+    joined = RunTable.concatenate(parts)
+    assert isinstance(joined.queries, EvalColumns)
+    assert ("q3", "q1", "q2") == tuple(joined.query_ids)

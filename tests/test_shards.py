@@ -228,3 +228,12 @@ def test_a_shard_deadline_must_be_positive(tmp_path: Path) -> None:
     """A deadline of 0 seconds is a usage error."""
     with open_store(tmp_path / "m.db") as store, pytest.raises(UsageError, match="above 0"):
         run_shard(suite(), store, Shard(0, 2), "a", deadline_seconds=0, notifiers={})
+
+
+def test_a_part_in_another_codec_is_a_store_error_naming_the_store() -> None:
+    """A part written by another version (JSON arrays, no codec) is refused clearly."""
+    from monitor.errors import StoreError
+    from monitor.job.shards import decode_result
+
+    with pytest.raises(StoreError, match=r"store db\.sqlite: a shard's part is in codec None"):
+        decode_result({"k": 10, "query_ids": ["q1"], "hit_ids": [["d1"]]}, "db.sqlite")
