@@ -32,8 +32,7 @@ INFRASTRUCTURE = (
 )
 #: Alerts and exporters: the two outputs of a run, each on its own.
 PUBLISH = ("monitor.alerts", "monitor.exporters")
-#: The composer and the modules that are its steps (they move into monitor/job/ once job.py
-#: is that package; scripts/relayout.py moves them).
+#: The composer and the modules that are its steps.
 JOB = (
     "monitor.job",
     "monitor.job.publish",
@@ -346,9 +345,7 @@ def test_every_rule_names_packages_that_exist() -> None:
     known = modules()
     named = {p for p, forbidden, _ in RULES for p in (p, *forbidden)} | set(SHARED)
     named |= {m for pair in KNOWN_EXCEPTIONS for m in pair}
-    # The composer's steps are checked wherever they are: at the top or inside monitor/job/.
-    moving = {step for step in JOB if step != "monitor.job"}
-    missing = sorted(name for name in named - moving if not any(within(m, name) for m in known))
+    missing = sorted(name for name in named if not any(within(m, name) for m in known))
     assert [] == missing
 
 
