@@ -11,10 +11,10 @@ from statistics import NormalDist
 import pytest
 
 from monitor.cli import main
+from monitor.compare.power import minimal_detectable_drop
 from monitor.evalset import EvalSet, bundled
 from monitor.evalset.corpus import Corpus, Passage
 from monitor.evalset.hygiene import check_evalset, evalset_stats, leak_overlap
-from monitor.evalset.power import minimal_detectable_drop
 from monitor.store import open_store
 
 LARKFIELD = Path(bundled.data_path("larkfield"))

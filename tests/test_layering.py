@@ -182,13 +182,6 @@ KNOWN_EXCEPTIONS = {
     ("monitor.config.kinds", "monitor.alerts.registry"): (
         "the registry owns the notifier kinds (STYLE: one fact, one owner); imported lazily"
     ),
-    ("monitor.evalset.power", "monitor.compare.matched"): (
-        "the minimal detectable drop pairs a stored run with the baseline: compare's work, "
-        "kept in evalset for the hygiene check (evalset.hygiene); belongs in compare"
-    ),
-    ("monitor.evalset.power", "monitor.store.records"): (
-        "typing only: the power figures read two RunRecords (same move as above)"
-    ),
     ("monitor.runner.failed", "monitor.metrics.evaluation"): (
         "the failed-query log reads the run's evaluation: a metrics-stage report re-exported "
         "by monitor.runner; belongs in metrics"

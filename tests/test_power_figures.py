@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from monitor.compare.matched import Matched
+from monitor.compare.power import rule_power, rule_powers
 from monitor.config.model import Check, RuleConfig
-from monitor.evalset.power import rule_power, rule_powers
 from monitor.metrics.spec import parse_metric
 from monitor.store import QueryRecord, RunRecord
 

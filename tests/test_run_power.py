@@ -15,8 +15,8 @@ import pytest
 
 from monitor.cli import main
 from monitor.cli.run import _powers
+from monitor.compare.power import rule_powers
 from monitor.config import default_config
-from monitor.evalset.power import rule_powers
 from monitor.job import run_suite
 from monitor.store import RunRecord, open_store
 

@@ -14,9 +14,9 @@ from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
+    from monitor.compare.power import PowerFigure
     from monitor.config.model import SuiteConfig
     from monitor.evalset.hygiene import CheckReport
-    from monitor.evalset.power import PowerFigure
     from monitor.store import RunRecord
 
 
@@ -109,7 +109,7 @@ def suite_power(suite: SuiteConfig, target: str) -> tuple[list[PowerFigure], str
     The baseline comes from the store at ``target`` (never created here), else from the
     suite's bundled seed baseline run; the latest stored run gives the paired deltas.
     """
-    from monitor.evalset.power import rule_power
+    from monitor.compare.power import rule_power
     from monitor.store import open_store
     from monitor.store.location import store_location
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from monitor.cli.exits import ExitCode
+    from monitor.compare.power import PowerFigure
     from monitor.config.model import MonitorConfig, SuiteConfig
-    from monitor.evalset.power import PowerFigure
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import Published, SuiteOutcome
     from monitor.job.shards import Shard, ShardOutcome
@@ -308,7 +308,7 @@ def _powers(store: Store, suite: SuiteConfig, outcome: SuiteOutcome) -> dict[str
     outcome does not hold it); each figure comes from its per-query values and the run's,
     as ``report`` gives it.
     """
-    from monitor.evalset.power import rule_powers
+    from monitor.compare.power import rule_powers
 
     baseline_id = outcome.comparison.baseline_run_id
     if baseline_id is None:

@@ -14,7 +14,7 @@ a severity (``error`` makes ``evalset check`` exit 4):
 - ``too_few_queries``: fewer than :data:`MIN_ANSWERABLE` answerable queries (warning), and
   ``small_segment``: a value of a segment key the suite breaks results down by with fewer
   than :data:`MIN_SEGMENT` answerable queries (warning).
-- ``power``: each drop rule's minimal detectable drop (:mod:`monitor.evalset.power`): info,
+- ``power``: each drop rule's minimal detectable drop (:mod:`monitor.compare.power`): info,
   or a warning when the rule's threshold is below it.
 
 :func:`evalset_stats` counts queries, judgments, grades and metadata values.
@@ -26,11 +26,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from monitor.evalset.corpus import Corpus
 from monitor.evalset.model import EvalSet
-from monitor.evalset.power import PowerFigure
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -44,6 +43,24 @@ MIN_ANSWERABLE = 30
 #: Fewer answerable queries than this in one segment value make its breakdown noise.
 MIN_SEGMENT = 10
 _WORD = re.compile(r"[^\W_]+")
+
+
+class PowerFigure(Protocol):
+    """A drop rule's minimal detectable drop, as the check reports it
+    (:class:`monitor.compare.power.PowerFigure`, computed from stored runs)."""
+
+    @property
+    def detectable(self) -> bool:
+        """Return whether the rule's allowed drop can be told from noise."""
+        ...
+
+    def sentence(self) -> str:
+        """Return the figure as one sentence for people."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

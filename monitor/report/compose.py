@@ -23,10 +23,10 @@ from monitor.errors import MonitorError, StoreLookupError, UsageError
 from monitor.report.records import Report, Trend
 
 if TYPE_CHECKING:
+    from monitor.compare.power import PowerFigure
     from monitor.compare.records import Comparison, RuleOutcome
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
-    from monitor.evalset.power import PowerFigure
     from monitor.records import MetaValue
     from monitor.store import RunLabels, RunRecord, Store
 
@@ -401,7 +401,7 @@ def with_power(
 ) -> tuple[RuleOutcome, ...]:
     """Return ``rules`` with each drop rule's minimal detectable drop added to its message.
 
-    ``figures`` are :func:`monitor.evalset.power.rule_powers` of the run and its baseline.
+    ``figures`` are :func:`monitor.compare.power.rule_powers` of the run and its baseline.
     """
     out = []
     for outcome in rules:
@@ -415,7 +415,7 @@ def with_power(
 def _powers(
     suite: SuiteConfig, baseline: RunRecord | None, run: RunRecord
 ) -> dict[str, PowerFigure]:
-    from monitor.evalset.power import rule_powers
+    from monitor.compare.power import rule_powers
 
     if baseline is None:
         return {}
