@@ -182,10 +182,6 @@ KNOWN_EXCEPTIONS = {
     ("monitor.config.kinds", "monitor.alerts.registry"): (
         "the registry owns the notifier kinds (STYLE: one fact, one owner); imported lazily"
     ),
-    ("monitor.runner.failed", "monitor.metrics.evaluation"): (
-        "the failed-query log reads the run's evaluation: a metrics-stage report re-exported "
-        "by monitor.runner; belongs in metrics"
-    ),
     ("monitor.job.lockskips", "monitor.daemon.schedule"): (
         "a skip streak is too long after one schedule interval; the interval of a cron "
         "schedule is the daemon's shortest_gap (imported lazily); belongs beside daemon.cron"

@@ -12,14 +12,9 @@ from monitor.cli import main
 from monitor.errors import SearchBackendError, UsageError
 from monitor.evalset.bundled import larkfield_evalset
 from monitor.metrics.evaluation import EvaluationResult
+from monitor.metrics.failed import failed_queries, write_failed_queries
 from monitor.records import Query
-from monitor.runner import (
-    RunResult,
-    failed_queries,
-    reference_qrels,
-    run_queries,
-    write_failed_queries,
-)
+from monitor.runner import RunResult, reference_qrels, run_queries
 from monitor.search import build_search
 from monitor.testing import FakeSearch
 

@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
             )
             published = outcome.published
             if args.failed_queries:
-                from monitor.runner import write_failed_queries
+                from monitor.metrics.failed import write_failed_queries
 
                 path = args.failed_queries.replace("{suite}", suite.name)
                 if outcome.result is None:  # asked for above: never let go

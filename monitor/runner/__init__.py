@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from monitor.records import LatencySummary
 from monitor.runner.calls import RetryPolicy, is_retryable
-from monitor.runner.failed import failed_queries, write_failed_queries
 from monitor.runner.reference import reference_qrels
 from monitor.runner.result import RunResult
 from monitor.runner.run import run_pipelines, run_queries
@@ -13,10 +12,8 @@ __all__ = [
     "LatencySummary",
     "RetryPolicy",
     "RunResult",
-    "failed_queries",
     "is_retryable",
     "reference_qrels",
     "run_pipelines",
     "run_queries",
-    "write_failed_queries",
 ]
