@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from monitor.compare.matched import FloatArray, Matched
+from monitor.compare.matched import FloatArray, Matched, metric_values
 
 if TYPE_CHECKING:
     from monitor.config.model import RuleConfig
@@ -177,11 +177,7 @@ class _Spreads:
     def _read(self, name: str) -> _Spread:
         pairs = self.matched
         if pairs is None:
-            values = np.fromiter(
-                (q.values[name] for q in self.baseline.queries if name in q.values),
-                dtype=np.float64,
-            )
-            return _Spread(values, "baseline values")
+            return _Spread(metric_values(self.baseline, name), "baseline values")
         base, has_base = pairs.column(name, baseline=False)
         now, has_now = pairs.column(name, baseline=True)
         at = pairs.position

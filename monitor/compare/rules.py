@@ -28,7 +28,7 @@ from monitor.compare.overlap import Overlap
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
-from monitor.store.records import QueryRecord, RunFigures, RunRecord
+from monitor.store.records import RunFigures, RunRecord
 
 #: The run figure each operational check reads, by check: its name and how to read it.
 FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] = {
@@ -261,12 +261,6 @@ def _outcome(rule: RuleConfig, metric: str, *, quality: bool) -> partial[RuleOut
     )
 
 
-def answered(query: QueryRecord) -> bool:
-    """Return whether the search answered ``query`` (with or without hits): only answered
-    queries are quality figures."""
-    return query.error_type is None
-
-
 def aligned(
     baseline: RunRecord, current: RunRecord, metric: str
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -281,11 +275,4 @@ def left_out(current: RunRecord, baseline: RunRecord | None = None) -> int:
     for them: in ``current``, and in ``baseline`` too for the queries both runs hold."""
     if baseline is None:
         return judged_not_answered(current)
-    before = {q.query_id: q for q in baseline.queries}
-    return sum(
-        1
-        for q in current.queries
-        if q.query_id in before
-        and (q.relevant_ids or before[q.query_id].relevant_ids)
-        and not (answered(q) and answered(before[q.query_id]))
-    )
+    return Matched.of(baseline, current).left_out()

@@ -567,7 +567,11 @@ def _doc_texts(suite: SuiteConfig) -> Callable[[str], str | None]:
 
 
 def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
-    return next((q for q in run.queries if q.query_id == query_id), None)
+    """Return the query ``query_id`` of ``run``, building its record alone."""
+    try:
+        return run.queries[run.columns.query_ids.index(query_id)]
+    except ValueError:
+        return None
 
 
 def _find(evalset: EvalSet, query_id: str) -> Any:
