@@ -91,8 +91,8 @@ def build(count: int, seed: int) -> tuple[EvalSet, RunRecord, RunRecord]:
 def measure(count: int, seed: int, significance: bool) -> None:
     """Build the suite, then time and print each step."""
     from monitor.compare import compare_runs
+    from monitor.compare.power import rule_powers
     from monitor.config.model import Check, RuleConfig
-    from monitor.evalset.power import rule_powers
     from monitor.judgments import labels_of
     from monitor.metrics.spec import parse_metric
 
