@@ -76,25 +76,69 @@ def _planes(array: NDArray[Any]) -> Iterator[bytes | memoryview]:
 
 
 def unpack(blob: bytes) -> list[NDArray[Any]]:
-    raw = memoryview(zlib.decompress(blob))
+    """Return the arrays :func:`pack` wrote. Each byte plane is decompressed straight into
+    its array, a block at a time, so the blob's whole decompressed bytes are never held
+    beside the arrays they become."""
+    stream = _Inflater(blob)
     arrays: list[NDArray[Any]] = []
-    at = 0
-    while at < len(raw):
-        code, size = _HEADER.unpack_from(raw, at)
-        at += _HEADER.size
+    while not stream.done():
+        code, size = _HEADER.unpack(stream.read(_HEADER.size))
         dtype = np.dtype(code.rstrip(b" ").decode("ascii"))
-        end = at + size * dtype.itemsize
-        arrays.append(_unshuffle(raw[at:end], dtype, size))
-        at = end
+        out = np.empty(size, dtype=dtype)
+        grid = out.view(np.uint8).reshape(size, dtype.itemsize)
+        for plane in range(dtype.itemsize):
+            for start in range(0, size, _PLANE_BYTES):
+                stop = min(size, start + _PLANE_BYTES)
+                grid[start:stop, plane] = np.frombuffer(stream.read(stop - start), np.uint8)
+        arrays.append(out)
     return arrays
 
 
-def _unshuffle(raw: memoryview, dtype: np.dtype[Any], size: int) -> NDArray[Any]:
-    width = dtype.itemsize
-    planes = np.frombuffer(raw, dtype=np.uint8)
-    if width == 1:
-        return planes.view(dtype).copy()
-    return np.ascontiguousarray(planes.reshape(width, size).T).view(dtype).reshape(size)
+#: Compressed bytes handed to the decompressor at a time.
+_INPUT_BYTES = 1 << 18
+
+
+class _Inflater:
+    """A zlib stream read a given number of bytes at a time."""
+
+    def __init__(self, blob: bytes) -> None:
+        self._inflater = zlib.decompressobj()
+        self._pending = memoryview(blob)
+        self._buffer = b""
+
+    def read(self, count: int) -> bytes:
+        """Return the next ``count`` decompressed bytes; raise ValueError past the end."""
+        parts, need = [self._buffer[:count]], count - min(count, len(self._buffer))
+        self._buffer = self._buffer[count:]
+        while need:
+            source = self._inflater.unconsumed_tail or self._take_input()
+            if not source and self._inflater.eof:
+                raise ValueError("a blob ends inside an array")
+            chunk = self._inflater.decompress(source, need)
+            if not chunk and not source:
+                raise ValueError("a blob ends inside an array")
+            parts.append(chunk)
+            need -= len(chunk)
+        return b"".join(parts)
+
+    def done(self) -> bool:
+        """Return whether every decompressed byte has been read."""
+        if self._buffer:
+            return False
+        while not self._inflater.eof:
+            source = self._inflater.unconsumed_tail or self._take_input()
+            if not source:
+                return True
+            self._buffer = self._inflater.decompress(source, _HEADER.size)
+            if self._buffer:
+                return False
+        return True
+
+    def _take_input(self) -> bytes | memoryview:
+        # A block of the input at a time: zlib copies whatever input it leaves unconsumed.
+        source = self._pending[:_INPUT_BYTES]
+        self._pending = self._pending[_INPUT_BYTES:]
+        return source
 
 
 def strings(texts: Sequence[str | None]) -> list[NDArray[Any]]:
