@@ -381,12 +381,6 @@ def _rank_scored(
     retrieved counts, and each relevant doc's score looked up in its query's ranking."""
     n = len(rankings)
     n_retrieved = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
-    ranks = np.full(len(rel_docs), NOT_RETRIEVED, dtype=np.int64)
-    zeros = np.zeros(n, dtype=np.int64)
-    missing = np.zeros(n, dtype=bool)
-    scored = np.flatnonzero(n_relevant > 0)
-    if not scored.size:
-        return ranks, n_retrieved, zeros, missing
     # Each relevant doc's ranking, repeated once per doc: one dict.get per doc, all in C.
     owners = chain.from_iterable(map(repeat, rankings, n_relevant.tolist()))
     try:
@@ -395,11 +389,12 @@ def _rank_scored(
         )
     except (TypeError, ValueError) as exc:
         raise InputError("<run>", "numeric scores", found=str(exc)) from None
+    scored = np.flatnonzero(n_relevant > 0)
     firsts = (np.cumsum(n_relevant) - n_relevant)[scored]
-    ranks[:] = _ranks_from_scores(
+    ranks = _ranks_from_scores(
         [rankings[i] for i in scored.tolist()], rel_docs, firsts, n_relevant[scored], values
     )
-    return ranks, n_retrieved, zeros, missing
+    return ranks, n_retrieved, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
 
 
 def _positions(ranking: Sequence[str]) -> tuple[dict[str, int], int]:

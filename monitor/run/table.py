@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast, overload
+from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from monitor.records import (
 )
 from monitor.run.answers import Answers
 from monitor.run.rankings import Rankings
-from monitor.texts import pack_ids
+from monitor.texts import pack_ids, widened
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -140,7 +140,9 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
 
     @classmethod
     def concatenate(cls, parts: Sequence[RunTable]) -> RunTable:
-        """Return the tables ``parts`` one after the other (shards' parts, say)."""
+        """Return the tables ``parts`` (one or more) one after the other (shards' parts, say)."""
+        if not parts:
+            raise UsageError("a run table joins one part or more")
         if len(parts) == 1:
             return parts[0]
         errors: dict[int, Failure] = {}
@@ -149,15 +151,14 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
             errors.update((at + row, failure) for row, failure in part.errors.items())
             at += len(part)
         queries: Sequence[Query] = _joined_queries([part.queries for part in parts])
-        width = max((part.hits.doc_words.shape[1] for part in parts), default=1)
-        words = [_widened(part.hits.doc_words, width) for part in parts]
+        width = max(part.hits.doc_words.shape[1] for part in parts)
         answers = Answers(
-            _joined([part.hits.counts for part in parts], np.int64),
-            np.concatenate(words) if words else np.zeros((0, 1), dtype=np.uint64),
-            _joined([part.hits.scores for part in parts], np.float64),
-            _joined([part.hits.duplicates for part in parts], np.int64),
+            np.concatenate([part.hits.counts for part in parts]),
+            np.concatenate([widened(part.hits.doc_words, width) for part in parts]),
+            np.concatenate([part.hits.scores for part in parts]),
+            np.concatenate([part.hits.duplicates for part in parts]),
         )
-        latency = _joined([part.latency_seconds for part in parts], np.float64)
+        latency = np.concatenate([part.latency_seconds for part in parts])
         texts: list[str | None] | None = None
         if any(part.hit_texts is not None for part in parts):
             texts = []
@@ -338,12 +339,13 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
             relevant_counts, relevant_words = queries.relevant_words()
         else:
             judged, relevant = relevant_columns(queries)
-            if any("\0" in doc for doc in relevant):  # a judged id the words cannot hold
+            try:
+                relevant_words = pack_ids(relevant) if relevant else np.zeros((0, 1), np.uint64)
+            except ValueError:  # a judged id holding a NUL, which the words cannot hold
                 return Rankings.from_words(hits.counts, hits.doc_words), Rankings.of(
                     [query.relevant_ids for query in queries]
                 )
             relevant_counts = np.array(judged, dtype=np.int64)
-            relevant_words = pack_ids(relevant) if relevant else np.zeros((0, 1), np.uint64)
         # The two parts are read where they are: a million queries' words are not copied.
         whole = Rankings.from_words(
             np.concatenate((hits.counts, relevant_counts)), [hits.doc_words, relevant_words]
@@ -357,16 +359,3 @@ def _joined_queries(parts: list[Sequence[Query]]) -> Sequence[Query]:
     if all(isinstance(part, EvalColumns) for part in parts):
         return EvalColumns.concatenate(cast("list[EvalColumns]", parts))
     return [query for part in parts for query in part]
-
-
-def _joined(arrays: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
-    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
-
-
-def _widened(words: npt.NDArray[np.uint64], width: int) -> npt.NDArray[np.uint64]:
-    """Return ``words`` with zero words appended up to ``width`` a row."""
-    if words.shape[1] == width:
-        return words
-    wide = np.zeros((len(words), width), dtype=np.uint64)
-    wide[:, : words.shape[1]] = words
-    return wide
