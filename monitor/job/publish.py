@@ -12,13 +12,16 @@ notification stays in the store's outbox for the next run.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from monitor.alerts import build_notifiers
+from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import (
     ErrorBudgetExceeded,
@@ -51,6 +54,20 @@ Sink = Callable[["SuiteSnapshot"], None]
 
 #: Gives the current time, timezone-aware; a test injects a fixed or manual clock.
 Clock = Callable[[], datetime]
+
+
+@contextmanager
+def suite_notifiers(
+    suite: SuiteConfig, given: Mapping[str, Notifier] | None
+) -> Iterator[dict[str, Notifier]]:
+    """Yield ``given`` (a test's notifiers, kept open), else the suite's configured
+    notifiers, built for the block and closed after it."""
+    built = dict(given) if given is not None else build_notifiers(suite)
+    try:
+        yield built
+    finally:
+        if given is None:
+            close_notifiers(built.values())
 
 
 def suite_snapshot(
@@ -205,8 +222,7 @@ def alert(
     leaves regression alerts as they were. When the store itself failed, the failure alert is
     sent directly, without the lifecycle's state. ``delivery`` says how sends are retried.
     """
-    from monitor.alerts import FailureReason, build_notifiers, failures_checked
-    from monitor.alerts.base import close_notifiers
+    from monitor.alerts import FailureReason, failures_checked
     from monitor.alerts.build import (
         checked_rules,
         invariant_alerts,
@@ -218,10 +234,9 @@ def alert(
     from monitor.alerts.spool import spool, spool_dir, spooled
 
     delivery = delivery or Delivery()
-    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
-    if not built:
-        return Published()
-    try:
+    with suite_notifiers(suite, notifiers) as built:
+        if not built:
+            return Published()
         if outcome is None:
             reason = failure_reason(error) if error is not None else None
             if reason is None:
@@ -288,9 +303,6 @@ def alert(
             + len(cleared.undelivered)
             + len(labelled.undelivered),
         )
-    finally:
-        if notifiers is None:
-            close_notifiers(built.values())
 
 
 def _lifecycle(

@@ -11,13 +11,11 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
-from monitor.alerts import build_notifiers
-from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import MonitorError, SearchBackendError, ShardAttemptFailed, UsageError
 from monitor.evalset import digests
 from monitor.job.path import compare_stored, load_frozen, measure, search_suite
-from monitor.job.publish import Clock, publish_failure, publish_run
+from monitor.job.publish import Clock, publish_failure, publish_run, suite_notifiers
 from monitor.job.shards import (
     DEFAULT_DEADLINE_SECONDS,
     Part,
@@ -73,7 +71,6 @@ def run_shard(
     """
     hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
-    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
     deadline = DEFAULT_DEADLINE_SECONDS if deadline_seconds is None else deadline_seconds
     if not deadline > 0:
         raise UsageError(f"shard deadline: expected seconds above 0, found {deadline}")
@@ -82,10 +79,16 @@ def run_shard(
             f"suite {suite.name!r}: evalset.reference judges the whole eval set at once; "
             "it cannot run sharded"
         )
-    failed = partial(
-        publish_failure, suite, store, sinks=sinks, notifiers=built, clock=clock, delivery=delivery
-    )
-    try:
+    with suite_notifiers(suite, notifiers) as built:
+        failed = partial(
+            publish_failure,
+            suite,
+            store,
+            sinks=sinks,
+            notifiers=built,
+            clock=clock,
+            delivery=delivery,
+        )
         parts = ShardStore(store)
         started = clock()
         frozen, frozen_labels, fresh = load_frozen(
@@ -174,6 +177,3 @@ def run_shard(
             raise
         outcome = publish_run(suite, store, outcome, sinks, built, clock, delivery)
         return ShardOutcome(shard, saved.attempt, "finalised", outcome)
-    finally:
-        if notifiers is None:
-            close_notifiers(built.values())

@@ -19,15 +19,19 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING
 
-from monitor.alerts import build_notifiers
-from monitor.alerts.base import close_notifiers
 from monitor.alerts.delivery import Delivery
 from monitor.errors import SearchBackendError, UsageError
 from monitor.evalset import bundled, digests
 from monitor.job.lockskips import suite_lock
 from monitor.job.outcome import SuiteOutcome
 from monitor.job.path import compare_stored, load_frozen, measure, score_run, search_suite
-from monitor.job.publish import Clock, publish_failure, publish_lock_failure, publish_run
+from monitor.job.publish import (
+    Clock,
+    publish_failure,
+    publish_lock_failure,
+    publish_run,
+    suite_notifiers,
+)
 from monitor.judgments import labels_of
 from monitor.judgments.suite import suite_evalset
 from monitor.logs import get_logger, hide_secrets
@@ -78,8 +82,7 @@ def run_suite(
     """
     hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
-    built = dict(notifiers) if notifiers is not None else build_notifiers(suite)
-    try:
+    with suite_notifiers(suite, notifiers) as built:
         on_too_long = partial(publish_lock_failure, suite, store, sinks, built, clock, delivery)
         with suite_lock(store, suite, clock, on_too_long):
             started = clock()
@@ -91,9 +94,6 @@ def run_suite(
                 publish_failure(suite, store, error, started, sinks, built, clock, delivery)
                 raise
             return publish_run(suite, store, outcome, sinks, built, clock, delivery)
-    finally:
-        if notifiers is None:
-            close_notifiers(built.values())
 
 
 def _run_locked(
