@@ -20,7 +20,7 @@ import numpy as np
 
 from monitor.compare.coverage import (
     CoverageChange,
-    coverage_change,
+    coverage_changes,
     depth,
     held_cutoff,
     judged_only_means,
@@ -152,9 +152,7 @@ def compare_runs(
     pooled = pooled_qrels(qrels) if qrels is not None else None
     if usable is not None and qrels is not None:
         ks = dict.fromkeys([top_k, *(held_cutoff(o.metric, top_k) for o in outcomes if o.quality)])
-        changes = tuple(
-            c for k in ks if (c := coverage_change(usable, current, qrels, k, pooled=pooled))
-        )
+        changes = coverage_changes(usable, current, qrels, tuple(ks), pooled=pooled)
         outcomes = [_held(o, changes, coverage.max_drop, top_k) for o in outcomes]
 
     primary = _primary_metric(outcomes, current)

@@ -17,7 +17,7 @@ removed from each ranking before scoring (those below move up), as the engine's
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
@@ -131,14 +131,22 @@ def _distinct(rankings: Rankings) -> list[int]:
 
 def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:
     """Return ``judged@k`` of each answered, evaluated query of ``run``, by the engine."""
+    return _judged_shares(*_ranked(run, qrels), (k,))[k]
+
+
+def _judged_shares(
+    judged: Qrels, ranked: TrecColumns, ks: Sequence[int]
+) -> dict[int, dict[str, float]]:
+    """Return, for each of ``ks``, ``judged@k`` of each query of ``ranked``: one engine pass."""
     from monitor.metrics.evaluation import evaluate
 
-    judged, ranked = _ranked(run, qrels)
     if not judged:
-        return {}
-    result = evaluate(judged, ranked, [f"judged@{k}"])
-    values = result.values[result.metrics[0]]
-    return dict(zip(result.query_ids, values.tolist(), strict=True))
+        return {k: {} for k in ks}
+    result = evaluate(judged, ranked, [f"judged@{k}" for k in ks])
+    return {
+        k: dict(zip(result.query_ids, result.values[metric].tolist(), strict=True))
+        for k, metric in zip(ks, result.metrics, strict=True)
+    }
 
 
 def _unjudged(length: int, share: float, k: int) -> int:
@@ -156,8 +164,22 @@ def coverage_change(
     *,
     pooled: Qrels | None = None,
 ) -> CoverageChange | None:
-    """Return coverage at ``k`` of both runs over the queries both answered and evaluated
-    whose judgments include a non-relevant one (None when there are none).
+    """Return :func:`coverage_changes` at ``k`` alone (None when no query counts)."""
+    changes = coverage_changes(baseline, current, qrels, (k,), pooled=pooled)
+    return changes[0] if changes else None
+
+
+def coverage_changes(
+    baseline: RunRecord,
+    current: RunRecord,
+    qrels: Qrels,
+    ks: Sequence[int],
+    *,
+    pooled: Qrels | None = None,
+) -> tuple[CoverageChange, ...]:
+    """Return coverage at each of ``ks`` of both runs over the queries both answered and
+    evaluated whose judgments include a non-relevant one (a k at which there are none is
+    left out). Each run's rankings are read and scored once for every k.
 
     A query judged only by its relevant documents says nothing of the others: there every
     other document is unjudged, and coverage would only repeat precision (a lost relevant
@@ -165,35 +187,39 @@ def coverage_change(
     ``pooled`` is :func:`pooled_qrels` of ``qrels`` when the caller has it already.
     """
     pooled = pooled_qrels(qrels) if pooled is None else pooled
-    if not pooled:
-        return None
-    old, new = judged_at(baseline, pooled, k), judged_at(current, pooled, k)
+    if not pooled or not ks:
+        return ()
+    olds = _judged_shares(*_ranked(baseline, pooled), ks)
+    news = _judged_shares(*_ranked(current, pooled), ks)
     before = dict(
         zip(baseline.columns.query_ids, _distinct(baseline.columns.retrieved_ids), strict=True)
     )
     now = _distinct(current.columns.retrieved_ids)
-    pairs = [
-        (qid, length)
-        for qid, length in zip(current.columns.query_ids, now, strict=True)
-        if qid in old and qid in new
-    ]
-    if not pairs:
-        return None
-    added = queries = 0
-    for qid, length in pairs:
-        more = _unjudged(length, new[qid], k) - _unjudged(before[qid], old[qid], k)
-        if more > 0:
-            added += more
-            queries += 1
-    n = len(pairs)
-    return CoverageChange(
-        k,
-        sum(old[qid] for qid, _ in pairs) / n,
-        sum(new[qid] for qid, _ in pairs) / n,
-        n,
-        added,
-        queries,
-    )
+    lengths = list(zip(current.columns.query_ids, now, strict=True))
+    changes = []
+    for k in ks:
+        old, new = olds[k], news[k]
+        pairs = [(qid, length) for qid, length in lengths if qid in old and qid in new]
+        if not pairs:
+            continue
+        added = queries = 0
+        for qid, length in pairs:
+            more = _unjudged(length, new[qid], k) - _unjudged(before[qid], old[qid], k)
+            if more > 0:
+                added += more
+                queries += 1
+        n = len(pairs)
+        changes.append(
+            CoverageChange(
+                k,
+                sum(old[qid] for qid, _ in pairs) / n,
+                sum(new[qid] for qid, _ in pairs) / n,
+                n,
+                added,
+                queries,
+            )
+        )
+    return tuple(changes)
 
 
 def judged_only_means(run: RunRecord, qrels: Qrels, metrics: Iterable[str]) -> dict[str, float]:
