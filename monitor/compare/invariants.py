@@ -36,7 +36,7 @@ def check_invariants(
 
 
 def _must_include(invariant: MustInclude, current: RunRecord) -> InvariantOutcome:
-    query = _query(current, invariant.query)
+    query = current.query(invariant.query)
     name, k = invariant.name, invariant.within
     if query is None:
         return _outcome(
@@ -89,14 +89,6 @@ def _no_lost_hits(
         more = f" (+{len(skipped) - SHOWN_SKIPPED} more)" if len(skipped) > SHOWN_SKIPPED else ""
         message += f"; skipped {len(skipped)} the search failed for: {shown}{more}"
     return _outcome(invariant, "breach" if lost else "ok", tuple(lost), message)
-
-
-def _query(run: RunRecord, query_id: str) -> QueryRecord | None:
-    """Return the query ``query_id`` of ``run``, building its record alone."""
-    try:
-        return run.queries[run.columns.query_ids.index(query_id)]
-    except ValueError:
-        return None
 
 
 def _hits(query: QueryRecord, k: int) -> tuple[str, ...]:

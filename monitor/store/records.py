@@ -342,6 +342,14 @@ class RunRecord:
         if self.pruned_at is not None:
             object.__setattr__(self, "pruned_at", utc(self.pruned_at, "pruned_at"))
 
+    def query(self, query_id: str) -> QueryRecord | None:
+        """Return the query ``query_id`` (None when the run has none), building its record
+        alone."""
+        try:
+            return self.queries[self.columns.query_ids.index(query_id)]
+        except ValueError:
+            return None
+
     def given_records(self) -> tuple[QueryRecord, ...] | None:
         """Return the query records the run was built from, when it was given records."""
         return cast("ColumnQueries", self.queries).given_records()

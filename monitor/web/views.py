@@ -361,11 +361,11 @@ class Views:
         read alone from the store (no other query's record is built)."""
         from monitor.errors import StoreLookupError
 
-        kept = self._runs.peek(("run", run_id))
+        kept: RunRecord | None = self._runs.peek(("run", run_id))
         if kept is not None:
             if kept.suite != suite.name:
                 raise UsageError(f"run {run_id} is not a run of suite {suite.name!r}")
-            return _query_of(kept, query_id)
+            return kept.query(query_id)
         if run_id not in self._run_ids(store, suite):
             try:
                 store.query_record(run_id, query_id)
@@ -564,14 +564,6 @@ def _doc_texts(suite: SuiteConfig) -> Callable[[str], str | None]:
     from monitor.judgments.suite import doc_texts
 
     return doc_texts(suite)
-
-
-def _query_of(run: RunRecord, query_id: str) -> QueryRecord | None:
-    """Return the query ``query_id`` of ``run``, building its record alone."""
-    try:
-        return run.queries[run.columns.query_ids.index(query_id)]
-    except ValueError:
-        return None
 
 
 def _find(evalset: EvalSet, query_id: str) -> Any:
