@@ -133,14 +133,18 @@ def test_every_page_loads_without_console_errors(server: str, browser: Any, path
     assert [] == _console_errors(browser)
 
 
-def _simulator_figures(driver: Any) -> dict[str, float]:
-    from selenium.webdriver.common.by import By
+_READ_FIGURES = """
+const figures = {};
+for (const row of document.querySelectorAll('#sim-metrics tbody tr')) {
+  figures[row.dataset.metric] = row.querySelector('.value').textContent;
+}
+return figures;
+"""
 
-    rows = driver.find_elements(By.CSS_SELECTOR, "#sim-metrics tbody tr")
-    return {
-        row.get_attribute("data-metric"): float(row.find_element(By.CSS_SELECTOR, ".value").text)
-        for row in rows
-    }
+
+def _simulator_figures(driver: Any) -> dict[str, float]:
+    """The simulator's figures, read in one script so that a re-render cannot interleave."""
+    return {metric: float(text) for metric, text in driver.execute_script(_READ_FIGURES).items()}
 
 
 def _query_with_relevant_first(store_path: Path) -> str:
