@@ -201,6 +201,39 @@ class ErrorBudgetExceeded(SearchBackendError):
         super().__init__(message, sent=total if sent is None else sent, failed=failed)
 
 
+class NotMeasured(SearchBackendError):
+    """A run answered too few of its eval set's answerable queries to measure anything.
+
+    Whatever the error budget allowed, a run that scored fewer than ``needed`` of the
+    ``answerable`` queries (those judging a document relevant) measured nothing worth
+    comparing: it is a failed run, never a baseline, and the gate never passes it.
+    ``measured`` answerable queries were answered; ``sent`` and ``failed`` count the run's
+    outcomes as the error budget does.
+    """
+
+    def __init__(
+        self,
+        measured: int,
+        needed: int,
+        answerable: int,
+        *,
+        sent: int,
+        failed: int,
+        why: str = "",
+    ) -> None:
+        self.measured = measured
+        self.needed = needed
+        self.answerable = answerable
+        if answerable == 0:
+            message = "nothing to measure: no query of the eval set is answerable"
+        else:
+            message = (
+                f"measured {measured} of {answerable} answerable queries, "
+                f"below the {needed} needed (runner.min_measured)"
+            )
+        super().__init__(message + (f"; {why}" if why else ""), sent=sent, failed=failed)
+
+
 class RunTerminated(SearchBackendError):
     """The run was asked to stop (SIGTERM, say) before every query had run.
 
@@ -400,12 +433,25 @@ class ShardAttemptFailed(SearchBackendError):
     the store, a monitor-failure alert, the failure gauges and exit code 3.
     """
 
-    def __init__(self, suite: str, attempt: str, missing: tuple[int, ...], count: int) -> None:
+    def __init__(
+        self,
+        suite: str,
+        attempt: str,
+        missing: tuple[int, ...],
+        count: int,
+        *,
+        why: str | None = None,
+    ) -> None:
         self.suite = suite
         self.attempt = attempt
         self.missing = missing
         self.count = count
         parts = ", ".join(f"{index}/{count}" for index in missing)
-        super().__init__(
-            f"suite {suite!r}: attempt {attempt!r} passed its deadline without shard(s) {parts}"
-        )
+        if why is None:
+            why = f"passed its deadline without shard(s) {parts}"
+        super().__init__(f"suite {suite!r}: attempt {attempt!r} {why}")
+
+
+class ShardMismatchError(UsageError):
+    """A shard was refused by its attempt: the attempt runs its suite another way (shard
+    count, config or eval set), so this shard's part can never complete it."""

@@ -1,8 +1,10 @@
-"""A total outage of the search is the loudest case: every form alerts, exports and exits 0.
+"""A total outage of the search is the loudest case: every form alerts and exports.
 
 Each form is served by a real search service on 127.0.0.1 that answers the `http` search
-kind: no hits for any query, HTTP 503 for every query (within an error budget of 1.0), and a
-score of ``1e400`` (JSON's way to overflow a double) among answers that all miss.
+kind: no hits for any query, and a score of ``1e400`` (JSON's way to overflow a double)
+among answers that all miss, are completed runs that exit 0 with their rules firing; HTTP
+503 for every query measures nothing whatever the error budget (1.0 here): a failed run,
+the ``not_measured`` alert, exit 3.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 
 from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
+from monitor.store import open_store
 
 QUERIES = 40
 EVALSET = "\n".join(
@@ -174,11 +177,10 @@ SUCCESS = 'retrieval_run_success{pipeline="nightly",suite="nightly"} 1.0'
     ("answer", "budget", "alerts"),
     [
         (no_hits, 0.05, {"mrr max_drop", "zero_result_rate_max"}),
-        (down, 1.0, {"error_rate_max"}),
         (overflowing_score, 0.05, {"mrr max_drop"}),
         (infinite_scores_of_both_signs, 0.05, {"mrr max_drop"}),
     ],
-    ids=["no hits", "backend down", "score 1e400", "scores 1e400 and -1e400"],
+    ids=["no hits", "score 1e400", "scores 1e400 and -1e400"],
 )
 def test_a_total_outage_exits_0_exports_its_gauges_and_alerts(
     tmp_path: Path, receiver: RecordingReceiver, answer: Answer, budget: float, alerts: set[str]
@@ -189,6 +191,18 @@ def test_a_total_outage_exits_0_exports_its_gauges_and_alerts(
     assert alerts <= firing(receiver)
 
 
+FAILED = 'retrieval_run_success{pipeline="nightly",suite="nightly"} 0.0'
+
+
+def test_a_backend_down_within_the_budget_is_not_measured(
+    tmp_path: Path, receiver: RecordingReceiver
+) -> None:
+    """Every query failing within an error budget of 1.0 measured nothing: exit 3, the
+    not_measured alert, the failure gauges."""
+    code, gauges = outage(tmp_path, receiver, down, 1.0)
+    assert (3, True, True) == (code, FAILED in gauges, "not_measured" in firing(receiver))
+
+
 def test_a_backend_down_within_the_budget_exports_its_failed_queries(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -196,6 +210,46 @@ def test_a_backend_down_within_the_budget_exports_its_failed_queries(
     _, gauges = outage(tmp_path, receiver, down, 1.0)
     assert 'retrieval_queries_failed{pipeline="nightly",suite="nightly"} 40.0' in gauges
     assert 'retrieval_error_ratio{pipeline="nightly",suite="nightly"} 1.0' in gauges
+
+
+def test_an_outage_that_was_not_measured_is_never_pinned(
+    tmp_path: Path, receiver: RecordingReceiver
+) -> None:
+    """``baseline set`` after an unmeasured outage pins the last measured run, not it."""
+    outage(tmp_path, receiver, down, 1.0)
+    config = tmp_path / "monitor.yaml"
+    assert 0 == main(["baseline", "set", "--suite", "nightly", "--config", str(config)])
+    with open_store(tmp_path / "monitor.db") as store:
+        latest = store.latest_run("nightly", status=None)
+        pinned = store.get_baseline("nightly")
+    assert ("failed", "ok") == (
+        latest.status if latest else None,
+        pinned.status if pinned else None,
+    )
+
+
+def mostly_down(answered: int) -> Answer:
+    """Return an answer that serves the first ``answered`` queries and fails the others."""
+
+    def answer(query: str) -> tuple[int, str]:
+        number = int(query.rsplit(" ", 1)[-1])
+        return (
+            (200, f'{{"hits": [{{"id": "d{number}", "score": 1}}]}}')
+            if number < answered
+            else down(query)
+        )
+
+    return answer
+
+
+@pytest.mark.parametrize(("answered", "code"), [(2, 3), (19, 3), (20, 0)])
+def test_a_run_answering_fewer_than_half_its_queries_is_not_measured(
+    tmp_path: Path, receiver: RecordingReceiver, answered: int, code: int
+) -> None:
+    """Under an error budget of 0.99, 2 or 19 of 40 answered is not measured (exit 3); 20 is
+    half, runner.min_measured's default, and measures."""
+    found, _ = outage(tmp_path, receiver, mostly_down(answered), 0.99)
+    assert (code, code == 3) == (found, "not_measured" in firing(receiver))
 
 
 def test_top1_scores_whose_sum_overflows_export_their_mean(

@@ -136,7 +136,8 @@ def test_a_failed_shard_fails_the_attempt_once_with_one_alert(tmp_path: Path) ->
 def test_a_part_missing_at_the_deadline_fails_the_attempt_when_a_shard_next_starts(
     tmp_path: Path,
 ) -> None:
-    """The next attempt's first shard finds the old one past its deadline and fails it once."""
+    """The next attempt's first shard finds the old one past its deadline and fails it once,
+    as not measured: no backend failed, a part of the set was never measured."""
     clock = ManualClock()
     notifier = RecordingNotifier("lark/hook")
     hooks = {"hook": notifier}
@@ -152,7 +153,7 @@ def test_a_part_missing_at_the_deadline_fails_the_attempt_when_a_shard_next_star
     assert old is not None
     assert ("failed", (1,)) == (old.status, old.missing)
     assert ["failed"] == [run.status for run in runs]
-    assert [("firing", "search_backend_down")] == notifier.transitions()
+    assert [("firing", "not_measured")] == notifier.transitions()
 
 
 def test_a_late_part_fails_its_own_attempt(tmp_path: Path) -> None:
@@ -173,6 +174,23 @@ def test_shards_of_one_attempt_must_agree_on_the_count(tmp_path: Path) -> None:
         run_shard(suite(), store, Shard(0, 2), "job-1", notifiers={})
         with pytest.raises(UsageError, match="shard count 2, this shard 3"):
             run_shard(suite(), store, Shard(0, 3), "job-1", notifiers={})
+
+
+def test_a_shard_refused_for_another_config_fails_its_attempt_at_once(tmp_path: Path) -> None:
+    """A shard run with another config can never complete the attempt: the attempt is failed
+    then, with the not_measured alert, not left open until its deadline."""
+    notifier = RecordingNotifier("lark/hook")
+    with open_store(tmp_path / "m.db") as store:
+        run_shard(suite(), store, Shard(0, 2), "job-1", config_hash="a", notifiers={})
+        with pytest.raises(UsageError, match="config hash a, this shard b"):
+            run_shard(
+                suite(), store, Shard(1, 2), "job-1", config_hash="b", notifiers={"h": notifier}
+            )
+        attempt = ShardStore(store).get("lark", "job-1")
+        runs = store.list_runs("lark")
+    assert attempt is not None
+    assert ("failed", ["failed"]) == (attempt.status, [run.status for run in runs])
+    assert [("firing", "not_measured")] == notifier.transitions()
 
 
 def test_the_cli_runs_a_shard_and_reports_the_part(

@@ -79,6 +79,7 @@ class FailureReason(str, Enum):
     RUN_TERMINATED = "run_terminated"
     SEARCH_BACKEND_DOWN = "search_backend_down"
     ERROR_BUDGET_EXCEEDED = "error_budget_exceeded"
+    NOT_MEASURED = "not_measured"
     MONITOR_FAULT = "monitor_fault"
     STORE_UNWRITABLE = "store_unwritable"
 

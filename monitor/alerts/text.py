@@ -53,6 +53,7 @@ _FAILURE_HEADLINES: Final[Mapping[FailureReason, str]] = MappingProxyType(
         FailureReason.RUN_TERMINATED: "the run was terminated before it finished",
         FailureReason.SEARCH_BACKEND_DOWN: "the search backend is not answering",
         FailureReason.ERROR_BUDGET_EXCEEDED: "more queries failed than the error budget allows",
+        FailureReason.NOT_MEASURED: "the run answered too few answerable queries to measure",
         FailureReason.MONITOR_FAULT: "the monitor itself failed while measuring the run",
         FailureReason.STORE_UNWRITABLE: "the results cannot be written to the store",
     }

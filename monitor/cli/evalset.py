@@ -100,6 +100,7 @@ def _check_suite(args: argparse.Namespace) -> CheckReport:
         segments=suite.segments,
         power=figures,
         power_notes=notes,
+        relevance_level=suite.scoring.relevance_level,
     )
 
 

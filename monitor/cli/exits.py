@@ -52,9 +52,10 @@ _MEANINGS: Final = MappingProxyType(
             "does not exist), eval set missing, or eval set changed since the baseline"
         ),
         ExitCode.BACKEND: (
-            "the search backend failed or the error budget was exceeded, or `run` was stopped "
-            "by SIGTERM (`run` stores a `failed` run; `compare-pipelines` exits 3 when every "
-            "query of a pipeline failed)"
+            "the search backend failed, the error budget was exceeded, or the run answered too "
+            "few of its answerable queries to measure (`runner.min_measured`, the "
+            "`not_measured` alert, `gate` too), or `run` was stopped by SIGTERM (`run` stores a "
+            "`failed` run; `compare-pipelines` exits 3 when every query of a pipeline failed)"
         ),
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "

@@ -39,6 +39,10 @@ def canonical(suite: SuiteConfig) -> object:
     if isinstance(plain, dict):
         # Retention decides what is kept, not what is measured: runs stay comparable.
         del plain["retention"]
+        # Nor does how much of the set a run must answer to count: it measures the same.
+        runner = plain["runner"]
+        if isinstance(runner, dict):
+            del runner["min_measured"]
     if isinstance(plain, dict) and suite.scoring == ScoringConfig():
         # Nor does a suite scored the default way, from before scoring options existed.
         del plain["scoring"]

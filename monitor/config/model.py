@@ -167,10 +167,12 @@ class RunnerConfig:
     """How the runner sends the queries.
 
     ``error_budget`` is the share of queries (0..1) that may fail before the run itself
-    counts as failed; ``warmup`` is how many queries are sent once, untimed and discarded,
-    before the measured run; ``deadline_seconds`` bounds the whole run (``None``: no bound);
-    a suite skipped for its held store lock more than ``max_lock_skips`` times in a row
-    raises the ``suite_locked`` monitor-failure alert.
+    counts as failed; ``min_measured`` is the share of the eval set's answerable queries (0..1)
+    a run must answer to have measured anything, one query at least, whatever the error
+    budget: below it the run fails with ``not_measured``; ``warmup`` is how many queries are
+    sent once, untimed and discarded, before the measured run; ``deadline_seconds`` bounds
+    the whole run (``None``: no bound); a suite skipped for its held store lock more than
+    ``max_lock_skips`` times in a row raises the ``suite_locked`` monitor-failure alert.
     """
 
     concurrency: int = 4
@@ -178,6 +180,7 @@ class RunnerConfig:
     retries: int = 2
     deadline_seconds: float | None = None
     error_budget: float = 0.05
+    min_measured: float = 0.5
     warmup: int = 0
     max_lock_skips: int = 3
 

@@ -181,6 +181,7 @@ def _suite() -> Schema:
                     "retries": _integer(0, 100),
                     "deadline_seconds": {"anyOf": [_number(positive=True), {"type": "null"}]},
                     "error_budget": _number(0, 1),
+                    "min_measured": _number(0, 1),
                     "warmup": _integer(0),
                     "max_lock_skips": _integer(0),
                 }

@@ -212,6 +212,7 @@ def runner(f: Fields, node: Node | None) -> RunnerConfig:
         retries=_int(f, entries, "retries", base.retries, 0, 100),
         deadline_seconds=deadline,
         error_budget=_fraction(f, entries, "error_budget", base.error_budget),
+        min_measured=_fraction(f, entries, "min_measured", base.min_measured),
         warmup=_int(f, entries, "warmup", base.warmup, 0, None),
         max_lock_skips=_int(f, entries, "max_lock_skips", base.max_lock_skips, 0, None),
     )

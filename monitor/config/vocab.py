@@ -57,6 +57,7 @@ RUNNER_KEYS = (
     "retries",
     "deadline_seconds",
     "error_budget",
+    "min_measured",
     "warmup",
     "max_lock_skips",
 )

@@ -11,6 +11,8 @@ a severity (``error`` makes ``evalset check`` exit 4):
 - ``missing_from_corpus``: judged passages the corpus does not hold (error).
 - ``no_relevant``: queries without any relevant judgment (info, counted once): the means
   leave them out.
+- ``nothing_to_measure``: no answerable query at all, none judging a document at the
+  relevance level or above (error): every run of the set would measure nothing.
 - ``too_few_queries``: fewer than :data:`MIN_ANSWERABLE` answerable queries (warning), and
   ``small_segment``: a value of a segment key the suite breaks results down by with fewer
   than :data:`MIN_SEGMENT` answerable queries (warning).
@@ -165,10 +167,14 @@ def check_evalset(
     segments: Iterable[str] = (),
     power: Iterable[PowerFigure] = (),
     power_notes: Iterable[Finding] = (),
+    relevance_level: int = 1,
 ) -> CheckReport:
-    """Return the findings of every check on ``evalset`` (and its ``corpus`` when given)."""
+    """Return the findings of every check on ``evalset`` (and its ``corpus`` when given); a
+    query is answerable when it judges a document at ``relevance_level`` or above."""
     findings: list[Finding] = []
-    answerable = [q for q in evalset if q.answerable]
+    answerable = [
+        q for q in evalset if any(grade >= relevance_level for grade in q.judgments.values())
+    ]
     if corpus is not None:
         findings += _leaks(evalset, corpus)
         findings += _missing(evalset, corpus)
@@ -182,7 +188,16 @@ def check_evalset(
                 f"{unanswerable} queries have no relevant judgment; means leave them out",
             )
         )
-    if len(answerable) < MIN_ANSWERABLE:
+    if not answerable:
+        findings.append(
+            Finding(
+                "nothing_to_measure",
+                "error",
+                f"no query is answerable: none judges a document at grade {relevance_level} "
+                "or above, so every run would measure nothing",
+            )
+        )
+    elif len(answerable) < MIN_ANSWERABLE:
         findings.append(
             Finding(
                 "too_few_queries",

@@ -19,6 +19,7 @@ from monitor.errors import UsageError
 from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
 from monitor.gate.records import GateResult, gate_verdict
+from monitor.job.measurable import check_measured
 from monitor.job.path import compare_with_baseline, measure, search_suite
 from monitor.judgments import align_baseline
 from monitor.judgments.suite import suite_evalset
@@ -118,6 +119,7 @@ def gate_suite(
     search = build_search(candidate.kind, dict(candidate.options))
     try:
         result = search_suite(suite, evalset, search, progress=progress, label=f"{suite.name} gate")
+        check_measured(suite, evalset, result)  # a candidate that answered nothing fails
     finally:
         close_search(search)
     run, _ = measure(suite, evalset, config_hash, result, pipeline=candidate.label)

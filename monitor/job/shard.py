@@ -12,8 +12,16 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
-from monitor.errors import MonitorError, SearchBackendError, ShardAttemptFailed, UsageError
+from monitor.errors import (
+    MonitorError,
+    NotMeasured,
+    SearchBackendError,
+    ShardAttemptFailed,
+    ShardMismatchError,
+    UsageError,
+)
 from monitor.evalset import digests
+from monitor.job.measurable import check_measured
 from monitor.job.path import compare_stored, load_frozen, measure, search_suite
 from monitor.job.publish import Clock, publish_failure, publish_run, suite_notifiers
 from monitor.job.shards import (
@@ -97,15 +105,30 @@ def run_shard(
         if fresh is not None:
             store.put_state(digests.NAMESPACE, suite.name, fresh.as_state())
         evalset = suite_evalset(store, suite, frozen)
-        opened = parts.open(
-            suite.name,
-            attempt,
-            shard,
-            config_hash=config_hash,
-            evalset_fingerprint=evalset.fingerprint,
-            deadline_seconds=deadline,
-            now=started,
-        )
+        try:
+            opened = parts.open(
+                suite.name,
+                attempt,
+                shard,
+                config_hash=config_hash,
+                evalset_fingerprint=evalset.fingerprint,
+                deadline_seconds=deadline,
+                now=started,
+            )
+        except ShardMismatchError as refused:
+            # This shard's part can never complete the attempt: fail it now, not at its deadline.
+            mismatch = refused
+
+            def refuse(reason: str, at: datetime) -> RunRecord:
+                return failed_run(suite, evalset, config_hash, started, at, reason, mismatch)
+
+            refusal = f"shard {shard} was refused: {refused}"
+            gone = parts.fail_open(suite.name, attempt, refusal, now=started, fail=refuse)
+            if gone is not None:
+                why = f"failed: {refusal}"
+                late = ShardAttemptFailed(suite.name, attempt, gone.missing, gone.count, why=why)
+                failed(late, gone.opened_at)
+            raise
 
         def failed_attempt(error: MonitorError | None, reason: str, at: datetime) -> RunRecord:
             return failed_run(suite, evalset, config_hash, opened.opened_at, at, reason, error)
@@ -140,9 +163,15 @@ def run_shard(
             else suite_scrubber(suite)(f"{type(failure).__name__}: {failure}")
         )
         measured: list[tuple[EvaluationResult, RunResult]] = []
+        unmeasured: list[NotMeasured] = []
 
         def finalise(stored: Sequence[Part]) -> RunRecord:
             merged = merge(evalset, stored)
+            try:
+                check_measured(suite, evalset, merged)
+            except NotMeasured as error:
+                unmeasured.append(error)
+                raise
             record, evaluation = measure(suite, evalset, config_hash, merged)
             measured.append((evaluation, merged))
             return record
@@ -156,8 +185,12 @@ def run_shard(
             fail=partial(failed_attempt, failure),
         )
         if saved.result == "failed":
-            stopped = failure or ShardAttemptFailed(
-                suite.name, attempt, saved.attempt.missing, saved.attempt.count
+            stopped = (
+                failure
+                or next(iter(unmeasured), None)
+                or ShardAttemptFailed(
+                    suite.name, attempt, saved.attempt.missing, saved.attempt.count
+                )
             )
             failed(stopped, opened.opened_at)
             raise stopped

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
-from monitor.errors import StoreError, UsageError
+from monitor.errors import SearchBackendError, ShardMismatchError, StoreError, UsageError
 from monitor.records import MetaValue
 from monitor.run import codec
 from monitor.run.table import RunTable
@@ -208,8 +208,8 @@ class ShardStore:
     ) -> Attempt:
         """Return the attempt, opening it when this is its first shard.
 
-        Raise UsageError when the attempt exists with another shard count, config or eval
-        set: the shards of one attempt must run the same suite the same way.
+        Raise ShardMismatchError when the attempt exists with another shard count, config or
+        eval set: the shards of one attempt must run the same suite the same way.
         """
         with self._db.transaction(write=True, doing=f"opening attempt {attempt!r}") as tx:
             tx.execute(
@@ -235,7 +235,7 @@ class ShardStore:
             ("eval set fingerprint", found.evalset_fingerprint, evalset_fingerprint),
         ):
             if have != want:
-                raise UsageError(
+                raise ShardMismatchError(
                     f"{self.location}: attempt {attempt!r} of suite {suite!r} has {what} "
                     f"{have}, this shard {want}: every shard of an attempt runs the same suite"
                 )
@@ -262,7 +262,8 @@ class ShardStore:
         a retried pod, replaces the first while the attempt is open). Then, if the attempt is
         still open: a failed part, or a deadline passed, fails it (``fail`` builds the
         failed run); the last part finalises it (``finalise`` builds the run from every
-        part). Either run is inserted in this transaction, so it happens exactly once.
+        part, or raises a SearchBackendError when they measured too little, which fails it).
+        Either run is inserted in this transaction, so it happens exactly once.
         """
         from monitor.store.runs import insert_run
 
@@ -287,10 +288,14 @@ class ShardStore:
                 missing = ", ".join(f"{i}/{found.count}" for i in left)
                 reason = f"the attempt passed its deadline without shard(s) {missing}"
             elif len(parts) == found.count:
-                run = finalise(_parts(tx, suite, attempt, part))
-                run_id = insert_run(tx, run, now)
-                _close(tx, suite, attempt, "finalised", now, run_id, None)
-                return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
+                try:
+                    run = finalise(_parts(tx, suite, attempt, part))
+                except SearchBackendError as error:  # the parts together measured too little
+                    reason = f"{type(error).__name__}: {error}"
+                else:
+                    run_id = insert_run(tx, run, now)
+                    _close(tx, suite, attempt, "finalised", now, run_id, None)
+                    return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
             else:
                 return Saved("waiting", _replace(found, "open", parts, None))
             run_id = insert_run(tx, fail(reason, now), now)
@@ -302,8 +307,6 @@ class ShardStore:
 
         Each is failed under its row lock, once: a shard that meets it first does it.
         """
-        from monitor.store.runs import insert_run
-
         with self._db.transaction(write=False, doing=f"reading attempts of {suite!r}") as tx:
             rows = tx.all(
                 "SELECT attempt, deadline_at FROM shard_attempts"
@@ -311,18 +314,29 @@ class ShardStore:
                 (suite,),
             )
             due = [name for name, deadline in rows if tx.dialect.read_timestamp(deadline) < now]
-        failed: list[Attempt] = []
-        for name in due:
-            with self._db.transaction(write=True, doing=f"expiring attempt {name!r}") as tx:
-                found = _attempt(tx, suite, name, lock=True)
-                if found is None or found.status != "open" or found.deadline_at >= now:
-                    continue
+        failed = (self.fail_open(suite, name, None, now=now, fail=fail) for name in due)
+        return [attempt for attempt in failed if attempt is not None]
+
+    def fail_open(
+        self, suite: str, attempt: str, reason: str | None, *, now: datetime, fail: Failer
+    ) -> Attempt | None:
+        """Fail ``attempt`` for ``reason`` if it is still open, once, under its row lock;
+        return it failed (None when it was not open). Without a ``reason`` it fails only
+        past its deadline, for the parts still missing."""
+        from monitor.store.runs import insert_run
+
+        with self._db.transaction(write=True, doing=f"failing attempt {attempt!r}") as tx:
+            found = _attempt(tx, suite, attempt, lock=True)
+            if found is None or found.status != "open":
+                return None
+            if reason is None:
+                if found.deadline_at >= now:
+                    return None
                 missing = ", ".join(f"{i}/{found.count}" for i in found.missing)
                 reason = f"the attempt passed its deadline without shard(s) {missing}"
-                run_id = insert_run(tx, fail(reason, now), now)
-                _close(tx, suite, name, "failed", now, run_id, reason)
-                failed.append(_replace(found, "failed", found.parts, run_id, reason))
-        return failed
+            run_id = insert_run(tx, fail(reason, now), now)
+            _close(tx, suite, attempt, "failed", now, run_id, reason)
+            return _replace(found, "failed", found.parts, run_id, reason)
 
 
 def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:

@@ -23,6 +23,7 @@ from monitor.alerts.delivery import Delivery
 from monitor.errors import SearchBackendError, UsageError
 from monitor.evalset import bundled, digests
 from monitor.job.lockskips import suite_lock
+from monitor.job.measurable import check_measured
 from monitor.job.outcome import SuiteOutcome
 from monitor.job.path import compare_stored, load_frozen, measure, score_run, search_suite
 from monitor.job.publish import (
@@ -143,6 +144,7 @@ def _run_locked(
     search = built
     try:
         result = search_suite(suite, evalset, search, progress=progress, cancel=cancel)
+        check_measured(suite, evalset, result)
     except SearchBackendError as error:
         store.save_run(failed_search(suite, evalset, config_hash, started, clock(), error))
         raise
