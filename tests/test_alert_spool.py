@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from monitor.alerts.testing import MemoryStore, RecordingNotifier
+from monitor.alerts.delivery import Delivery
+from monitor.alerts.testing import MemoryStore, RecordingNotifier, no_sleep
 from monitor.compare.records import Comparison
 from monitor.config import load_config_text
 from monitor.errors import StoreError
@@ -41,6 +42,23 @@ def test_a_store_unwritable_alert_resolves_when_the_store_works_again() -> None:
         hook.transitions()
     )
     assert [] == os.listdir(Path(os.environ["MONITOR_SPOOL_DIR"]))
+
+
+def test_a_store_outage_while_the_receiver_is_down_is_told_when_both_are_back() -> None:
+    """The receiver down when the store failed misses the firing then; the next completed run
+    tells it the firing, then the resolve, and a receiver that was told gets only the resolve."""
+    suite = load_config_text(CONFIG).suite("nightly")
+    missed, told = RecordingNotifier("nightly/missed"), RecordingNotifier("nightly/told")
+    missed.down = True
+    hooks = {missed.name: missed, told.name: told}
+    store = MemoryStore()
+    down = StoreError("m.db", "disk I/O error")
+    alert(suite, store, None, down, at=T0, notifiers=hooks, delivery=Delivery(sleep=no_sleep))
+    missed.down = False
+    recovered = SimpleNamespace(comparison=Comparison("nightly", 2, None, "no_baseline"))
+    alert(suite, store, recovered, None, at=T0, notifiers=hooks)  # type: ignore[arg-type]
+    both = [("firing", "store_unwritable"), ("resolved", "store_unwritable")]
+    assert (both, both) == (missed.transitions(), told.transitions())
 
 
 def test_a_spool_that_cannot_be_written_does_not_stop_the_alert(

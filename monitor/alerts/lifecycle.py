@@ -274,17 +274,25 @@ class AlertLifecycle:
             deliveries=deliveries,
         )
 
-    def remember(self, alert: Alert, told: Mapping[str, datetime]) -> None:
+    def remember(self, alert: Alert, told: Mapping[str, datetime], *, owed: bool = False) -> None:
         """Remember ``alert`` as firing and told to ``told``'s notifiers (at those times), as
         if this lifecycle had sent it; an alert it already remembers is left as it is.
 
         For alerts sent without the lifecycle (the store could not be written then): the
-        next :meth:`update` that no longer has them firing resolves them.
+        next :meth:`update` that no longer has them firing resolves them. With ``owed``, the
+        firing is put in the outbox for every other notifier that takes the alert (those the
+        send missed, a receiver down then), so that each is told of it, and of its resolve.
         """
         key = f"{alert.suite}/{alert.kind}"
         remembered = _read_state(self.store.get_state(self.namespace, key), key)
         if alert.fingerprint in remembered:
             return
+        told = dict(told)
+        if owed:
+            for name, notifier in self.notifiers.items():
+                if name not in told and accepts(notifier, alert):
+                    enqueue(self.store, Notification(alert, "firing", name))
+                    told[name] = self.clock()
         remembered[alert.fingerprint] = _entry(alert, told)
         self.store.put_state(self.namespace, key, {"version": STATE_VERSION, "alerts": remembered})
 

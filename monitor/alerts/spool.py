@@ -3,8 +3,9 @@
 A ``store_unwritable`` alert is sent without the lifecycle (its state lives in the store
 that just failed). So that the alert still resolves once the store works again, the alert
 and the notifiers that were told are written to a small file in the spool folder; the next
-run that completes hands them to the lifecycle (:meth:`AlertLifecycle.remember`), which then
-resolves them as any other. The folder is ``$MONITOR_SPOOL_DIR``, else
+run that completes hands them to the lifecycle (:meth:`AlertLifecycle.remember`), which
+sends the firing through its outbox to the notifiers the send missed (a receiver that was
+down too) and then resolves it as any other. The folder is ``$MONITOR_SPOOL_DIR``, else
 ``$XDG_STATE_HOME/retrieval-monitor/spool`` (``~/.local/state/...``). A spool the monitor
 cannot write is logged and skipped: the alert itself has been sent.
 """
@@ -35,9 +36,8 @@ def spool_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def spool(alert: Alert, told: Mapping[str, datetime], directory: Path) -> None:
-    """Keep ``alert`` and when each notifier was told of it, for the next run to resolve."""
-    if not told:
-        return
+    """Keep ``alert`` and when each notifier was told of it, for the next run to resolve:
+    kept when no notifier was told too, so that the next run tells them."""
     body = {
         "alert": alert.to_dict(),
         "told": {name: moment.isoformat() for name, moment in told.items()},

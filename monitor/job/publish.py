@@ -264,7 +264,8 @@ def alert(
         lifecycle = _lifecycle(store, built, at, delivery)
         lifecycle.flush()
         for sent_alert, told, path in spooled(suite.name, spool_dir()):
-            lifecycle.remember(sent_alert, told)  # so that the update below resolves it
+            # So that the update below resolves it, for every notifier, told then or not.
+            lifecycle.remember(sent_alert, told, owed=True)
             path.unlink(missing_ok=True)
         cleared = lifecycle.update(
             suite.name, "monitor_failure", [], evaluated=failures_checked(None)
