@@ -320,6 +320,24 @@ class StoreLockedError(StoreError):
         self.since = since
 
 
+class LockLostError(StoreLockedError):
+    """The run lock was taken over while this run held it: the run is not stored, since the
+    process that holds the lock now runs the suite and stores its own."""
+
+    def __init__(self, location: str, suite: str, host: str, pid: int, since: datetime) -> None:
+        StoreError.__init__(
+            self,
+            location,
+            f"suite {suite!r}: this run's lock was taken over by pid {pid} on {host} at "
+            f"{since.isoformat()} while it ran; the run is not stored, that process runs "
+            "the suite now",
+        )
+        self.suite = suite
+        self.host = host
+        self.pid = pid
+        self.since = since
+
+
 class LockedTooLongError(StoreLockedError):
     """A suite was skipped for its held lock too many times in a row, or for too long."""
 

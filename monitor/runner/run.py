@@ -7,7 +7,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from monitor.errors import ErrorBudgetExceeded, RunTerminated, UsageError
@@ -187,7 +187,9 @@ def run_queries(
         outcomes=table,
         k=k,
         started_at=started_at,
-        finished_at=datetime.now(timezone.utc),
+        # The wall clock may step (NTP, a VM resumed): the end is the start plus the time the
+        # run took by the monotonic clock, never before the start.
+        finished_at=started_at + timedelta(seconds=end - start),
         duration_seconds=end - start,
         latency=table.latency(),
         queries_per_second=rate,

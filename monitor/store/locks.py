@@ -8,9 +8,19 @@ on. A holder of this host whose process no longer exists is taken over at once.
 
 The pid alone does not identify a process: a container restarted as PID 1 has the pid its
 killed predecessor had. Each holder's token therefore starts with a token of the process
-that took it (:func:`process_token`), and a holder with this process's pid but another
-process's token is one that has ended. The token also keeps a holder whose lock was taken
-over from releasing or renewing its successor's lock.
+that took it (:func:`process_token`: its start time after boot and a random part), and a
+holder with this process's pid but another process's token, or whose pid is now used by a
+process that started at another time, is one that has ended. The token also keeps a holder
+whose lock was taken over from releasing or renewing its successor's lock.
+
+A lease is judged by the clock of the process that reads it, and a clock can step (NTP, a
+resumed VM): to a process whose clock stepped ahead, a live holder's lease looks expired.
+So a holder known to be running on this host (its pid used by the process its token names)
+is never taken over by its lease; and whatever a holder writes under its lock (the run, by
+:meth:`~monitor.store.sqlstore.SqlStore.save_run`) is fenced: the transaction checks first
+that the lock is still the holder's (:func:`check_held`), so of two processes that each
+believed they held a suite's lock, one stores its run and the other fails with
+LockLostError.
 
 On PostgreSQL the holder also takes a session advisory lock (:func:`try_advisory`), which the
 server releases when the holder's connection ends, and its token says so (it ends in
@@ -28,8 +38,9 @@ import os
 import socket
 import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 
-from monitor.errors import StoreLockedError
+from monitor.errors import LockLostError, StoreLockedError
 from monitor.store.records import LockHolder
 from monitor.store.sql import Transaction
 
@@ -40,8 +51,29 @@ _SESSION = ".session"
 
 @functools.cache
 def process_token() -> str:
-    """Return a token unique to this process, made on first use."""
-    return uuid.uuid4().hex
+    """Return a token unique to this process, made on first use: its start time (in clock
+    ticks after boot, where the system tells it) and a random part."""
+    return f"{started_ticks(os.getpid()) or 0}-{uuid.uuid4().hex}"
+
+
+def started_ticks(pid: int) -> str | None:
+    """Return when process ``pid`` started, in clock ticks after boot (Linux's
+    ``/proc/PID/stat``), or None where that cannot be read: with the pid it names one
+    process, whose pid a later process may reuse but never its start."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses; the fields after it are fixed, and
+    # the start time is the 20th of them (field 22 of the line).
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 and fields[19].isdigit() else None
+
+
+def _token_ticks(token: str) -> str | None:
+    """Return the start time a holder's token records, or None (an older token, or none)."""
+    ticks, dash, _ = token.partition(".")[0].partition("-")
+    return ticks if dash and ticks.isdigit() and ticks != "0" else None
 
 
 def try_advisory(tx: Transaction, suite: str) -> bool:
@@ -98,7 +130,7 @@ def acquire(
     )
     # Three tries: a lock released between our statements lets the next try insert it.
     for _ in range(3):
-        if _insert(tx, suite, values) or _take_over_expired(tx, suite, values, now):
+        if _insert(tx, suite, values):
             return holder
         row = tx.one("SELECT host, pid, token, acquired_at FROM locks WHERE suite = ?", (suite,))
         if row is not None:
@@ -107,8 +139,27 @@ def acquire(
             gone = (session and had_session) or _ended_here(str(host), int(pid), str(token))
             if gone and _take_over(tx, suite, values, str(token)):
                 return holder
+            if _alive_here(str(host), int(pid), str(token)):
+                # The holder runs on this host: a lease that looks expired only says that
+                # this process's clock stepped ahead of the holder's last renewal.
+                raise StoreLockedError(tx.location, suite, host, int(pid), d.read_timestamp(since))
+            if _take_over_expired(tx, suite, values, now):
+                return holder
             raise StoreLockedError(tx.location, suite, host, int(pid), d.read_timestamp(since))
     raise StoreLockedError(tx.location, suite, "an unknown host", 0, now)
+
+
+def check_held(tx: Transaction, holder: LockHolder) -> None:
+    """Raise LockLostError unless ``holder`` still holds its lock: what a holder writes under
+    its lock is written in a transaction that checks this first, so that a holder whose lock
+    was taken over (its lease looked expired to another process) never writes as if it held
+    it."""
+    row = tx.one("SELECT host, pid, token, acquired_at FROM locks WHERE suite = ?", (holder.suite,))
+    if row is not None and str(row[2]) == holder.token:
+        return
+    host, pid, since = ("nobody", 0, holder.since) if row is None else (row[0], row[1], row[3])
+    when = since if isinstance(since, datetime) else tx.dialect.read_timestamp(since)
+    raise LockLostError(tx.location, holder.suite, str(host), int(pid), when)
 
 
 def renew(tx: Transaction, holder: LockHolder, ttl_seconds: float, now: datetime) -> bool:
@@ -160,8 +211,19 @@ def _ended_here(host: str, pid: int, token: str) -> bool:
     except ProcessLookupError:
         return True
     except PermissionError:  # alive, owned by another user
+        pass
+    # The pid is in use; by the holder, unless it started at another time (pid reused).
+    recorded, started = _token_ticks(token), started_ticks(pid)
+    return recorded is not None and started is not None and recorded != started
+
+
+def _alive_here(host: str, pid: int, token: str) -> bool:
+    """Return whether the holder is another process of this host known to be running: its
+    pid is in use by a process that started when the holder's token says."""
+    if host != socket.gethostname() or pid <= 0 or pid == os.getpid():
         return False
-    return False
+    recorded = _token_ticks(token)
+    return recorded is not None and recorded == started_ticks(pid)
 
 
 def _take_over(tx: Transaction, suite: str, values: tuple[object, ...], token: str) -> bool:

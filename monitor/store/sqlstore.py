@@ -64,6 +64,8 @@ class SqlStore:
         self._clock = clock
         self.location = db.location
         self._advisory: set[str] = set()
+        #: The run locks this store holds, by suite: the runs saved under one are fenced.
+        self._held: dict[str, LockHolder] = {}
         # The last run this store saved, by id, with its queries: the job reads that run
         # back at once (to compare it, to report it) and need not decode its columns again.
         self._saved: tuple[int, Sequence[QueryRecord]] | None = None
@@ -88,7 +90,10 @@ class SqlStore:
     def save_run(self, run: RunRecord) -> int:
         """Save ``run`` in one transaction; return the id it was given."""
         self._saved = None
+        held = self._held.get(run.suite)
         with self._write(f"saving a run of {run.suite!r}") as tx:
+            if held is not None:  # fenced: a run whose lock was taken over is not stored
+                locks.check_held(tx, held)
             run_id = runs.insert_run(tx, run, self._clock())
         self._saved = _known_after_save(run_id, run)
         return run_id
@@ -325,12 +330,18 @@ class SqlStore:
         renewer = _LeaseRenewer(self._db, holder, ttl_seconds, every, self._clock)
         renewer.start()
         failed = False
+        outer = self._held.get(suite)
+        self._held[suite] = holder
         try:
             yield holder
         except BaseException:
             failed = True
             raise
         finally:
+            if outer is None:
+                self._held.pop(suite, None)
+            else:
+                self._held[suite] = outer
             renewer.stop()
             try:
                 with self._write(f"unlocking {suite!r}") as tx:
