@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -344,6 +345,16 @@ def test_set_baseline_refuses_an_unfit_run(
         store.set_baseline("nightly", run_id)
     baseline = store.get_baseline("nightly")
     assert (reason, kept) == (caught.value.reason, baseline and baseline.run_id)
+
+
+def test_set_baseline_refuses_a_run_that_measured_nothing(store: SqlStore) -> None:
+    """An ok run whose every mean is unknown (an outage stored before such runs failed) is
+    never pinned: every later run would compare with nothing."""
+    failed = QueryRecord("q1", {}, (), ("d1",), 0.1, error_type="HTTPError", error_message="503")
+    outage = replace(make_run(queries=(failed,)), means={"ndcg@10": math.nan})
+    run_id = store.save_run(outage)
+    with pytest.raises(BaselineError, match="it measured nothing"):
+        store.set_baseline("nightly", run_id)
 
 
 def test_get_baseline_of_a_suite_without_one_is_none(store: SqlStore) -> None:

@@ -194,7 +194,7 @@ class SqlStore:
     # Baselines ----------------------------------------------------------------------------
 
     def set_baseline(self, suite: str, run_id: int) -> Baseline:
-        """Pin an ok run of the suite as its baseline."""
+        """Pin an ok run of the suite that measured something as its baseline."""
         with self._write(f"pinning the baseline of {suite!r}") as tx:
             row = tx.one("SELECT suite, status FROM runs WHERE run_id = ?", (run_id,))
             if row is None:
@@ -203,6 +203,14 @@ class SqlStore:
                 raise BaselineError(self.location, suite, run_id, f"it is a run of {row[0]!r}")
             if row[1] != "ok":
                 raise BaselineError(self.location, suite, run_id, f"the run is {row[1]}")
+            measured = tx.scalar(
+                "SELECT count(*) FROM run_figures"
+                " WHERE run_id = ? AND family = 'mean' AND value IS NOT NULL",
+                (run_id,),
+            )
+            if not measured:
+                reason = "it measured nothing (no answered query has a metric value)"
+                raise BaselineError(self.location, suite, run_id, reason)
             baseline = Baseline(suite=suite, run_id=run_id, pinned_at=self._clock())
             tx.execute(
                 "INSERT INTO baselines (suite, run_id, pinned_at) VALUES (?, ?, ?)"
