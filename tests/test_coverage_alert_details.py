@@ -100,6 +100,7 @@ def test_the_webhook_payload_carries_the_labels_needed_fields(
         "queries": "30",
         "k": "10",
         "coverage_baseline": "1",
-        "todo": TODO,
+        "todo": f"retrieval-monitor judgments todo --config {tmp_path / 'monitor.yaml'} "
+        "--suite nightly --run 2",
     } == shown
     assert "https://labels.example/nightly/2" == alert["annotations"]["labeling_queue"]

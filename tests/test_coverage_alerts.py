@@ -4,6 +4,9 @@ notification and no regression alert; the same drop on judged documents still al
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,8 +107,34 @@ def test_the_labels_needed_alert_says_what_to_label_and_where(
     (alert,) = json.loads(request.body)["alerts"]
     text = alert["annotations"]["description"]
     assert "60 unjudged documents entered the top 10 in 30 of 40 queries" in text
-    assert "retrieval-monitor judgments todo --suite nightly --run 2" in text
+    todo = f"retrieval-monitor judgments todo --config {tmp_path / 'monitor.yaml'} --suite nightly"
+    assert f"{todo} --run 2" in text
     assert "https://labels.example/nightly/2" in text
+
+
+def test_the_labels_needed_command_runs_as_printed_from_anywhere(
+    tmp_path: Path, receiver: RecordingReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command in the alert, run as printed from another folder, lists the 60 pairs."""
+    pin_baseline(tmp_path, receiver)
+    main(["run", "--config", str(write(tmp_path, receiver, "unjudged")), "--no-progress"])
+    (request,) = receiver.accepted
+    (alert,) = json.loads(request.body)["alerts"]
+    command = shlex.split(alert["annotations"]["todo"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", *command[1:]],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ("retrieval-monitor", 0, "60 unjudged pairs") == (
+        command[0],
+        done.returncode,
+        done.stderr.strip().splitlines()[-1],
+    )
 
 
 def test_an_unjudged_drop_does_not_fail_the_quality_gate(

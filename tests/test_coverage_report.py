@@ -43,7 +43,10 @@ def test_the_text_report_names_the_verdict_coverage_and_labeling_command(
     out = report(held, capsys)
     assert "verdict: unjudged: labels needed" in out
     assert "60 unjudged documents entered the top 10 in 30 of 40 queries  <- labels needed" in out
-    assert "label them: retrieval-monitor judgments todo --suite nightly --run 2" in out
+    assert (
+        f"label them: retrieval-monitor judgments todo --config {held} --suite nightly --run 2"
+        in out
+    )
 
 
 def test_the_text_report_gives_the_overlap_with_the_baseline(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
@@ -577,6 +578,16 @@ def test_markdown_summary_of_a_held_suite_gives_the_labeling_command() -> None:
         "the top 10 in 6 of 40 queries\\.\n"
         "- Label them: `retrieval-monitor judgments todo --suite docs --run 7`"
     ) == part.rstrip("\n").split("\n\n")[0]
+
+
+def test_a_held_candidate_not_recorded_is_told_to_record_not_given_another_runs_queue() -> None:
+    """A gated candidate not stored has no queue yet: the summary says to run with --record,
+    never a todo command that would list the latest stored run's queue instead."""
+    result = held()
+    assert result.comparison is not None
+    unstored = replace(result, comparison=replace(result.comparison, run_id=None))
+    part = markdown_summary([unstored]).split("### Labels needed\n\n", 1)[1]
+    assert (True, False) == ("`--record`" in part, "todo --suite" in part), part
 
 
 @pytest.mark.parametrize("result", [passing(), regressed(), insufficient()])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 
 from monitor.alerts import text
 from monitor.alerts.model import (
@@ -163,6 +164,7 @@ def labels_needed_alerts(
     labels: Mapping[str, str] | None = None,
     links: LinksConfig | None = None,
     pipeline: str | None = None,
+    config_file: Path | None = None,
 ) -> list[Alert]:
     """Return the one labels-needed alert of ``suite`` when ``comparison`` held a quality
     breach for lack of judgments (verdict ``unjudged`` or a regression beside it), else none.
@@ -177,7 +179,7 @@ def labels_needed_alerts(
     if coverage.queue_url is not None:
         run_id = "" if comparison.run_id is None else str(comparison.run_id)
         queue = coverage.queue_url.format(suite=suite, run_id=run_id)
-    todo = labels_todo(suite, comparison.run_id)
+    todo = labels_todo(suite, comparison.run_id, config_file)
     return [
         Alert(
             identity=AlertIdentity("labels_needed", suite, LABELS_NEEDED_RULE),

@@ -364,4 +364,5 @@ def _text(result: GateResult, means: Mapping[str, float]) -> str:
     )
     if result.comparison is None:
         return line
-    return f"{line}\n{render_comparison(result.comparison, means)}\n"
+    shown = render_comparison(result.comparison, means, config_file=result.config_file)
+    return f"{line}\n{shown}\n"

@@ -88,7 +88,8 @@ def _no_run(suite: str) -> UsageError:
 def _render_table(report: Report) -> str:
     from monitor.report import render_comparison
 
-    return render_comparison(report.comparison, report.run.means) + "\n"
+    text = render_comparison(report.comparison, report.run.means, config_file=report.config_file)
+    return text + "\n"
 
 
 def _render_json(report: Report) -> str:

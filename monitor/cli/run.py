@@ -271,7 +271,9 @@ def run(args: argparse.Namespace) -> int:
                     }
                 )
             else:
-                print(render_comparison(comparison, outcome.run.means))
+                print(
+                    render_comparison(comparison, outcome.run.means, config_file=suite.config_file)
+                )
                 print(_published_text(published))
                 print(f"stored as run {outcome.run_id} in {getattr(store, 'location', store)}")
                 print()

@@ -17,11 +17,13 @@ removed from each ranking before scoring (those below move up), as the engine's
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
 from operator import methodcaller
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -241,10 +243,12 @@ def depth(metrics: Iterable[str], default: int = 10) -> int:
     return max((k for k in cutoffs if k is not None), default=default)
 
 
-def labels_todo(suite: str, run_id: int | None) -> str:
-    """Return the command that lists the documents of a run waiting for judgments."""
+def labels_todo(suite: str, run_id: int | None, config_file: Path | None = None) -> str:
+    """Return the command that lists the documents of a run waiting for judgments, with the
+    ``config_file`` the suite was read from (None: the embedded default)."""
+    config = "" if config_file is None else f" --config {shlex.quote(str(config_file))}"
     run = "" if run_id is None else f" --run {run_id}"
-    return f"retrieval-monitor judgments todo --suite {suite}{run}"
+    return f"retrieval-monitor judgments todo{config} --suite {shlex.quote(suite)}{run}"
 
 
 def held_cutoff(metric: str, default: int) -> int:

@@ -124,7 +124,10 @@ def _load_file(path: Path, env: Mapping[str, str] | None, *, check_files: bool) 
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(source, "(file)", f"UTF-8 text ({exc.reason})", line=line) from None
-    return _parse(text, source, path.absolute().parent, env, check_files=check_files)
+    config = _parse(text, source, path.absolute().parent, env, check_files=check_files)
+    where = path.absolute()
+    suites = {name: replace(suite, config_file=where) for name, suite in config.suites.items()}
+    return replace(config, suites=suites)
 
 
 def _guard(text: str, source: str) -> None:

@@ -487,6 +487,9 @@ class SuiteConfig:
     #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
     #: the file's; None keeps it for ever.
     retention: Retention | None = None
+    #: The config file the suite was read from (absolute), for the commands the monitor
+    #: prints; None for the embedded default and configs given as text.
+    config_file: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

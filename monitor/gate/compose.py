@@ -140,5 +140,6 @@ def gate_suite(
         baseline=baseline.source,
         comparison=comparison,
         links=suite.links,
+        config_file=suite.config_file,
     )
     return GatedSuite(gated, run)

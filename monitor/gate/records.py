@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from monitor.compare.records import Comparison
@@ -32,6 +33,8 @@ class GateResult:
     comparison: Comparison | None = None
     error: str | None = None
     links: LinksConfig = field(default_factory=LinksConfig)
+    #: The suite's config file, for the commands the summary prints (None: the default).
+    config_file: Path | None = None
 
     @property
     def passed(self) -> bool:

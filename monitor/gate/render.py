@@ -19,6 +19,7 @@ import re
 import string
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 from urllib.parse import quote
@@ -185,7 +186,7 @@ def _markdown_suite(result: GateResult) -> list[str]:
         if comparison.verdict in _NOT_COMPARED:
             lines += ["", f"Not compared: {_NOT_COMPARED[comparison.verdict]}"]
         lines += _markdown_rules(comparison.rules)
-        lines += _markdown_labels_needed(comparison)
+        lines += _markdown_labels_needed(comparison, result.config_file)
         lines += _markdown_invariants(comparison.invariants)
         lines += _markdown_worst(comparison)
         if comparison.warnings:
@@ -194,7 +195,7 @@ def _markdown_suite(result: GateResult) -> list[str]:
     return lines + _markdown_links(result.links)
 
 
-def _markdown_labels_needed(comparison: Comparison) -> list[str]:
+def _markdown_labels_needed(comparison: Comparison, config_file: Path | None) -> list[str]:
     """Return, when a breach was held for unjudged documents, how coverage fell and the
     command that lists the documents to label."""
     if comparison.verdict != "unjudged" and not comparison.held:
@@ -207,8 +208,14 @@ def _markdown_labels_needed(comparison: Comparison) -> list[str]:
             f"entered the top {change.k} in {change.queries} of {change.n} queries."
         )
         lines.append(f"- {_md(sentence)}")
-    command = labels_todo(comparison.suite, comparison.run_id)
-    lines.append(f"- Label them: {_code(command)}")
+    if comparison.run_id is None:  # the candidate was not stored: no queue to list yet
+        lines.append(
+            f"- Label them: run the gate again with {_code('--record')}; it stores the "
+            f"candidate and names the {_code('judgments todo')} command of its run."
+        )
+    else:
+        command = labels_todo(comparison.suite, comparison.run_id, config_file)
+        lines.append(f"- Label them: {_code(command)}")
     return lines
 
 

@@ -294,6 +294,7 @@ def alert(
             labels=suite.labels,
             links=suite.links,
             pipeline=suite.pipeline,
+            config_file=suite.config_file,
         )
         # Coverage is only measured against a baseline of the same eval set: without one
         # the labels-needed alert keeps its state, as skipped rules keep theirs.

@@ -297,6 +297,7 @@ def compose_report(
         links=links,
         generated_at=now or datetime.now(timezone.utc),
         doc_texts=doc_texts,
+        config_file=suite.config_file,
     )
 
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from html import escape
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from monitor.compare.coverage import held_cutoff, labels_todo
@@ -85,7 +86,7 @@ def render_html(report: Report) -> str:
         _rules(comparison.rules),
         _trends(report),
         _metrics(report),
-        _coverage(comparison),
+        _coverage(comparison, report.config_file),
         _overlap(comparison),
         _figures(report.run, report.baseline),
         _queries(comparison, report.doc_texts),
@@ -324,7 +325,7 @@ def _metrics(report: Report) -> str:
     )
 
 
-def _coverage(comparison: Comparison) -> str:
+def _coverage(comparison: Comparison, config_file: Path | None) -> str:
     if not comparison.coverage:
         return ""
     deepest = max(change.k for change in comparison.coverage)
@@ -339,7 +340,8 @@ def _coverage(comparison: Comparison) -> str:
         for c in comparison.coverage
     )
     todo = (
-        f'<p class="meta">Label them: <code>{_e(labels_todo(comparison.suite, comparison.run_id))}'
+        f'<p class="meta">Label them: <code>'
+        f"{_e(labels_todo(comparison.suite, comparison.run_id, config_file))}"
         "</code></p>"
         if comparison.held
         else ""

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
@@ -73,6 +74,8 @@ class Report:
     links: Mapping[str, str] = field(default_factory=dict)
     generated_at: datetime | None = None
     doc_texts: Mapping[str, str] = field(default_factory=dict)
+    #: The suite's config file, for the commands the report prints (None: the default).
+    config_file: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "trends", tuple(self.trends))

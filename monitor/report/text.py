@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from monitor.compare import Comparison, RuleOutcome
 from monitor.compare.coverage import held_cutoff, labels_todo
@@ -34,8 +35,10 @@ def render_comparison(
     means: Mapping[str, float],
     *,
     queries: int = 5,
+    config_file: Path | None = None,
 ) -> str:
-    """Return the comparison as text, ``means`` being the current run's metric means.
+    """Return the comparison as text, ``means`` being the current run's metric means;
+    ``config_file`` goes into the commands it prints (the suite's, None for the default).
 
     Control characters are left out (:func:`monitor.terminal.printable`).
     """
@@ -75,7 +78,7 @@ def render_comparison(
         )
     if judged_only:
         lines.append("(-J: judged-only, unjudged documents removed before scoring)")
-    lines += _coverage_lines(comparison)
+    lines += _coverage_lines(comparison, config_file)
     lines += _overlap_lines(comparison, queries)
     if comparison.rules:
         lines += ["", "rules:"]
@@ -133,7 +136,7 @@ def _fixed(value: float | None) -> str:
     return f"{'-':>8}" if value is None else f"{value:>8.4f}"
 
 
-def _coverage_lines(comparison: Comparison) -> list[str]:
+def _coverage_lines(comparison: Comparison, config_file: Path | None) -> list[str]:
     """Return the judgment coverage at each k against the baseline, held rules flagged."""
     if not comparison.coverage:
         return []
@@ -148,7 +151,14 @@ def _coverage_lines(comparison: Comparison) -> list[str]:
             f"the top {change.k} in {change.queries} of {change.n} queries{flag}"
         )
     if comparison.held:
-        lines.append(f"  label them: {labels_todo(comparison.suite, comparison.run_id)}")
+        if comparison.run_id is None:  # a gated candidate not stored: no queue to list yet
+            lines.append(
+                "  label them: run the gate again with --record; it stores the candidate "
+                "and names the judgments todo command of its run"
+            )
+        else:
+            todo = labels_todo(comparison.suite, comparison.run_id, config_file)
+            lines.append(f"  label them: {todo}")
     return lines
 
 
