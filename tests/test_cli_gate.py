@@ -83,6 +83,32 @@ def stored_runs(tmp_path: Path) -> int:
     return count
 
 
+def test_the_gate_can_be_the_first_command_against_the_suites_seed_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no store yet, the gate judges the candidate against the suite's seed baseline
+    (bundled_run) and creates no store file, since it stores nothing."""
+    config = write_config(tmp_path)
+    capsys.readouterr()
+    assert (4, False) == (
+        gate(config, "--candidate", "replay:larkfield/keyword"),
+        (tmp_path / "monitor.db").exists(),
+    )
+    assert "vs baseline bundled run larkfield/rerank" in capsys.readouterr().out
+
+
+def test_a_suite_with_no_baseline_at_all_names_the_command_that_pins_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No pinned run, no file, no seed: exit 2 with the baseline set command, config and all."""
+    config = write_config(tmp_path)
+    config.write_text(config.read_text().replace("baseline: {bundled_run: larkfield/rerank}", ""))
+    capsys.readouterr()
+    assert 2 == gate(config, "--candidate", "replay:larkfield/keyword")
+    expected = f"retrieval-monitor baseline set --config {config} --suite larkfield"
+    assert expected in capsys.readouterr().err
+
+
 def test_keyword_against_the_rerank_baseline_file_exits_4(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

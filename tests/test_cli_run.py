@@ -168,6 +168,31 @@ def test_pinning_a_run_that_is_not_there_exits_2(
     assert message in capsys.readouterr().err
 
 
+def test_pinning_with_no_run_names_the_run_command_with_its_config(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command `baseline set` prints when there is no run names the suite's config."""
+    config = write_config(workdir, "{kind: replay, path: good.json}")
+    assert 2 == main(["baseline", "set", "--suite", "nightly", "--config", str(config)])
+    expected = f"`retrieval-monitor run --config {config.absolute()} --suite nightly` first"
+    assert expected in capsys.readouterr().err
+
+
+def test_pinning_before_any_run_pins_the_suites_seed_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A suite with a seed baseline (bundled_run) can be pinned before its first run."""
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'm.db'}}}\n"
+        "suites:\n  lark:\n    evalset: {bundled: larkfield}\n"
+        "    search: {kind: replay, bundled: larkfield/keyword}\n"
+        "    baseline: {bundled_run: larkfield/rerank}\n"
+    )
+    assert 0 == main(["baseline", "set", "--suite", "lark", "--config", str(config)])
+    assert "suite lark: baseline is now run 1" in capsys.readouterr().out
+
+
 def test_a_notifier_that_cannot_be_built_exits_2(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

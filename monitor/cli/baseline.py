@@ -8,10 +8,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
+
+if TYPE_CHECKING:
+    from monitor.config.model import SuiteConfig
+    from monitor.store import Store
+    from monitor.store.records import RunRecord
 
 
 def register(subparsers: Any) -> None:
@@ -76,20 +81,37 @@ def set_baseline(args: argparse.Namespace) -> int:
     from monitor.store import open_store
 
     config = load(args)
-    config.suite(args.suite)  # an unknown suite is an error naming the known ones
+    suite = config.suite(args.suite)  # an unknown suite is an error naming the known ones
     with open_store(store_target(args, config)) as store:
         run_id = args.run
         if run_id is None:
             latest = store.latest_run(args.suite)
+            if latest is None and suite.baseline is not None and suite.baseline.bundled_run:
+                latest = _seeded(suite, store)  # the suite's seed, as its first run pins it
             if latest is None or latest.run_id is None:
+                where = "" if suite.config_file is None else f" --config {suite.config_file}"
                 raise UsageError(
                     f"suite {args.suite!r} has no ok run to pin; run "
-                    f"`retrieval-monitor run --suite {args.suite}` first"
+                    f"`retrieval-monitor run{where} --suite {args.suite}` first"
                 )
             run_id = latest.run_id
         pinned = store.set_baseline(args.suite, run_id)
     print(f"suite {pinned.suite}: baseline is now run {pinned.run_id}")
     return 0
+
+
+def _seeded(suite: SuiteConfig, store: Store) -> RunRecord | None:
+    """Store the suite's seed baseline run (``baseline.bundled_run``); return it."""
+    from monitor.config import config_hash
+    from monitor.evalset.suite import load_evalset
+    from monitor.job.suite import seed_record
+    from monitor.judgments import labels_of
+    from monitor.judgments.suite import suite_evalset
+
+    evalset = suite_evalset(store, suite, load_evalset(suite.evalset))
+    run_id = store.save_run(seed_record(suite, evalset, config_hash(suite)))
+    store.set_run_labels(run_id, labels_of(evalset))
+    return store.get_run(run_id)
 
 
 def show_baseline(args: argparse.Namespace) -> int:

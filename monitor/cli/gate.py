@@ -139,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
     runs: list[int | None] = []
     with ExitStack() as stack:
         store: Store | None = None
-        if args.record or any(suite.name not in files for suite in suites):
-            store = stack.enter_context(open_store(store_target(args, config)))
+        target = store_target(args, config)
+        if args.record or (any(s.name not in files for s in suites) and _exists(target)):
+            store = stack.enter_context(open_store(target))
         for suite in suites:
             candidate = given or _suite_candidate(suite)
             try:
@@ -328,10 +329,20 @@ def _baseline_files(
     return files
 
 
+def _exists(target: str) -> bool:
+    """Return whether the store at ``target`` may hold a baseline: a SQLite file that is not
+    there holds none, and the gate, which stores nothing, does not create it."""
+    from monitor.store.location import store_location
+
+    where = store_location(target)
+    return where.kind != "sqlite" or where.path is None or where.path.exists()
+
+
 def _baseline(
     suite: SuiteConfig, files: Mapping[str, BaselineFile], store: Store | None
-) -> Baseline:
-    """Return the suite's baseline: its baseline file, else the store's pinned run."""
+) -> Baseline | None:
+    """Return the suite's baseline: its baseline file, else the store's pinned run, else None
+    (the gate measures the suite's seed baseline)."""
     from monitor.config import config_hash
     from monitor.gate.compose import Baseline
     from monitor.logs import get_logger
@@ -343,15 +354,8 @@ def _baseline(
                 "gate_config_changed", suite=suite.name, baseline_file=read.path
             )
         return Baseline(read.run, read.path)
-    if store is None:  # pragma: no cover - the store is opened for every suite without a file
-        raise UsageError(f"suite {suite.name!r}: no baseline file and no store")
-    run = store.get_baseline(suite.name)
-    if run is None:
-        raise UsageError(
-            f"suite {suite.name!r} has no baseline in the store; pin one with `baseline set` "
-            "or give --baseline-file"
-        )
-    return Baseline(run, f"store run {run.run_id}")
+    run = None if store is None else store.get_baseline(suite.name)
+    return None if run is None else Baseline(run, f"store run {run.run_id}")
 
 
 def _text(result: GateResult, means: Mapping[str, float]) -> str:

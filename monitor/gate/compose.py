@@ -29,6 +29,7 @@ from monitor.search import build_search, close_search
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
+    from monitor.evalset import EvalSet
     from monitor.store import Store
     from monitor.store.records import RunRecord
 
@@ -77,6 +78,21 @@ class EvalSetMismatchError(UsageError):
         self.current = current
 
 
+def _seed(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> Baseline:
+    """Return the suite's seed baseline measured on ``evalset``; raise UsageError without one."""
+    from monitor.job.suite import seed_record
+
+    name = suite.baseline.bundled_run if suite.baseline is not None else None
+    if not name:
+        config = "" if suite.config_file is None else f" --config {suite.config_file}"
+        raise UsageError(
+            f"suite {suite.name!r} has no baseline: pin one with `retrieval-monitor baseline "
+            f"set{config} --suite {suite.name}` after a run, give --baseline-file, or name a "
+            "seed in the suite's baseline.bundled_run"
+        )
+    return Baseline(seed_record(suite, evalset, config_hash), f"bundled run {name}")
+
+
 def suite_candidate(suite: SuiteConfig) -> Candidate:
     """Return the suite's own configured search as the candidate."""
     return Candidate(suite.pipeline, suite.search.kind, suite.search.plugin_options())
@@ -84,7 +100,7 @@ def suite_candidate(suite: SuiteConfig) -> Candidate:
 
 def gate_suite(
     suite: SuiteConfig,
-    baseline: Baseline,
+    baseline: Baseline | None,
     candidate: Candidate,
     *,
     config_hash: str = "",
@@ -99,7 +115,9 @@ def gate_suite(
     query is sent; a failed search backend raises its SearchBackendError. With
     ``judgments_from`` (the store the baseline was pinned in) the candidate is scored with the
     suite's judgment layers too, and a baseline measured with other judgments of the same
-    queries is re-scored under them.
+    queries is re-scored under them. Without a ``baseline`` (none pinned, no file) the
+    suite's seed baseline (``baseline.bundled_run``) is measured and judged against, so that
+    the gate can be the first command; a suite without one raises UsageError.
     """
 
     evalset = load_evalset(suite.evalset)
@@ -108,10 +126,13 @@ def gate_suite(
     notes: tuple[str, ...] = ()
     if judgments_from is not None and suite.evalset.reference is None:
         frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
-        corpus = corpus_for(suite.evalset, suite.metrics)
-        aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
-        if aligned.baseline is not None and aligned.note is not None:
-            baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
+        if baseline is not None:
+            corpus = corpus_for(suite.evalset, suite.metrics)
+            aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
+            if aligned.baseline is not None and aligned.note is not None:
+                baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
+    if baseline is None:
+        baseline = _seed(suite, evalset, config_hash)
     if baseline.run.evalset_fingerprint != evalset.fingerprint:
         raise EvalSetMismatchError(
             suite.name, baseline.source, baseline.run.evalset_fingerprint, evalset.fingerprint

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from monitor.job.publish import Sink
     from monitor.search.base import Search
     from monitor.store import Store
+    from monitor.store.records import RunRecord
 
 log = get_logger(__name__)
 
@@ -181,8 +182,9 @@ def seed_unpinned(suite: SuiteConfig, store: Store, evalset: EvalSet, config_has
         _seed_baseline(suite, store, evalset, config_hash)
 
 
-def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
-    """Store the bundled run the suite names as its first baseline; return the run id."""
+def seed_record(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> RunRecord:
+    """Return the bundled run the suite names as its first baseline (``baseline.bundled_run``),
+    measured on ``evalset`` as a run of the suite; raise UsageError when it names none."""
     name = suite.baseline.bundled_run if suite.baseline else None
     collection, _, method = (name or "").partition("/")
     if collection != "larkfield" or method not in bundled.LARKFIELD_METHODS:
@@ -191,8 +193,13 @@ def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_ha
     search = build_search("replay", {"bundled": name})
     result = run_queries(evalset, search, k=suite.k, label=f"{suite.name} baseline")
     evaluation = score_run(suite, evalset, result)
-    record = run_record(suite, evalset, config_hash, result, evaluation, pipeline=name)
-    run_id = store.save_run(record)
+    return run_record(suite, evalset, config_hash, result, evaluation, pipeline=name)
+
+
+def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
+    """Store the bundled run the suite names as its first baseline; return the run id."""
+    name = suite.baseline.bundled_run if suite.baseline else None
+    run_id = store.save_run(seed_record(suite, evalset, config_hash))
     store.set_run_labels(run_id, labels_of(evalset))
     store.set_baseline(suite.name, run_id)
     log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
