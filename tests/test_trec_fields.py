@@ -78,6 +78,16 @@ def test_every_character_str_split_takes_beyond_c_is_listed() -> None:
     assert python - set(" \t\n\r\v\f") == set(UNICODE_SPACES)
 
 
+@pytest.mark.parametrize("reader", ["line", "columns"])
+def test_a_leading_byte_order_mark_is_dropped_from_a_run(tmp_path: Path, reader: str) -> None:
+    """A run starting with a BOM has the query ids its qrels have (as pyarrow reads it)."""
+    run = tmp_path / "r.trec"
+    run.write_bytes(b"\xef\xbb\xbfq1 Q0 a 1 2 t\n")
+    columns = read_trec_columns(run)
+    ids = list(load_run(run)) if reader == "line" else list(columns.query_ids if columns else [])
+    assert ["q1"] == ids
+
+
 def test_a_nul_byte_in_a_run_is_refused_naming_the_line(tmp_path: Path) -> None:
     """A NUL (where trec_eval silently stops reading) is an error naming file and line."""
     run = write(tmp_path / "r.trec", "q1 Q0 a 1 2 t\nq1 Q0 b\0 2 1 t\n")

@@ -9,7 +9,8 @@ each other:
   a separator before the line feed). Lines end at LF. Nothing else separates fields: a
   Unicode space (U+00A0, U+2028, U+0085, U+3000), the separators U+001C to U+001F and
   every other control character are part of the id that holds them, as in trec_eval.
-  A NUL byte is refused: trec_eval stops reading the file there, silently.
+  A NUL byte is refused: trec_eval stops reading the file there, silently. A byte order
+  mark at the start of a file is dropped (trec_eval would read it into the first id).
 - **Scores** are read as C's ``atof`` (``strtod``) reads them: the longest prefix that is a
   decimal (or hexadecimal) floating-point literal, so ``1_0`` is 1 and ``12abc`` is 12.
   Only ASCII digits are digits (U+0661, an Arabic-Indic one, is no number). A field with
@@ -27,6 +28,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+#: A byte order mark, dropped from the start of a file (where trec_eval would read it as
+#: part of the first query id): every reader drops it, as pyarrow's does and as an eval set
+#: file's is dropped.
+BOM = "\ufeff"
 
 #: The bytes that separate fields on a line (C's ``isspace`` without the line feed).
 SEPARATORS = " \t\r\v\f"

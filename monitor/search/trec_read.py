@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import InputError
-from monitor.evalset.trec_fields import c_double
+from monitor.evalset.trec_fields import BOM, c_double
 from monitor.io import MAX_RUN_BYTES, open_input
 from monitor.search.trec_columns import TrecColumns, assemble
 
@@ -59,6 +59,9 @@ _MAX_DIGITS = 15  # a mantissa below 2**53: exact in a double
 MAX_LINE_BYTES = 1 << 20
 
 
+_BOM = BOM.encode("utf-8")
+
+
 _PAD = 64  # spaces after a chunk, so a column read past a short token stays in bounds
 
 
@@ -77,7 +80,9 @@ def read_trec_columns(
     parts: list[tuple[_I32, _U64, _F64]] = []
     with open_input(path) as handle:
         try:
-            for chunk in _chunks(handle, path, limit):
+            for n, chunk in enumerate(_chunks(handle, path, limit)):
+                if not n:  # a leading byte order mark is dropped, as every reader drops it
+                    chunk = chunk.removeprefix(_BOM)
                 part = _read_chunk(chunk, codes)
                 if part is None:
                     return None
