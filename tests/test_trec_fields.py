@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from monitor.errors import InputError
-from monitor.evalset.trec import parse_qrels
+from monitor.evalset.trec import parse_qrels, parse_queries
 from monitor.evalset.trec_fields import UNICODE_SPACES, c_double, c_long, split_fields
 from monitor.judgments.files import read_grades
 from monitor.metrics.evaluation import evaluate
@@ -65,6 +65,11 @@ def test_replay_keeps_an_id_holding_a_unicode_space_whole(tmp_path: Path, char: 
 def test_qrels_keep_an_id_holding_a_unicode_space_whole(char: str) -> None:
     """A qrels line whose doc id holds such a character has four fields."""
     assert {"q1": {f"d{char}1": 2}} == parse_qrels(f"q1 0 d{char}1 2\n", "q.qrels")
+
+
+def test_a_queries_file_keeps_a_unicode_space_ending_a_query_id() -> None:
+    """The queries file's ids are the qrels' ids: a trailing U+00A0 stays part of one."""
+    assert {"q1\xa0": "text"} == parse_queries("q1\xa0\ttext\n", "queries.tsv")
 
 
 def test_the_c_separators_split_fields() -> None:

@@ -28,6 +28,7 @@ from monitor.errors import InputError, UsageError
 from monitor.evalset._checks import Invalid, check_grade, grade_from_text
 from monitor.evalset._files import read_text
 from monitor.evalset.trec_fields import (
+    SEPARATORS,
     c_double,
     c_long,
     nul_line,
@@ -162,7 +163,7 @@ def parse_queries(text: str, source: str) -> dict[str, str]:
         if not line.strip():
             continue
         query_id, tab, query = line.partition("\t")
-        query_id = query_id.strip()
+        query_id = query_id.strip(SEPARATORS)  # a Unicode space is part of the id, as in qrels
         if not tab or not query_id:
             raise InputError(source, "a line 'qid<TAB>text'", line=number, found=line)
         if query_id in texts:
