@@ -30,6 +30,8 @@ from monitor.metrics.spec import parse_metric
 from monitor.records import Query
 from monitor.search.replay import ReplaySearch
 from monitor.search.saved import load_run
+from monitor.search.trec_arrow import read_trec_arrow
+from monitor.search.trec_read import read_trec_columns
 
 _LIBC = ctypes.CDLL(None)
 _LIBC.strtod.restype = ctypes.c_double
@@ -254,6 +256,27 @@ def test_replay_answers_what_the_reference_reads(tmp_path: Path, data: bytes) ->
     replay = ReplaySearch.from_file(path, "trec")
     answers = {q: [(h.score, h.id) for h in replay(Query(q, "", {}), 1000)] for q in expected}
     assert expected == answers
+
+
+@SETTINGS
+@given(data=run_files(unique=True), reader=st.sampled_from(["numpy", "arrow"]))
+def test_the_column_readers_read_what_the_reference_reads(
+    tmp_path: Path, data: bytes, reader: str
+) -> None:
+    """The numpy and pyarrow column readers give the reference's ranking, or leave the file
+    to the line reader (None)."""
+    path = tmp_path / "r.trec"
+    path.write_bytes(data)
+    columns = (read_trec_columns if reader == "numpy" else read_trec_arrow)(path)
+    if columns is None:
+        return
+    expected = reference_run(data)
+    assert not isinstance(expected, int)
+    docs = [row.byteswap().tobytes().rstrip(b"\0").decode() for row in columns.doc_words]
+    rows: dict[str, list[tuple[float, str]]] = {}
+    for code, doc, score in zip(columns.query.tolist(), docs, columns.score.tolist(), strict=True):
+        rows.setdefault(columns.query_ids[code], []).append((score, doc))
+    assert {q: hits for q, hits in expected.items() if hits} == rows
 
 
 @SETTINGS
