@@ -180,7 +180,7 @@ def test_judgment_files_split_trec_lines_as_trec_eval(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text",
     ["1_0", "12abc", "1e", "1e+", "0x10", "0x", "0x1p3", "0X.8P1", ".5", "-.5e-1x", "5.", "+3",
-     "1e400", "-1e-400", "007", "3.14159265358979323846", "1" * 40],
+     "1e400", "-1e-400", "007", "3.14159265358979323846", "1" * 40, "0x1p99999", "-0x1p99999"],
 )  # fmt: skip
 def test_c_double_reads_what_libc_atof_reads(text: str) -> None:
     """c_double gives what the C library's atof gives on a literal with a numeric prefix."""

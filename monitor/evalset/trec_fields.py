@@ -26,6 +26,7 @@ calls them on a TREC field.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -44,6 +45,7 @@ UNICODE_SPACES = (
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 
+_ASCII_SPACES = UNICODE_SPACES[:4]  # U+001C to U+001F, the ASCII ones among them
 _UNICODE_SPACE = re.compile(f"[{UNICODE_SPACES}]")
 _SEPARATOR_RUN = re.compile(f"[{SEPARATORS}]+")
 
@@ -70,7 +72,7 @@ def splitter(text: str) -> Callable[[str], list[str]]:
     whitespace; other text is split at :data:`SEPARATORS` only.
     """
     if text.isascii():
-        plain = not any(c in text for c in UNICODE_SPACES[:4])
+        plain = not any(c in text for c in _ASCII_SPACES)
     else:
         plain = _UNICODE_SPACE.search(text) is None
     return str.split if plain else split_fields
@@ -97,7 +99,10 @@ def c_double(text: str) -> float | None:
     if match is None:
         return None
     if match.group("hex") is not None:
-        return float.fromhex(match.group(0))
+        try:
+            return float.fromhex(match.group(0))
+        except OverflowError:  # strtod gives HUGE_VAL (infinity), as float() does for 1e999
+            return -math.inf if match.group(0).startswith("-") else math.inf
     return float(match.group(0))
 
 
