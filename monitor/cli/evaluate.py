@@ -52,7 +52,8 @@ def register(subparsers: Any) -> None:
         default="exact",
         metavar="exact|truncate",
         help="how qrels grades written as decimals are read: exact takes 1.0 as 1 and refuses "
-        "0.5 naming its line; truncate cuts toward zero, as trec_eval does (default: exact)",
+        "0.5 and 1e1 naming the line; truncate reads the integer prefix, as trec_eval's atol "
+        "(1.7 and 1e1 are 1) (default: exact)",
     )
     parser.set_defaults(handler=run)
 

@@ -1,14 +1,17 @@
 """TREC qrels (``qid iter docno rel``) and the ``qid<TAB>text`` queries file.
 
-A qrels line has exactly four whitespace-separated fields; ``iter`` is ignored and ``rel``
-is an integer grade (1 or more is relevant, 0 and below judged not relevant). Blank lines
-and comment lines (first non-blank character ``#``) are skipped, as trec_eval 10 does. A
-query and document pair judged twice is an error, as is a file without a judgment.
+A qrels line has exactly four fields, split as trec_eval splits them (ASCII space, tab, CR,
+VT and FF: see :mod:`monitor.evalset.trec_fields`; a Unicode space is part of an id);
+``iter`` is ignored and ``rel`` is an integer grade (1 or more is relevant, 0 and below judged
+not relevant). Blank lines and comment lines (first non-blank character ``#``) are skipped,
+as trec_eval 10 does. A query and document pair judged twice is an error, as is a NUL byte
+or a file without a judgment.
 
 Grades (see :data:`GRADE_MODES`): ``exact`` (the default) reads an integral decimal such as
-``1.0`` or ``2e0`` as that integer and refuses a fractional one (``0.5``) naming the line;
-``truncate`` cuts any finite number toward zero (``1.7`` is 1, ``-0.5`` is 0), as trec_eval
-reads grades with ``atol``.
+``1.0`` or ``2e0`` as that integer and refuses, naming the line, a fractional one (``0.5``)
+and one that trec_eval's ``atol`` reads as another integer (``1e1``, which ``atol`` reads as
+1); ``truncate`` reads every grade as ``atol`` does, its longest integer prefix (``1.7`` is
+1, ``1e1`` is 1, ``2.5e1`` is 2, ``-0.5`` is 0).
 
 :func:`read_trec_qrels` is a plain loop over the lines: on a file of a million lines it is
 as fast as ``pandas.read_csv`` followed by the grouping into dicts, and it keeps the exact
@@ -24,11 +27,20 @@ from os import PathLike
 from monitor.errors import InputError, UsageError
 from monitor.evalset._checks import Invalid, check_grade, grade_from_text
 from monitor.evalset._files import read_text
+from monitor.evalset.trec_fields import (
+    SEPARATORS,
+    c_double,
+    c_long,
+    nul_line,
+    plain_double,
+    split_fields,
+    splitter,
+)
 from monitor.records import Query
 
 _QRELS_SHAPE = "4 whitespace-separated fields: qid iter docno rel"
 #: How a grade that is not written as an integer is read: ``exact`` refuses a fractional one,
-#: ``truncate`` cuts it toward zero (trec_eval's ``atol``).
+#: ``truncate`` reads its integer prefix, as trec_eval's ``atol`` does.
 GRADE_MODES = ("exact", "truncate")
 
 
@@ -48,9 +60,13 @@ def parse_qrels(text: str, source: str, *, grades: str = "exact") -> dict[str, d
     """Return query id -> doc id -> grade from the text of a qrels file."""
     check_grade_mode(grades)
     truncate = grades == "truncate"
+    nul = nul_line(text)
+    if nul is not None:
+        raise InputError(source, "text without NUL bytes", line=nul)
+    split = splitter(text)
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
-        fields = line.split()
+        fields = split(line)
         if len(fields) != 4:
             if not fields or fields[0].startswith("#"):
                 continue
@@ -91,22 +107,40 @@ def check_grade_mode(grades: str) -> None:
 
 
 def grade_from_literal(text: str, *, truncate: bool = False) -> int:
-    """Return the grade written in ``text``: an integer, or a decimal that is integral (or any
-    finite decimal cut toward zero when ``truncate``); raise :class:`Invalid` otherwise."""
+    """Return the grade written in ``text``; raise :class:`Invalid` if there is none.
+
+    By default ``text`` must be an integer, or a decimal that is integral and that
+    trec_eval's ``atol`` reads as the same integer (``1.0``, ``3e0``; not ``1e1``). With
+    ``truncate`` it is read as ``atol`` reads it: its longest integer prefix (``1.7`` and
+    ``1e1`` are 1; ``.5`` is 0); a field that starts with no number is still refused.
+    """
     try:
         return grade_from_text(text)
     except Invalid as error:
-        try:
-            value = float(text) if text.isascii() and "_" not in text else math.nan
-        except ValueError:
+        if truncate:
+            prefix = c_long(text)
+            if prefix is not None:
+                return grade_from_number(prefix, text)
+            value = c_double(text)  # a sign or a point first: atol reads 0
+            if value is None or not math.isfinite(value):
+                raise error from None
+            return 0
+        value = plain_double(text)
+        if value is None or not math.isfinite(value):
             raise error from None
-        if not math.isfinite(value):
-            raise error from None
-        if not truncate and not value.is_integer():
+        if not value.is_integer():
             raise Invalid(
                 "an integer grade (a fractional one is read with --grades truncate)", text
             ) from None
-        return grade_from_number(math.trunc(value), text)
+        grade = math.trunc(value)
+        if grade != c_long(text):
+            raise Invalid(
+                f"an integer grade written as trec_eval reads it (its atol reads "
+                f"{c_long(text)} here; write {grade}, or read atol's way with --grades "
+                "truncate)",
+                text,
+            ) from None
+        return grade_from_number(grade, text)
 
 
 def grade_from_number(value: int, text: str) -> int:
@@ -129,7 +163,7 @@ def parse_queries(text: str, source: str) -> dict[str, str]:
         if not line.strip():
             continue
         query_id, tab, query = line.partition("\t")
-        query_id = query_id.strip()
+        query_id = query_id.strip(SEPARATORS)  # a Unicode space is part of the id, as in qrels
         if not tab or not query_id:
             raise InputError(source, "a line 'qid<TAB>text'", line=number, found=line)
         if query_id in texts:
@@ -199,14 +233,15 @@ def format_queries(queries: Sequence[Query]) -> str:
 
 def _check_token(value: str, what: str) -> None:
     """Refuse an id that whitespace-separated files cannot hold."""
-    if value.split() != [value]:
+    if split_fields(value) != [value] or "\n" in value or "\0" in value:
         raise UsageError(f"{what} {value!r} holds whitespace and cannot be written to TREC files")
 
 
 def _first_line(text: str, query_id: str, doc: str | None = None) -> int | None:
     """Return the first line that judges ``query_id`` (and ``doc``, if given)."""
+    split = splitter(text)
     for number, line in enumerate(text.split("\n"), start=1):
-        fields = line.split()
+        fields = split(line)
         if len(fields) == 4 and fields[0] == query_id and doc in (None, fields[2]):
             return number
     return None

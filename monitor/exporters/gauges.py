@@ -84,7 +84,8 @@ def _measure(measure: str) -> Reader:
 def _baseline(snapshot: SuiteSnapshot) -> Iterator[Series]:
     for name, value in (snapshot.baseline or {}).items():
         metric = snapshot.metrics[name]
-        yield (metric.measure, k_label(metric)), value
+        if metric.bounded:  # a ratio gauge: a count or a DCG is no ratio
+            yield (metric.measure, k_label(metric)), value
 
 
 def _band(bound: int) -> Reader:
@@ -92,6 +93,8 @@ def _band(bound: int) -> Reader:
         baseline = snapshot.baseline or {}
         for name, interval in snapshot.baseline_ci.items():
             metric = snapshot.metrics[name]
+            if not metric.bounded:
+                continue
             # Clipped: a bootstrap bound of the delta can reach past what a ratio can be.
             value = min(1.0, max(0.0, baseline[name] + interval[bound]))
             yield (metric.measure, k_label(metric)), value
@@ -144,7 +147,8 @@ def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
         for value, means in by_value.items():
             for name, mean in means.items():
                 metric = snapshot.metrics[name]
-                yield (key, value, metric.measure, k_label(metric)), mean
+                if metric.bounded:
+                    yield (key, value, metric.measure, k_label(metric)), mean
 
 
 def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:

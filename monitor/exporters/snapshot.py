@@ -245,7 +245,9 @@ def _ratios(
     out: dict[str, float] = {}
     for key, value in values.items():
         _parse(name, key, metrics)
-        number = _ratio(f"{name}[{key!r}]", value)
+        # A share must lie in [0, 1]; a count or a DCG (the metric spec says which) need not.
+        check = _ratio if metrics[key].bounded else _finite
+        number = check(f"{name}[{key!r}]", value)
         if number is not None:
             out[key] = number
     return MappingProxyType(out)
@@ -265,10 +267,11 @@ def _intervals(
         high = _finite(f"baseline_ci[{key!r}] high", pair[1])
         if low is None or high is None:
             continue
-        if not -1.0 <= low <= high <= 1.0:
+        bounded = metrics[key].bounded  # a count's or a DCG's delta is not within [-1, 1]
+        if not low <= high or (bounded and not -1.0 <= low <= high <= 1.0):
+            limits = "-1 <= low <= high <= 1" if bounded else "low <= high"
             raise UsageError(
-                f"baseline_ci[{key!r}] must be a delta interval with -1 <= low <= high <= 1, "
-                f"not ({low}, {high})"
+                f"baseline_ci[{key!r}] must be a delta interval with {limits}, not ({low}, {high})"
             )
         if baseline is None or key not in baseline:
             raise UsageError(f"baseline_ci[{key!r}] has no baseline value to be added to")

@@ -13,6 +13,9 @@ import json
 from pathlib import Path
 
 from monitor.errors import InputError
+from monitor.evalset._checks import Invalid
+from monitor.evalset.trec import grade_from_literal
+from monitor.evalset.trec_fields import nul_line, splitter
 
 #: The formats :func:`read_grades` takes; without one the suffix decides.
 GRADE_FORMATS = ("csv", "jsonl", "trec")
@@ -96,9 +99,15 @@ def _rows(path: Path, text: str, format: str) -> list[tuple[int, str, str, objec
             )
         return rows
     if format == "trec":
-        for line, raw in enumerate(text.splitlines(), start=1):
-            fields = raw.split()
-            if not fields or raw.lstrip().startswith("#"):
+        # Split as trec_eval splits a qrels line (monitor.evalset.trec_fields), not at every
+        # Unicode space or line separator as str.split and str.splitlines do.
+        nul = nul_line(text)
+        if nul is not None:
+            raise InputError(path, "text without NUL bytes", line=nul)
+        split = splitter(text)
+        for line, raw in enumerate(text.split("\n"), start=1):
+            fields = split(raw)
+            if not fields or fields[0].startswith("#"):
                 continue
             if len(fields) != 4:
                 raise InputError(path, "4 fields: qid iteration docid grade", line=line, found=raw)
@@ -120,7 +129,7 @@ def _grade(path: Path, line: int, raw: object) -> int:
         return raw
     if isinstance(raw, str):
         try:
-            return int(raw.strip())
-        except ValueError:
+            return grade_from_literal(raw.strip())  # ASCII digits only, as the qrels reader
+        except Invalid:
             pass
     raise InputError(path, "an integer grade (or an empty one to skip)", line=line, found=raw)

@@ -103,11 +103,20 @@ class EvaluationResult:
 
     @property
     def summary(self) -> dict[str, float]:
-        """Return trec_eval's summary of each metric: the sum for counts, else the mean."""
-        return {
-            str(m): float(np.sum(self.values[m])) if m.measure in COUNTS else mean
-            for m, mean in zip(self.metrics, self.means.values(), strict=True)
-        }
+        """Return trec_eval's summary of each metric: the sum for counts, else the mean.
+
+        Summed as trec_eval sums: one double added after another, queries in its order (by
+        id, byte order), then divided by their number. ``np.mean`` sums pairwise, which can
+        give another last bit, and another fourth decimal on a rounding boundary.
+        """
+        n = len(self.query_ids)
+        order = np.array(sorted(range(n), key=self.query_ids.__getitem__), dtype=np.int64)
+        out: dict[str, float] = {}
+        for m in self.metrics:
+            # cumsum adds in sequence (np.sum and np.mean add pairwise).
+            total = float(np.cumsum(self.values[m][order])[-1]) if n else 0.0
+            out[str(m)] = total if m.measure in COUNTS else (total / n if n else math.nan)
+        return out
 
     @property
     def per_query(self) -> pd.DataFrame:

@@ -9,8 +9,14 @@ read backwards to print a metric under another tool's name (``--names``).
 
 Each table maps a pattern, ``{k}`` standing for a cutoff, to a canonical pattern. A name is
 matched exactly first, then ignoring case (``ap@10``, ``ndcg_cut_10``). Where two tools give
-one spelling different meanings, the exact spelling decides: ``rbp`` is trec_eval's
-(persistence 0.9), ``RBP`` is ir_measures' (0.8, the canonical ``rbp_80``).
+one spelling different meanings, the exact spelling decides.
+
+ir_measures' ``RBP`` and ranx's ``rbp.8`` are refused with a message saying why
+(:func:`option_hint`): on graded qrels they mean other measures than this project's rbp,
+which gains grade / the query's highest grade. ranx gains each document its grade (a
+grade of 3 gains 3); ir_measures is binary with ``rel=`` (a grade of ``rel`` or more gains
+1) and, without it, leaves the gain to its trectools provider. On binary qrels all of them agree,
+and the message names the canonical measure with the same persistence.
 """
 
 from __future__ import annotations
@@ -72,16 +78,6 @@ IR_MEASURES: Mapping[str, str] = {
     "Judged@{k}": "judged@{k}",
     "ERR@{k}": "err@{k}",
     "ERR": "err",
-    "RBP": "rbp_80",
-    "RBP@{k}": "rbp_80@{k}",
-    "RBP(p=0.5)": "rbp_50",
-    "RBP(p=0.5)@{k}": "rbp_50@{k}",
-    "RBP(p=0.9)": "rbp",
-    "RBP(p=0.9)@{k}": "rbp@{k}",
-    "RBP(p=0.95)": "rbp_95",
-    "RBP(p=0.95)@{k}": "rbp_95@{k}",
-    "RBP(p=0.99)": "rbp_99",
-    "RBP(p=0.99)@{k}": "rbp_99@{k}",
     "NumRet": "num_ret",
     "NumRel": "num_rel",
     "NumRelRet": "num_rel_ret",
@@ -99,11 +95,6 @@ RANX: Mapping[str, str] = {
     "precision": "set_precision",
     "recall": "set_recall",
     "f1": "set_f1",
-    "rbp.5": "rbp_50",
-    "rbp.8": "rbp_80",
-    "rbp.9": "rbp",
-    "rbp.95": "rbp_95",
-    "rbp.99": "rbp_99",
 }
 
 _TABLES: Mapping[str, Mapping[str, str]] = {
@@ -117,6 +108,8 @@ _K = r"(?P<k>[1-9]\d*)"
 def canonical_name(name: str) -> str | None:
     """Return the canonical name another tool's ``name`` stands for, or None if none does."""
     text = name.strip().replace('"', "'")
+    if _rbp_hint(text.replace(" ", "")) is not None:
+        return None  # not "rbp" ignoring case: option_hint says why
     for flags in (0, re.IGNORECASE):
         for pattern, canonical in _patterns():
             match = pattern.fullmatch(text) if not flags else pattern_ci(pattern).fullmatch(text)
@@ -126,9 +119,26 @@ def canonical_name(name: str) -> str | None:
     return None
 
 
+#: The canonical rbp of each persistence another tool's RBP may name.
+_RBP_BY_P: Mapping[float, str] = {
+    0.5: "rbp_50",
+    0.8: "rbp_80",
+    0.9: "rbp",
+    0.95: "rbp_95",
+    0.99: "rbp_99",
+}
+_IR_MEASURES_RBP = re.compile(r"RBP(?:\((?P<params>[^)]*)\))?(?:@(?P<k>[1-9]\d*))?")
+_RANX_RBP = re.compile(r"rbp\.(?P<p>\d+)(?:@(?P<k>[1-9]\d*))?", re.IGNORECASE)
+
+
 def option_hint(name: str) -> str | None:
-    """Return how to ask for a measure parameter that is an option here (``P(rel=2)@5``)."""
+    """Return why another tool's name is not read here and what to ask for instead: a
+    measure parameter that is an option here (``P(rel=2)@5``), or an RBP that means another
+    measure on graded qrels (ir_measures' ``RBP``, ranx's ``rbp.8``)."""
     text = name.replace(" ", "")
+    rbp = _rbp_hint(text)
+    if rbp is not None:
+        return rbp
     rel = re.search(r"\(rel=(\d+)\)", text)
     if rel is not None:
         bare = canonical_name(text.replace(rel.group(0), "")) or "the measure"
@@ -144,6 +154,37 @@ def option_hint(name: str) -> str | None:
             "--judged-only (scoring: {judged_only: true})"
         )
     return None
+
+
+def _rbp_hint(text: str) -> str | None:
+    """Return why ir_measures' or ranx's RBP is refused, naming the canonical rbp to ask
+    for (the same measure on binary qrels); None if ``text`` is neither."""
+    ranx, ir = _RANX_RBP.fullmatch(text), _IR_MEASURES_RBP.fullmatch(text)
+    if ranx is not None:
+        p, k = float(f"0.{ranx.group('p')}"), ranx.group("k")
+        tool = f"ranx's {text} gains each document its grade (a grade of 3 gains 3)"
+    elif ir is not None:
+        params = dict(
+            part.partition("=")[::2] for part in (ir.group("params") or "").split(",") if part
+        )
+        try:
+            p, k = float(params.get("p", "0.8")), ir.group("k")
+        except ValueError:
+            return None
+        if "rel" in params:
+            tool = f"ir_measures' {text} is binary (a grade of {params['rel']} or more gains 1)"
+        else:
+            tool = f"ir_measures' {text} leaves graded gains to its trectools provider"
+    else:
+        return None
+    tool += (
+        ", where rbp here gains grade / the query's highest grade (and ignores "
+        "--relevance-level): they agree on binary qrels only"
+    )
+    p_name = _RBP_BY_P.get(p)
+    if p_name is None:
+        return f"{tool}; no rbp here has persistence {p:g} (0.5, 0.8, 0.9, 0.95 and 0.99 do)"
+    return f"{tool}; on binary qrels ask for {p_name}{'@' + k if k else ''}"
 
 
 def display_name(name: str, style: NameStyle) -> str:

@@ -110,6 +110,12 @@ class Metric:
         if self.k is not None and (isinstance(self.k, bool) or self.k <= 0):
             raise MetricError(str(self), "the cutoff k must be a positive integer")
 
+    @property
+    def bounded(self) -> bool:
+        """Tell whether the metric's value is a share in [0, 1]; a count or a DCG is not
+        (see :data:`UNBOUNDED`)."""
+        return self.measure not in UNBOUNDED
+
     def __str__(self) -> str:
         name = self.measure if self.k is None else f"{self.measure}@{self.k}"
         if self.unit is None:

@@ -3,12 +3,16 @@
 Both entry points read a file through this module, so they accept the same files, refuse the
 same faults with the same messages, and rank every query the same way.
 
-A TREC run line is ``qid Q0 docno rank score tag`` (whitespace separated, six fields). As in
-trec_eval the rank column is ignored: a query's documents are ranked by score descending,
-ties broken by doc id descending (byte order); fields after the sixth are ignored, and blank
-lines and comment lines (first field starting with ``#``) are skipped. A run file with no
-line (empty, blank or only comments) is an empty run, as the JSON run ``{}``: every judged
-query scores 0. A compressed file (``run.trec.gz``, see :mod:`monitor.io`) is decompressed.
+A TREC run line is ``qid Q0 docno rank score tag``: six fields, split where trec_eval splits
+them (ASCII space, tab, CR, VT and FF; a Unicode space or another control character is part
+of an id), and the score read as C's ``atof`` reads it, its longest numeric prefix (``1_0``
+is 1): see :mod:`monitor.evalset.trec_fields`. A NUL byte is refused; a leading byte order
+mark is dropped. As in trec_eval the rank column is ignored: a query's documents are ranked
+by score descending, ties broken by doc id descending (byte order); fields after the sixth
+are ignored, and blank lines and comment lines (first field starting with ``#``) are
+skipped. A run file with no line (empty, blank or only comments) is an empty run, as the
+JSON run ``{}``: every judged query scores 0. A compressed file (``run.trec.gz``, see
+:mod:`monitor.io`) is decompressed.
 
 ``evaluate`` reads large TREC runs through :mod:`monitor.search.trec_columns`, which gives
 the same ranking without a Python object per line.
@@ -35,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from monitor.errors import InputError, SearchOutputError, UsageError
+from monitor.evalset.trec_fields import BOM, c_double, nul_line, splitter
 from monitor.io import open_input, read_bytes_limited
 from monitor.records import Hit
 from monitor.search.base import is_valid_id, normalise_hits
@@ -98,20 +103,22 @@ def _trec_run(path: Path, data: bytes) -> dict[str, list[Hit]]:
         number = data[: exc.start].count(b"\n") + 1
         bad = data[exc.start : exc.start + 40]
         raise InputError(path, "UTF-8 text", line=number, found=bad) from None
+    text = text.removeprefix(BOM)  # as every eval set file, and as pyarrow reads a run
+    nul = nul_line(text)
+    if nul is not None:
+        raise InputError(path, "text without NUL bytes", line=nul)
+    split = splitter(text)
     rows: dict[str, list[tuple[float, bytes, str]]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
-        fields = line.split()
+        fields = split(line)
         if not fields or fields[0].startswith("#"):
             continue
         if len(fields) < len(_TREC_COLUMNS):
             raise InputError(path, _TREC_LINE, line=number, found=line.rstrip("\r"))
         qid, doc, literal = fields[0], fields[2], fields[_SCORE]
-        try:
-            score = float(literal)
-        except ValueError:
-            raise InputError(
-                path, "a numeric score in field 5", line=number, found=literal
-            ) from None
+        score = c_double(literal)
+        if score is None:
+            raise InputError(path, "a numeric score in field 5", line=number, found=literal)
         if not math.isfinite(score):
             raise InputError(path, f"{_FINITE} in field 5", line=number, found=literal)
         rows.setdefault(qid, []).append((score, doc.encode("utf-8", "surrogatepass"), doc))

@@ -7,7 +7,8 @@ whitespace splits fields (space, tab, CR, LF, VT, FF, as C's ``isspace``), a lin
 field starts with ``#`` is a comment, fields after the sixth are ignored. Scores written as
 plain decimals of at most 15 digits are converted exactly in numpy (an integer mantissa
 divided by a power of ten is the correctly rounded double, as ``strtod`` gives); any other
-score is converted by Python's ``float``. Ids are packed into big-endian 64-bit words, so
+score is read as C's ``atof`` reads it (:func:`monitor.evalset.trec_fields.c_double`: ``1_0``
+is 1, a non-ASCII digit is no digit). Ids are packed into big-endian 64-bit words, so
 comparing words compares bytes, as ``strcmp`` does.
 
 A file already in trec_eval's order (the usual case: each query's lines together, best
@@ -15,8 +16,9 @@ first) is not sorted again.
 
 :func:`read_trec_columns` returns None for anything it does not read the same way as the
 line reader of :mod:`monitor.search.saved` would (a short line, a score that is not a
-finite number, bytes that are not UTF-8, control characters): the caller then reads the
-file with that reader, which names the first bad line or gives the same ranking.
+finite number, bytes that are not UTF-8, control characters other than the separators): the
+caller then reads the file with that reader, which names the first bad line or gives the
+same ranking.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import InputError
+from monitor.evalset.trec_fields import BOM, c_double
 from monitor.io import MAX_RUN_BYTES, open_input
 from monitor.search.trec_columns import TrecColumns, assemble
 
@@ -56,6 +59,9 @@ _MAX_DIGITS = 15  # a mantissa below 2**53: exact in a double
 MAX_LINE_BYTES = 1 << 20
 
 
+_BOM = BOM.encode("utf-8")
+
+
 _PAD = 64  # spaces after a chunk, so a column read past a short token stays in bounds
 
 
@@ -74,7 +80,9 @@ def read_trec_columns(
     parts: list[tuple[_I32, _U64, _F64]] = []
     with open_input(path) as handle:
         try:
-            for chunk in _chunks(handle, path, limit):
+            for n, chunk in enumerate(_chunks(handle, path, limit)):
+                if not n:  # a leading byte order mark is dropped, as every reader drops it
+                    chunk = chunk.removeprefix(_BOM)
                 part = _read_chunk(chunk, codes)
                 if part is None:
                     return None
@@ -251,10 +259,10 @@ def _parse_scores(chunk: bytes, a: _U8, starts: _I64, lengths: _I64) -> _F64 | N
     value = np.where(negative, -value, value)
     for i in np.flatnonzero(~ok).tolist():
         start = int(starts[i])
-        try:
-            value[i] = float(chunk[start : start + int(lengths[i])])
-        except ValueError:
+        number = c_double(chunk[start : start + int(lengths[i])].decode("utf-8"))
+        if number is None:
             return None
+        value[i] = number
     if not np.isfinite(value).all():
         return None
     return value
