@@ -1,6 +1,6 @@
 """The web app in a real browser (headless Chromium through selenium): pages load without
-console errors, the simulator's figures after a reorder equal `evaluate`'s, and a grade
-button's round trip.
+console errors, the simulator's figures after a reorder equal `evaluate`'s, a grade
+button's round trip, and signing in with a token through the form.
 
 Marked ``browser``: skipped without Chromium and its driver, failed instead under
 ``MONITOR_REQUIRE_SERVICES=1`` (``.ci/run`` installs both).
@@ -8,6 +8,7 @@ Marked ``browser``: skipped without Chromium and its driver, failed instead unde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SUITE = "larkfield"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+TOKEN = "browser-s3cret"
 
 
 def _free_port() -> int:
@@ -48,16 +50,11 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server(store_path: Path) -> Iterator[str]:
-    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
+@contextlib.contextmanager
+def _serving(settings: WebSettings, host: str) -> Iterator[str]:
+    """Serve ``settings``' app with uvicorn on a free loopback port; yield its URL on ``host``."""
     import uvicorn
 
-    settings = WebSettings(
-        config=default_config(),
-        store=lambda: open_store(store_path),
-        allow_labeling=True,
-    )
     port = _free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error")
     instance = uvicorn.Server(config)
@@ -66,9 +63,38 @@ def server(store_path: Path) -> Iterator[str]:
     deadline = time.monotonic() + 10
     while not instance.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://{host}:{port}"
     instance.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(store_path: Path) -> Iterator[str]:
+    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(store_path),
+        allow_labeling=True,
+    )
+    with _serving(settings, "127.0.0.1") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with labeling behind a token (as served beyond loopback), on its own store,
+    reached as localhost so that its cookie is not the other server's."""
+    path = tmp_path_factory.mktemp("signed") / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(path),
+        allow_labeling=True,
+        auth_token=TOKEN,
+    )
+    with _serving(settings, "localhost") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -238,3 +264,26 @@ def test_a_grade_button_round_trip_rescores_the_run(
     browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
     assert "graded" not in browser.page_source
     assert f'data-doc="{doc}"' not in browser.page_source
+
+
+def test_signing_in_through_the_form_lets_the_browser_read_and_label(
+    signed_server: str, browser: Any
+) -> None:
+    """Without the token a page is a 401 linking to the form; signing in there shows the
+    pages, and a grade button's post is recorded."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(signed_server + "/suites/larkfield/runs/2/queries/Q34")
+    refused = browser.find_element(By.ID, "error").text
+    browser.find_element(By.ID, "sign-in").click()
+    _wait(lambda: browser.current_url.endswith("/login"))
+    browser.find_element(By.NAME, "token").send_keys(TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "a[href='/suites/larkfield']"))
+    browser.get(signed_server + "/suites/larkfield/runs/2/queries/Q34")
+    browser.get_log("browser")
+    group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
+    group.find_element(By.CSS_SELECTOR, 'button[data-grade="1"]').click()
+    _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
+    assert "needs its token" in refused
+    assert [] == _console_errors(browser)

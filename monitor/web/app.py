@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8321
 
+#: What a request without the token is told (the error page links to the sign-in form).
+SIGN_IN = "this server needs its token: sign in at /login"
+
 
 @dataclass(frozen=True, slots=True)
 class WebSettings:
@@ -51,6 +54,7 @@ class WebSettings:
     and then every ``refresh_seconds`` (None: never) looks for runs stored since and computes
     theirs, so the first view after a run is as fast as after start-up (a look that finds
     nothing new reads each suite's judgment layers and newest runs, and computes nothing).
+    ``session_key`` signs the sign-in cookie.
     """
 
     config: MonitorConfig
@@ -62,6 +66,7 @@ class WebSettings:
     warm: bool = True
     refresh_seconds: float | None = 5.0
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    session_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
 
 def create_app(settings: WebSettings) -> Starlette:
@@ -114,6 +119,11 @@ class _Guard:
         self.app = app
         self.settings = settings
         self.render = render
+        self.session = (
+            None
+            if settings.auth_token is None
+            else security.session_value(settings.session_key, settings.auth_token)
+        )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import Request
@@ -151,9 +161,12 @@ class _Guard:
         path = request.url.path
         if token is not None and not path.startswith(("/login", "/static/")):
             given = security.bearer(request.headers.get("authorization"))
-            given = given or request.cookies.get(security.TOKEN_COOKIE)
-            if not security.token_matches(token, given):
-                return 401, "this server needs its token: sign in at /login"
+            cookie = request.cookies.get(security.TOKEN_COOKIE)
+            if not (
+                security.token_matches(token, given)
+                or (self.session is not None and security.token_matches(self.session, cookie))
+            ):
+                return 401, SIGN_IN
         if request.method not in security.SAFE_METHODS:
             host = request.headers.get("host", "")
             why = security.cross_site(request.headers, host)
@@ -213,8 +226,14 @@ class _Pages:
         return HTMLResponse(html, status_code=status)
 
     def error(self, status: int, message: str) -> Response:
-        """Return an error page (or JSON for the API) saying what went wrong."""
-        return self.page("error.html", status=status, status_code=status, message=message)
+        """Return an error page saying what went wrong (a 401's links to the sign-in page)."""
+        return self.page(
+            "error.html",
+            status=status,
+            status_code=status,
+            message=message,
+            sign_in=status == 401,
+        )
 
     async def _guarded(self, build: Callable[[], Response]) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -369,7 +388,12 @@ class _Pages:
             return self.page("login.html", status=401, failed=True)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
-            security.TOKEN_COOKIE, given, httponly=True, samesite="strict", path="/"
+            security.TOKEN_COOKIE,
+            security.session_value(self.settings.session_key, token),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
         )
         return response
 

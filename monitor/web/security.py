@@ -2,7 +2,8 @@
 
 - With a token, every request needs ``Authorization: Bearer TOKEN`` or the cookie set by
   ``/login`` (a form posting the token, for browsers); without one the app should only be
-  bound to a loopback address (the CLI refuses anything else).
+  bound to a loopback address (the CLI refuses anything else). The cookie holds an HMAC of
+  the token under a key of the server's process, never the token itself.
 - Every request other than GET/HEAD must come from the app's own origin (``Origin`` or
   ``Sec-Fetch-Site``) and carry the server's CSRF token (``X-CSRF-Token`` header or a
   ``csrf`` form field): a page elsewhere cannot make a browser post to it.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -26,12 +28,14 @@ CSP = (
 HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Same-origin requests keep their origin (a browser's form post then names it in Origin
+    # instead of "null"); requests to other sites carry no referrer at all.
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
 
-#: The cookie ``/login`` sets to the token.
+#: The cookie ``/login`` sets to the token's HMAC (:func:`session_value`).
 TOKEN_COOKIE = "monitor_token"
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -40,6 +44,15 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def token_matches(expected: str, given: str | None) -> bool:
     """Return whether ``given`` is the token, compared in constant time."""
     return given is not None and hmac.compare_digest(expected.encode(), given.encode())
+
+
+def session_value(key: str, token: str) -> str:
+    """Return the session cookie's value for ``token``: its HMAC-SHA256 under ``key``.
+
+    The cookie is then not the token: read from a browser's profile it signs nobody in
+    to another process of the server, and it never leaves in a log as the token.
+    """
+    return hmac.new(key.encode(), token.encode(), hashlib.sha256).hexdigest()
 
 
 def bearer(authorization: str | None) -> str | None:
@@ -60,6 +73,11 @@ def cross_site(headers: Mapping[str, str], host: str) -> str | None:
     origin = headers.get("origin")
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         return f"Sec-Fetch-Site is {fetch_site!r}, expected 'same-origin'"
+    if origin == "null" and fetch_site == "same-origin":
+        # A browser names no origin under some referrer policies (and from sandboxed or
+        # opaque documents, which it marks cross-site); Sec-Fetch-Site, which no page can
+        # set, says this one came from the server's own pages.
+        return None
     if origin is not None:
         if origin == "null" or urlsplit(origin).netloc != host:
             return f"Origin {origin!r} is not this server ({host})"
