@@ -39,7 +39,11 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _client(store_path: Path, **options: Any) -> TestClient:
-    settings = WebSettings(config=default_config(), store=lambda: open_store(store_path), **options)
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(store_path),
+        **{"allowed_hosts": (HOST,), **options},
+    )
     return TestClient(create_app(settings))
 
 
@@ -139,6 +143,7 @@ def test_a_query_page_reads_that_query_alone(store_path: Path) -> None:
         config=default_config(),
         store=lambda: _OneQueryAtATime(open_store(store_path)),  # type: ignore[arg-type,return-value]
         warm=False,
+        allowed_hosts=(HOST,),
     )
     with TestClient(create_app(settings)) as c:
         text = c.get("/suites/larkfield/runs/2/queries/Q34").text
@@ -348,6 +353,7 @@ def _serve_args(**values: Any) -> argparse.Namespace:
     defaults = {
         "address": "127.0.0.1",
         "port": 8321,
+        "allow_host": [],
         "auth_token_env": None,
         "allow_labeling": False,
         "store": None,

@@ -1,4 +1,4 @@
-"""What the web app's guard refuses and allows: sign-in and same-origin writes.
+"""What the web app's guard refuses and allows: the Host, sign-in and same-origin writes.
 
 The store is filled by running the embedded default suite through the job, as `run` does:
 run 1 is the seeded rerank baseline, run 2 the keyword run that regressed.
@@ -6,6 +6,8 @@ run 1 is the seeded rerank baseline, run 2 the keyword run that regressed.
 
 from __future__ import annotations
 
+import argparse
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from monitor.cli.serve import web_settings
 from monitor.config import default_config
+from monitor.errors import UsageError
 from monitor.job import run_suite
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
@@ -53,6 +57,75 @@ def _csrf(client: TestClient) -> str:
 
 def _write_headers(client: TestClient) -> dict[str, str]:
     return {"Origin": LOOPBACK, "X-CSRF-Token": _csrf(client)}
+
+
+# The Host -------------------------------------------------------------------------------
+
+
+def test_a_request_for_another_host_is_refused_naming_it(client: TestClient) -> None:
+    """A page on a rebound name is refused with 421, naming the Host and how to allow it."""
+    response = client.get("/", headers={"Host": "rebind.example:8321"})
+    assert 421 == response.status_code
+    assert "rebind.example:8321" in response.text
+    assert "--allow-host rebind.example" in response.text
+
+
+def test_a_write_for_another_host_is_refused(client: TestClient) -> None:
+    """A POST naming another Host is refused before the CSRF check could be passed."""
+    headers = {"Host": "rebind.example", "Origin": "http://rebind.example"}
+    response = client.post("/api/simulate", json={"docs": []}, headers=headers)
+    assert (421, True) == (response.status_code, "rebind.example" in response.json()["error"])
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]", "LOCALHOST."])
+def test_loopback_hosts_are_served(store_path: Path, host: str) -> None:
+    """The loopback names and addresses are answered whatever address is bound."""
+    with _client(store_path, base_url=f"http://{host}") as c:
+        assert 200 == c.get("/").status_code
+
+
+def test_a_loopback_host_naming_another_port_is_refused(client: TestClient) -> None:
+    """127.0.0.1 on another port than the connection reached is not this server."""
+    response = client.get("/", headers={"Host": "127.0.0.1:9999"})
+    assert (421, True) == (response.status_code, "listens on 80" in response.text)
+
+
+def test_the_bound_address_is_served(store_path: Path) -> None:
+    """A server bound to an address answers requests naming that address."""
+    with _client(store_path, base_url="http://10.1.2.3", address="10.1.2.3") as c:
+        assert 200 == c.get("/").status_code
+
+
+def test_a_request_without_a_host_is_refused(client: TestClient) -> None:
+    """A request naming no Host is refused, saying so."""
+    response = client.get("/", headers={"Host": ""})
+    assert (421, True) == (response.status_code, "names no Host" in response.text)
+
+
+def _serve(argv: list[str]) -> argparse.Namespace:
+    from monitor.cli import build_parser
+
+    return build_parser().parse_args(["serve", *argv])
+
+
+def test_the_printed_flag_allows_the_host_as_printed(client: TestClient, store_path: Path) -> None:
+    """The --allow-host of a refusal, given to serve as printed, lets that Host in."""
+    refused = client.get("/", headers={"Host": "monitor.example.com"}).text
+    flag = refused.split("start the server with ", 1)[1].split("<", 1)[0]
+    settings = web_settings(_serve(shlex.split(flag)), default_config(), warm=False)
+    settings = WebSettings(**{**_fields(settings), "store": lambda: open_store(store_path)})
+    with TestClient(create_app(settings), base_url="http://monitor.example.com") as c:
+        assert 200 == c.get("/").status_code
+
+
+def _fields(settings: WebSettings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+
+
+def test_serve_refuses_an_allowed_host_that_is_no_host_name() -> None:
+    """--allow-host takes a host name: a URL is refused, naming the option."""
+    with pytest.raises(UsageError, match="--allow-host 'http://x/'"):
+        web_settings(_serve(["--allow-host", "http://x/"]), default_config())
 
 
 # Sign-in --------------------------------------------------------------------------------

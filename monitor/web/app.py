@@ -54,7 +54,9 @@ class WebSettings:
     and then every ``refresh_seconds`` (None: never) looks for runs stored since and computes
     theirs, so the first view after a run is as fast as after start-up (a look that finds
     nothing new reads each suite's judgment layers and newest runs, and computes nothing).
-    ``session_key`` signs the sign-in cookie.
+    ``address`` is where the server is bound and ``allowed_hosts`` the further names it
+    answers to (a request naming any other Host is refused: see
+    :func:`security.host_refusal`). ``session_key`` signs the sign-in cookie.
     """
 
     config: MonitorConfig
@@ -65,6 +67,8 @@ class WebSettings:
     next_runs: Callable[[], Mapping[str, datetime | None]] | None = None
     warm: bool = True
     refresh_seconds: float | None = 5.0
+    address: str = DEFAULT_ADDRESS
+    allowed_hosts: tuple[str, ...] = ()
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     session_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
@@ -110,8 +114,8 @@ def create_app(settings: WebSettings) -> Starlette:
 
 
 class _Guard:
-    """ASGI middleware: auth, same-origin writes with the CSRF token, security headers, and
-    a ``Server-Timing`` header with the time the app spent on the request."""
+    """ASGI middleware: the Host, auth, same-origin writes with the CSRF token, security
+    headers, and a ``Server-Timing`` header with the time the app spent on the request."""
 
     def __init__(
         self, app: Any, settings: WebSettings, render: Callable[[int, str], Response]
@@ -119,6 +123,7 @@ class _Guard:
         self.app = app
         self.settings = settings
         self.render = render
+        self.hosts = security.allowed_hosts(settings.address, settings.allowed_hosts)
         self.session = (
             None
             if settings.auth_token is None
@@ -157,6 +162,11 @@ class _Guard:
         await self.app(scope, receive, send_with_headers)
 
     def _refusal(self, request: Request) -> tuple[int, str] | None:
+        server = request.scope.get("server")
+        local = (str(server[0]), int(server[1])) if server else None
+        wrong_host = security.host_refusal(request.headers.get("host"), self.hosts, local)
+        if wrong_host is not None:
+            return 421, f"refused a request for another host: {wrong_host}"
         token = self.settings.auth_token
         path = request.url.path
         if token is not None and not path.startswith(("/login", "/static/")):
