@@ -1,4 +1,5 @@
-"""What the web app's guard refuses and allows: the Host, sign-in and same-origin writes.
+"""What the web app's guard refuses and allows: the Host, sign-in, same-origin writes and
+the size and shape of what a request holds.
 
 The store is filled by running the embedded default suite through the job, as `run` does:
 run 1 is the seeded rerank baseline, run 2 the keyword run that regressed.
@@ -21,6 +22,7 @@ from monitor.errors import UsageError
 from monitor.job import run_suite
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
+from monitor.web.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from monitor.web.security import TOKEN_COOKIE
 
 SUITE = "larkfield"
@@ -208,3 +210,59 @@ def test_a_wrong_token_sets_no_cookie(store_path: Path) -> None:
     with _client(store_path, auth_token=TOKEN) as c:
         response = c.post("/login", data={"token": "nope"}, headers={"Origin": LOOPBACK})
     assert (401, None) == (response.status_code, response.headers.get("set-cookie"))
+
+
+# What a request holds -------------------------------------------------------------------
+
+
+def test_a_body_over_the_limit_is_a_413(client: TestClient) -> None:
+    """A body larger than 1 MiB is refused before any handler reads it."""
+    body = b"[" + b"0," * (MAX_BODY_BYTES // 2) + b"0]"
+    headers = {**_write_headers(client), "Content-Type": "application/json"}
+    response = client.post("/api/simulate", content=body, headers=headers)
+    assert (413, True) == (response.status_code, "1 MiB" in response.json()["error"])
+
+
+def test_a_streamed_body_over_the_limit_is_a_413(client: TestClient) -> None:
+    """A body sent in chunks without a length is cut off at the limit too."""
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(MAX_BODY_BYTES // 65536 + 2):
+            yield b" " * 65536
+
+    response = client.post("/api/simulate", content=chunks(), headers=_write_headers(client))
+    assert 413 == response.status_code
+
+
+@pytest.mark.parametrize("url", ["/api/simulate", "/api/labels"])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 100_000])
+def test_deep_json_is_a_400(store_path: Path, url: str, depth: int) -> None:
+    """JSON nested deeper than the limit (or than the parser's stack) is refused with 400."""
+    body = '{"docs": ' + "[" * depth + "]" * depth + "}"
+    with _client(store_path, allow_labeling=True) as c:
+        response = c.post(url, content=body, headers=_write_headers(c))
+    assert (400, True) == (response.status_code, "JSON" in response.json()["error"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"/suites/{SUITE}/runs/{2**64}",
+        f"/suites/{SUITE}/runs/{2**63}/queries/Q34",
+        f"/suites/{SUITE}?page={2**64}",
+        f"/simulator?suite={SUITE}&run={2**64}&query=Q34",
+    ],
+)
+def test_an_id_past_64_bits_in_an_address_is_a_404(client: TestClient, url: str) -> None:
+    """A run id or page number past 64 bits is a 404 saying so, never a 500."""
+    response = client.get(url)
+    assert (404, True) == (response.status_code, "at most 64 bits" in response.text)
+
+
+@pytest.mark.parametrize("url", ["/api/simulate", "/api/labels"])
+def test_an_integer_past_64_bits_in_a_body_is_a_400(store_path: Path, url: str) -> None:
+    """A grade or cutoff past 64 bits is refused with 400 naming the limit."""
+    body = {"suite": SUITE, "query_id": "Q34", "doc_id": "d", "grade": 2**64, "k": 2**70}
+    with _client(store_path, allow_labeling=True) as c:
+        response = c.post(url, json=body, headers=_write_headers(c))
+    assert (400, True) == (response.status_code, "64 bits" in response.json()["error"])

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from monitor.errors import MonitorError, UsageError
-from monitor.web import security
+from monitor.web import limits, security
 from monitor.web.labels import UNAVAILABLE, Label, LabelSink, default_sink
 from monitor.web.views import Cache, Views
 
@@ -114,8 +114,9 @@ def create_app(settings: WebSettings) -> Starlette:
 
 
 class _Guard:
-    """ASGI middleware: the Host, auth, same-origin writes with the CSRF token, security
-    headers, and a ``Server-Timing`` header with the time the app spent on the request."""
+    """ASGI middleware: the Host, auth, same-origin writes with the CSRF token, the body's
+    size, security headers, and a ``Server-Timing`` header with the time the app spent on
+    the request."""
 
     def __init__(
         self, app: Any, settings: WebSettings, render: Callable[[int, str], Response]
@@ -139,6 +140,14 @@ class _Guard:
         started = time.perf_counter()
         request = Request(scope)
         refusal = self._refusal(request)
+        if refusal is None and request.method not in security.SAFE_METHODS:
+            # Read the body here, within its limit, so that no handler reads a larger one.
+            try:
+                if limits.declared_too_large(scope.get("headers", [])):
+                    raise limits.BodyTooLarge
+                receive = limits.replay(await limits.read_body(receive), receive)
+            except limits.BodyTooLarge as error:
+                refusal = 413, str(error)
 
         async def send_with_headers(message: Mapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -276,14 +285,21 @@ class _Pages:
     async def run(self, request: Request) -> Response:
         name, run_id = request.path_params["suite"], request.path_params["run_id"]
         return await self._guarded(
-            lambda: self.page("run.html", suite=name, report=self.views.run_page(name, run_id))
+            lambda: self.page(
+                "run.html",
+                suite=name,
+                report=self.views.run_page(name, _int_value(run_id, "run id")),
+            )
         )
 
     async def query(self, request: Request) -> Response:
         name, run_id = request.path_params["suite"], request.path_params["run_id"]
         query_id = request.path_params["query_id"]
         return await self._guarded(
-            lambda: self.page("query.html", view=self.views.query_page(name, run_id, query_id))
+            lambda: self.page(
+                "query.html",
+                view=self.views.query_page(name, _int_value(run_id, "run id"), query_id),
+            )
         )
 
     async def simulator(self, request: Request) -> Response:
@@ -325,11 +341,7 @@ class _Pages:
         from monitor.web.simulate import parse_simulation, simulate
 
         try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
-        try:
-            return JSONResponse(simulate(parse_simulation(body)))
+            return JSONResponse(simulate(parse_simulation(limits.parse_json(await request.body()))))
         except UsageError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
 
@@ -346,7 +358,7 @@ class _Pages:
         if sink is None:
             return JSONResponse({"error": UNAVAILABLE}, status_code=501)
         try:
-            body = await request.json()
+            body = limits.parse_json(await request.body())
             if not isinstance(body, dict):
                 raise UsageError("the request body: expected a JSON object")
             self.views.suite(str(body.get("suite", "")))
@@ -358,8 +370,6 @@ class _Pages:
                 who=str(body.get("who") or "web"),
                 at=datetime.now(timezone.utc),
             )
-        except ValueError:
-            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
         except UsageError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
 
@@ -450,9 +460,4 @@ def _int_param(request: Request, name: str, default: int) -> int:
 
 
 def _int_value(raw: object, name: str) -> int:
-    try:
-        if isinstance(raw, bool):
-            raise ValueError
-        return int(str(raw))
-    except ValueError:
-        raise UsageError(f"{name}: expected an integer, got {raw!r}") from None
+    return limits.bounded_int(raw, name)
