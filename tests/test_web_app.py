@@ -406,10 +406,14 @@ def test_a_label_becomes_a_human_layer_with_its_provenance(tmp_path: Path) -> No
 
 
 def test_a_grade_against_one_in_force_is_a_conflict(tmp_path: Path) -> None:
-    """Grading a document already graded otherwise is refused with 409, naming the conflict."""
+    """Grading a document already graded otherwise is refused with 409, saying in words
+    which grade is in force and that this one was not recorded (no command-line flag)."""
     path = _fresh_store(tmp_path)
     with _client(path, allow_labeling=True) as c:
         first = _label(c, grade=2)
         second = _label(c, grade=0)
     assert (200, 409) == (first.status_code, second.status_code)
-    assert "conflicting grade" in second.json()["error"]
+    assert (
+        "ce196c57771f already has grade 2 for this query, so your grade 0 was not recorded; "
+        "reload the page to see the grades in force"
+    ) == second.json()["error"]

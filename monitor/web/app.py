@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from monitor.errors import MonitorError, UsageError
+from monitor.errors import LayersChangedError, MonitorError, UsageError
 from monitor.web import limits, security
 from monitor.web.labels import UNAVAILABLE, Label, LabelSink, default_sink
 from monitor.web.views import Cache, Views
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 #: Default address and port of ``serve``.
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8321
+
+#: What a grade is told when others' grades kept landing while it was checked.
+BUSY = "others are grading this suite at the same moment; give your grade again"
 
 #: What a request without the token is told (the error page links to the sign-in form).
 SIGN_IN = "this server needs its token: sign in at /login"
@@ -382,6 +385,8 @@ class _Pages:
             await run_in_threadpool(record)
         except UsageError as error:  # a conflicting grade, a query the set lacks
             return JSONResponse({"error": str(error)}, status_code=409)
+        except LayersChangedError:
+            return JSONResponse({"error": BUSY}, status_code=409)
         except MonitorError as error:
             return JSONResponse({"error": str(error)}, status_code=500)
         return JSONResponse(
