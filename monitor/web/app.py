@@ -427,7 +427,7 @@ def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
-    from monitor.report.svg import trend_chart
+    from monitor.report.svg import trend_chart, unit_label
     from monitor.web.charts import sparkline
 
     env = Environment(
@@ -438,6 +438,8 @@ def _environment() -> Environment:
     env.filters["num"] = _num
     env.filters["signed"] = _signed
     env.filters["when"] = _when
+    env.filters["figure"] = _figure
+    env.globals["unit_label"] = unit_label
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
     return env
@@ -453,6 +455,20 @@ def _signed(value: float | None, digits: int = 4) -> str:
     if value is None or math.isnan(value):
         return "-"
     return f"{value:+.{digits}f}"
+
+
+def _figure(value: float | None, figure: str, *, signed: bool = False) -> str:
+    """Return a rule's figure in its unit: latency (``*_seconds``) in ms, rates (``*_rate``)
+    in percent, scores as they are."""
+    if value is None or math.isnan(value):
+        return "-"
+    sign = "+" if signed else ""
+    if figure.endswith("_seconds"):
+        ms = value * 1000
+        return f"{ms:{sign},.1f} ms" if abs(ms) >= 1 else f"{ms:{sign}.3f} ms"
+    if figure.endswith("_rate"):
+        return f"{value * 100:{sign}.2f}%"
+    return f"{value:{sign}.4f}"
 
 
 def _when(moment: datetime | None) -> str:

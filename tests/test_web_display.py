@@ -1,0 +1,61 @@
+"""How the web pages show figures: units on latency and rates, each run's verdict, counts as
+integers, and each metric linked to its definition.
+
+The store is filled by running the embedded default suite through the job, as `run` does:
+run 1 is the seeded rerank baseline, run 2 the keyword run that regressed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from monitor.config import default_config
+from monitor.job import run_suite
+from monitor.store import open_store
+from monitor.web import WebSettings, create_app
+
+SUITE = "larkfield"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The app over a store holding the baseline (run 1) and the regressed run (run 2)."""
+    path = tmp_path_factory.mktemp("display") / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    settings = WebSettings(config=default_config(), store=lambda: open_store(path), warm=False)
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _rule_cells(text: str, rule: str) -> list[str]:
+    row = text.split(f"<td>{rule}</td>", 1)[1].split("</tr>", 1)[0]
+    return re.findall(r'<td class="num">([^<]*)</td>', row)
+
+
+def test_a_latency_rule_shows_its_figure_in_milliseconds(client: TestClient) -> None:
+    """The p95 latency rule's current value carries its unit, ms."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert re.fullmatch(r"[0-9.,]+ ms", _rule_cells(text, "latency_p95_seconds_max")[1])
+
+
+def test_a_rate_rule_shows_its_figure_in_percent(client: TestClient) -> None:
+    """The error rate rule's current value is a percentage."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert "0.00%" == _rule_cells(text, "error_rate_max")[1]
+
+
+def test_a_quality_rule_shows_its_score_as_before(client: TestClient) -> None:
+    """A metric rule's figures stay scores with four decimals and no unit."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert ["0.8399", "0.6622", "-0.1777"] == _rule_cells(text, "mrr@10 max_drop")[:3]
+
+
+def test_the_latency_chart_names_its_unit(client: TestClient) -> None:
+    """The suite page's latency trend says which unit its axis is in."""
+    text = client.get(f"/suites/{SUITE}").text
+    assert re.search(r"<figcaption>latency p95 \((s|ms|µs)\)</figcaption>", text)
