@@ -59,3 +59,13 @@ def test_the_latency_chart_names_its_unit(client: TestClient) -> None:
     """The suite page's latency trend says which unit its axis is in."""
     text = client.get(f"/suites/{SUITE}").text
     assert re.search(r"<figcaption>latency p95 \((s|ms|µs)\)</figcaption>", text)
+
+
+def test_the_suites_page_gives_the_last_run_its_verdict(client: TestClient) -> None:
+    """Beside a regression verdict the last run reads as a regression, not as "ok"."""
+    text = client.get("/").text
+    row = text.split("<tbody>", 1)[1]
+    assert (True, False) == (
+        f'<a href="/suites/{SUITE}/runs/2">run 2</a> (regression)' in row,
+        "run 2</a> (ok)" in row,
+    )
