@@ -142,6 +142,7 @@ def _wait(condition: Any, timeout: float = 10.0) -> None:
         "/suites/larkfield/runs/2/queries/Q34",
         "/simulator",
         "/simulator?suite=larkfield&run=2&query=Q34",
+        "/definitions",
     ],
 )
 def test_every_page_loads_without_console_errors(server: str, browser: Any, path: str) -> None:
@@ -218,6 +219,27 @@ def test_toggling_relevance_in_binary_mode_recomputes(server: str, browser: Any)
     browser.find_element(By.CSS_SELECTOR, "#docs li input.relevant-toggle").click()
     _wait(lambda: _simulator_figures(browser).get("hit_rate@10") == 1.0)
     assert 1.0 == _simulator_figures(browser)["mrr@10"]
+
+
+def test_the_simulator_recomputed_shows_counts_as_integers_linked_to_definitions(
+    server: str, browser: Any
+) -> None:
+    """After a recompute, num_ret reads as a whole number and its name links to its
+    definition."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/simulator")
+    root = browser.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    browser.find_element(By.ID, "new-doc").send_keys("d1")
+    browser.find_element(By.ID, "add-doc").click()
+    _wait(lambda: root.get_attribute("data-computed") == "1")
+    row = browser.find_element(By.CSS_SELECTOR, '#sim-metrics tr[data-metric="num_ret"]')
+    link = row.find_element(By.TAG_NAME, "a")
+    assert ("1", "/definitions#num_ret") == (
+        row.find_element(By.CSS_SELECTOR, ".value").text,
+        link.get_attribute("pathname") + link.get_attribute("hash"),
+    )
 
 
 def _run_mean(driver: Any, metric: str) -> float:

@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from monitor.config import default_config
 from monitor.job import run_suite
+from monitor.metrics.spec import MEASURES
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
 
@@ -68,4 +69,51 @@ def test_the_suites_page_gives_the_last_run_its_verdict(client: TestClient) -> N
     assert (True, False) == (
         f'<a href="/suites/{SUITE}/runs/2">run 2</a> (regression)' in row,
         "run 2</a> (ok)" in row,
+    )
+
+
+def _simulator_rows(text: str) -> dict[str, str]:
+    rows = re.findall(
+        r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">[^<]*</a></td>'
+        r'<td class="num value">([^<]*)</td>',
+        text,
+    )
+    return {metric: value for metric, _, value in rows}
+
+
+def test_the_simulator_shows_counts_as_integers(client: TestClient) -> None:
+    """num_ret and num_rel read as whole numbers; scores keep four decimals."""
+    rows = _simulator_rows(client.get(f"/simulator?suite={SUITE}&run=2&query=Q34").text)
+    assert ("10", "2", "0.0000") == (rows["num_ret"], rows["num_rel"], rows["mrr@10"])
+
+
+def test_the_simulation_endpoint_gives_counts_as_integers(client: TestClient) -> None:
+    """The JSON answer's shown figures print a count as an integer."""
+    page = client.get("/").text
+    csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+    body = {"docs": [{"id": "a", "grade": 1}, {"id": "b", "grade": 0}], "k": 10}
+    headers = {"Origin": "http://127.0.0.1", "X-CSRF-Token": csrf}
+    shown = client.post("/api/simulate", json=body, headers=headers).json()["shown"]
+    assert ("2", "1.0000") == (shown["num_ret"], shown["mrr@10"])
+
+
+def test_every_simulator_metric_links_to_its_definition(client: TestClient) -> None:
+    """Each row's name links to an anchor of the definitions page that exists."""
+    text = client.get("/simulator").text
+    links = dict(re.findall(r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">', text))
+    anchors = set(re.findall(r'<dt id="([^"]+)">', client.get("/definitions").text))
+    measures = {metric: metric.split("@", 1)[0] for metric in links}
+    assert sorted(MEASURES) == sorted(measures.values())
+    assert {m: f"/definitions#{measure}" for m, measure in measures.items()} == links
+    assert set(measures.values()) <= anchors
+
+
+def test_no_simulator_row_points_to_definitions_without_a_link(client: TestClient) -> None:
+    """A measure without a worked formula says what it returns instead of "see the metric
+    definitions"."""
+    text = client.get("/simulator").text
+    formula = text.split('<tr data-metric="bpref">', 1)[1].split('class="formula">', 1)[1]
+    assert (False, True) == (
+        "see the metric definitions" in text,
+        formula.startswith("trec_eval&#39;s bpref"),
     )

@@ -88,6 +88,7 @@ def create_app(settings: WebSettings) -> Starlette:
         Route("/", pages.suites),
         Route("/login", pages.login, methods=["GET", "POST"]),
         Route("/simulator", pages.simulator),
+        Route("/definitions", pages.definitions),
         Route("/api/simulate", pages.simulate, methods=["POST"]),
         Route("/api/labels", pages.label, methods=["POST"]),
         Route("/suites/{suite}", pages.suite),
@@ -335,6 +336,11 @@ class _Pages:
             )
 
         return await self._guarded(build)
+
+    async def definitions(self, request: Request) -> Response:
+        from monitor.web.definitions import families
+
+        return await self._guarded(lambda: self.page("definitions.html", families=families()))
 
     # API ---------------------------------------------------------------------------------
 
