@@ -22,7 +22,7 @@ from monitor.errors import UsageError
 from monitor.job import run_suite
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
-from monitor.web.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
+from monitor.web.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, bounded_int
 from monitor.web.security import TOKEN_COOKIE
 
 SUITE = "larkfield"
@@ -266,3 +266,9 @@ def test_an_integer_past_64_bits_in_a_body_is_a_400(store_path: Path, url: str) 
     with _client(store_path, allow_labeling=True) as c:
         response = c.post(url, json=body, headers=_write_headers(c))
     assert (400, True) == (response.status_code, "64 bits" in response.json()["error"])
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(str(-(2**63)), -(2**63)), (2**63 - 1, 2**63 - 1)])
+def test_the_64_bit_bounds_themselves_are_integers(raw: object, expected: int) -> None:
+    """The smallest and largest 64-bit integers are accepted as they are."""
+    assert expected == bounded_int(raw, "run id")

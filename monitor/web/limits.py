@@ -103,7 +103,7 @@ def _check(data: Any) -> None:
                 )
             items = value.values() if isinstance(value, dict) else value
             stack.extend((item, depth + 1) for item in items)
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        elif isinstance(value, int) and not isinstance(value, bool) and not _fits(value):
             raise UsageError(
                 f"the request body: expected integers of at most 64 bits, got {_shown(value)}"
             )
@@ -118,9 +118,13 @@ def bounded_int(raw: object, name: str) -> int:
         value = int(str(raw))
     except ValueError:
         raise UsageError(f"{name}: expected an integer, got {_shown(raw)}") from None
-    if abs(value) > MAX_INT:
+    if not _fits(value):
         raise UsageError(f"{name}: expected an integer of at most 64 bits, got {_shown(raw)}")
     return value
+
+
+def _fits(value: int) -> bool:
+    return -MAX_INT - 1 <= value <= MAX_INT
 
 
 def _shown(raw: object) -> str:
