@@ -10,7 +10,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -108,9 +107,9 @@ def test_two_conflicting_grades_read_together_leave_one(store_url: str) -> None:
 
 
 @pytest.fixture
-def labeling_server(tmp_path: Path) -> Any:
+def labeling_server(store_url: str) -> Any:
     """The app with labeling, served by uvicorn on a free loopback port over a fresh store."""
-    path = tmp_path / "m.db"
+    path = store_url
     with open_store(path) as opened:
         run_suite(default_config().suite(SUITE), opened, progress=False)
     settings = WebSettings(
