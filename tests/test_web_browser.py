@@ -291,18 +291,18 @@ def test_a_grade_button_round_trip_rescores_the_run(
 def test_signing_in_through_the_form_lets_the_browser_read_and_label(
     signed_server: str, browser: Any
 ) -> None:
-    """Without the token a page is a 401 linking to the form; signing in there shows the
-    pages, and a grade button's post is recorded."""
+    """Without the token a page is a 401 linking to the form; signing in there comes back
+    to that page, and a grade button's post is recorded."""
     from selenium.webdriver.common.by import By
 
     browser.get(signed_server + "/suites/larkfield/runs/2/queries/Q34")
     refused = browser.find_element(By.ID, "error").text
     browser.find_element(By.ID, "sign-in").click()
-    _wait(lambda: browser.current_url.endswith("/login"))
+    _wait(lambda: "/login?next=" in browser.current_url)
     browser.find_element(By.NAME, "token").send_keys(TOKEN)
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "a[href='/suites/larkfield']"))
-    browser.get(signed_server + "/suites/larkfield/runs/2/queries/Q34")
+    _wait(lambda: browser.current_url.endswith("/suites/larkfield/runs/2/queries/Q34"))
+    _wait(lambda: browser.find_elements(By.CSS_SELECTOR, ".label-buttons"))
     browser.get_log("browser")
     group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
     group.find_element(By.CSS_SELECTOR, 'button[data-grade="1"]').click()

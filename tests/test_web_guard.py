@@ -139,10 +139,40 @@ def test_pages_keep_the_origin_on_same_origin_requests(client: TestClient) -> No
 
 
 def test_a_401_page_links_to_the_sign_in_form(store_path: Path) -> None:
-    """A page asked for without the token says so and links to /login."""
+    """A page asked for without the token says so and links to /login, coming back to it."""
     with _client(store_path, auth_token=TOKEN) as c:
-        response = c.get("/")
-    assert (401, True) == (response.status_code, 'href="/login"' in response.text)
+        response = c.get(f"/suites/{SUITE}?page=1")
+    link = f'href="/login?next=/suites/{SUITE}%3Fpage%3D1"'
+    assert (401, True) == (response.status_code, link in response.text)
+
+
+def test_signing_in_comes_back_to_the_page_asked_for(store_path: Path) -> None:
+    """The form's next path is where a successful sign-in redirects."""
+    with _client(store_path, auth_token=TOKEN) as c:
+        form = c.get(f"/login?next=/suites/{SUITE}%3Fpage%3D1").text
+        login = c.post(
+            "/login",
+            data={"token": TOKEN, "next": f"/suites/{SUITE}?page=1"},
+            headers={"Origin": LOOPBACK},
+            follow_redirects=False,
+        )
+    assert 'name="next" value="/suites/larkfield?page=1"' in form
+    assert (303, f"/suites/{SUITE}?page=1") == (login.status_code, login.headers["location"])
+
+
+@pytest.mark.parametrize(
+    "elsewhere", ["//evil.example/", "https://evil.example/", "/\\evil.example", "/\tx", ""]
+)
+def test_signing_in_never_redirects_to_another_site(store_path: Path, elsewhere: str) -> None:
+    """A next path that is not one of this server's sends the browser to / instead."""
+    with _client(store_path, auth_token=TOKEN) as c:
+        login = c.post(
+            "/login",
+            data={"token": TOKEN, "next": elsewhere},
+            headers={"Origin": LOOPBACK},
+            follow_redirects=False,
+        )
+    assert "/" == login.headers["location"]
 
 
 def _sign_in(client: TestClient, headers: dict[str, str]) -> Any:

@@ -123,7 +123,7 @@ class _Guard:
     the request."""
 
     def __init__(
-        self, app: Any, settings: WebSettings, render: Callable[[int, str], Response]
+        self, app: Any, settings: WebSettings, render: Callable[[int, str, str], Response]
     ) -> None:
         self.app = app
         self.settings = settings
@@ -168,7 +168,7 @@ class _Guard:
             response = (
                 JSONResponse({"error": text}, status_code=status)
                 if request.url.path.startswith("/api/")
-                else self.render(status, text)
+                else self.render(status, text, _here(request))
             )
             await response(scope, receive, send_with_headers)
             return
@@ -248,14 +248,16 @@ class _Pages:
         )
         return HTMLResponse(html, status_code=status)
 
-    def error(self, status: int, message: str) -> Response:
-        """Return an error page saying what went wrong (a 401's links to the sign-in page)."""
+    def error(self, status: int, message: str, back: str = "/") -> Response:
+        """Return an error page saying what went wrong; a 401's links to the sign-in page,
+        which comes back to ``back`` after signing in."""
         return self.page(
             "error.html",
             status=status,
             status_code=status,
             message=message,
             sign_in=status == 401,
+            back=back,
         )
 
     async def _guarded(self, build: Callable[[], Response]) -> Response:
@@ -411,13 +413,15 @@ class _Pages:
         from starlette.responses import RedirectResponse
 
         if request.method == "GET":
-            return self.page("login.html", failed=False)
+            back = security.local_path(request.query_params.get("next"))
+            return self.page("login.html", failed=False, back=back)
         form = await request.form()
         given = str(form.get("token", ""))
+        back = security.local_path(str(form.get("next", "/")))
         token = self.settings.auth_token
         if token is None or not security.token_matches(token, given):
-            return self.page("login.html", status=401, failed=True)
-        response = RedirectResponse("/", status_code=303)
+            return self.page("login.html", status=401, failed=True, back=back)
+        response = RedirectResponse(back, status_code=303)
         response.set_cookie(
             security.TOKEN_COOKIE,
             security.session_value(self.settings.session_key, token),
@@ -479,6 +483,12 @@ def _figure(value: float | None, figure: str, *, signed: bool = False) -> str:
 
 def _when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _here(request: Request) -> str:
+    """Return the path and query of ``request``, to come back to after signing in."""
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
 
 
 def _int_param(request: Request, name: str, default: int) -> int:

@@ -69,6 +69,19 @@ def session_value(key: str, token: str) -> str:
     return hmac.new(key.encode(), token.encode(), hashlib.sha256).hexdigest()
 
 
+def local_path(given: str | None) -> str:
+    """Return ``given`` when it is a path of this server (``/...``), else ``/``: where to go
+    after signing in is never another site (``//host``, ``/\\host`` or ``https://...``)."""
+    if (
+        not given
+        or not given.startswith("/")
+        or given.startswith(("//", "/\\"))
+        or any(ord(char) < 0x20 or ord(char) == 0x7F or char == "\\" for char in given)
+    ):
+        return "/"
+    return given
+
+
 def bearer(authorization: str | None) -> str | None:
     """Return the token of an ``Authorization: Bearer TOKEN`` header, or None."""
     if not authorization:
