@@ -306,6 +306,19 @@ class BaselineError(StoreError):
         self.reason = reason
 
 
+class LayersChangedError(StoreError):
+    """A judgment layer was added to the suite since the caller read its layers, so a check
+    made on what it read may no longer hold (see ``Store.add_layer``'s ``after``)."""
+
+    def __init__(self, location: str, suite: str, expected: int, found: int) -> None:
+        super().__init__(
+            location,
+            f"suite {suite!r}: expected its newest judgment layer to be {expected}, found "
+            f"{found}: another layer was added meanwhile",
+        )
+        self.suite, self.expected, self.found = suite, expected, found
+
+
 class StoreLockedError(StoreError):
     """Another process holds the run lock of a suite."""
 

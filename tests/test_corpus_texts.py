@@ -101,6 +101,6 @@ def test_the_web_query_page_shows_corpus_text_for_hits_without_text(tmp_path: Pa
     with open_store(tmp_path / "m.db") as store:
         run_suite(config.suite("s"), store, progress=False)
     settings = WebSettings(config=config, store=lambda: open_store(tmp_path / "m.db"))
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         page = client.get("/suites/s/runs/1/queries/q1").text
     assert [True, True, True] == [p["text"] in page for p in PASSAGES]

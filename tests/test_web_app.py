@@ -39,7 +39,11 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _client(store_path: Path, **options: Any) -> TestClient:
-    settings = WebSettings(config=default_config(), store=lambda: open_store(store_path), **options)
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(store_path),
+        **{"allowed_hosts": (HOST,), **options},
+    )
     return TestClient(create_app(settings))
 
 
@@ -139,6 +143,7 @@ def test_a_query_page_reads_that_query_alone(store_path: Path) -> None:
         config=default_config(),
         store=lambda: _OneQueryAtATime(open_store(store_path)),  # type: ignore[arg-type,return-value]
         warm=False,
+        allowed_hosts=(HOST,),
     )
     with TestClient(create_app(settings)) as c:
         text = c.get("/suites/larkfield/runs/2/queries/Q34").text
@@ -348,6 +353,7 @@ def _serve_args(**values: Any) -> argparse.Namespace:
     defaults = {
         "address": "127.0.0.1",
         "port": 8321,
+        "allow_host": [],
         "auth_token_env": None,
         "allow_labeling": False,
         "store": None,
@@ -400,10 +406,14 @@ def test_a_label_becomes_a_human_layer_with_its_provenance(tmp_path: Path) -> No
 
 
 def test_a_grade_against_one_in_force_is_a_conflict(tmp_path: Path) -> None:
-    """Grading a document already graded otherwise is refused with 409, naming the conflict."""
+    """Grading a document already graded otherwise is refused with 409, saying in words
+    which grade is in force and that this one was not recorded (no command-line flag)."""
     path = _fresh_store(tmp_path)
     with _client(path, allow_labeling=True) as c:
         first = _label(c, grade=2)
         second = _label(c, grade=0)
     assert (200, 409) == (first.status_code, second.status_code)
-    assert "conflicting grade" in second.json()["error"]
+    assert (
+        "ce196c57771f already has grade 2 for this query, so your grade 0 was not recorded; "
+        "reload the page to see the grades in force"
+    ) == second.json()["error"]

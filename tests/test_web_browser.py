@@ -1,6 +1,6 @@
 """The web app in a real browser (headless Chromium through selenium): pages load without
-console errors, the simulator's figures after a reorder equal `evaluate`'s, and a grade
-button's round trip.
+console errors, the simulator's figures after a reorder equal `evaluate`'s, a grade
+button's round trip, and signing in with a token through the form.
 
 Marked ``browser``: skipped without Chromium and its driver, failed instead under
 ``MONITOR_REQUIRE_SERVICES=1`` (``.ci/run`` installs both).
@@ -8,6 +8,7 @@ Marked ``browser``: skipped without Chromium and its driver, failed instead unde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SUITE = "larkfield"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+TOKEN = "browser-s3cret"
 
 
 def _free_port() -> int:
@@ -48,16 +50,11 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server(store_path: Path) -> Iterator[str]:
-    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
+@contextlib.contextmanager
+def _serving(settings: WebSettings, host: str) -> Iterator[str]:
+    """Serve ``settings``' app with uvicorn on a free loopback port; yield its URL on ``host``."""
     import uvicorn
 
-    settings = WebSettings(
-        config=default_config(),
-        store=lambda: open_store(store_path),
-        allow_labeling=True,
-    )
     port = _free_port()
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error")
     instance = uvicorn.Server(config)
@@ -66,9 +63,38 @@ def server(store_path: Path) -> Iterator[str]:
     deadline = time.monotonic() + 10
     while not instance.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://{host}:{port}"
     instance.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(store_path: Path) -> Iterator[str]:
+    """The app served by uvicorn on a free loopback port, with labeling into the store's layers."""
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(store_path),
+        allow_labeling=True,
+    )
+    with _serving(settings, "127.0.0.1") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app with labeling behind a token (as served beyond loopback), on its own store,
+    reached as localhost so that its cookie is not the other server's."""
+    path = tmp_path_factory.mktemp("signed") / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(path),
+        allow_labeling=True,
+        auth_token=TOKEN,
+    )
+    with _serving(settings, "localhost") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +142,7 @@ def _wait(condition: Any, timeout: float = 10.0) -> None:
         "/suites/larkfield/runs/2/queries/Q34",
         "/simulator",
         "/simulator?suite=larkfield&run=2&query=Q34",
+        "/definitions",
     ],
 )
 def test_every_page_loads_without_console_errors(server: str, browser: Any, path: str) -> None:
@@ -194,6 +221,27 @@ def test_toggling_relevance_in_binary_mode_recomputes(server: str, browser: Any)
     assert 1.0 == _simulator_figures(browser)["mrr@10"]
 
 
+def test_the_simulator_recomputed_shows_counts_as_integers_linked_to_definitions(
+    server: str, browser: Any
+) -> None:
+    """After a recompute, num_ret reads as a whole number and its name links to its
+    definition."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(server + "/simulator")
+    root = browser.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    browser.find_element(By.ID, "new-doc").send_keys("d1")
+    browser.find_element(By.ID, "add-doc").click()
+    _wait(lambda: root.get_attribute("data-computed") == "1")
+    row = browser.find_element(By.CSS_SELECTOR, '#sim-metrics tr[data-metric="num_ret"]')
+    link = row.find_element(By.TAG_NAME, "a")
+    assert ("1", "/definitions#num_ret") == (
+        row.find_element(By.CSS_SELECTOR, ".value").text,
+        link.get_attribute("pathname") + link.get_attribute("hash"),
+    )
+
+
 def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 
@@ -238,3 +286,26 @@ def test_a_grade_button_round_trip_rescores_the_run(
     browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
     assert "graded" not in browser.page_source
     assert f'data-doc="{doc}"' not in browser.page_source
+
+
+def test_signing_in_through_the_form_lets_the_browser_read_and_label(
+    signed_server: str, browser: Any
+) -> None:
+    """Without the token a page is a 401 linking to the form; signing in there comes back
+    to that page, and a grade button's post is recorded."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(signed_server + "/suites/larkfield/runs/2/queries/Q34")
+    refused = browser.find_element(By.ID, "error").text
+    browser.find_element(By.ID, "sign-in").click()
+    _wait(lambda: "/login?next=" in browser.current_url)
+    browser.find_element(By.NAME, "token").send_keys(TOKEN)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    _wait(lambda: browser.current_url.endswith("/suites/larkfield/runs/2/queries/Q34"))
+    _wait(lambda: browser.find_elements(By.CSS_SELECTOR, ".label-buttons"))
+    browser.get_log("browser")
+    group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
+    group.find_element(By.CSS_SELECTOR, 'button[data-grade="1"]').click()
+    _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
+    assert "needs its token" in refused
+    assert [] == _console_errors(browser)

@@ -68,7 +68,7 @@ def _app(path: Path, reads: Counter[int], *, warm: bool = False) -> TestClient:
         store=lambda: _Counting(open_store(path), reads),
         warm=warm,
     )
-    return TestClient(create_app(settings))
+    return TestClient(create_app(settings), base_url="http://127.0.0.1")
 
 
 def test_run_pages_read_the_baseline_once_and_each_run_once(three_runs: Path) -> None:
@@ -239,7 +239,7 @@ def test_a_run_stored_while_the_app_is_up_is_read_before_anyone_asks(tmp_path: P
         store=lambda: _Counting(open_store(path), reads),
         refresh_seconds=0.05,
     )
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         with open_store(path) as store:
             new = run_suite(default_config().suite(SUITE), store, progress=False).run_id
         assert new is not None

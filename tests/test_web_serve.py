@@ -34,6 +34,7 @@ def _args(**values: Any) -> argparse.Namespace:
     defaults = {
         "ui_port": None,
         "ui_address": None,
+        "allow_host": [],
         "auth_token_env": None,
         "allow_labeling": False,
         "store": None,
@@ -92,3 +93,19 @@ def test_the_daemons_app_serves_pages_with_the_next_runs(tmp_path: Path) -> None
         server.stop()
     assert 200 == response.status_code
     assert "2030-01-02 03:04:05 UTC" in response.text
+
+
+def test_the_daemons_app_answers_the_hosts_allowed_with_allow_host(tmp_path: Path) -> None:
+    """`daemon --allow-host NAME` reaches the app: NAME is served, another name is a 421."""
+    from monitor.cli import build_parser
+
+    argv = ["daemon", "--ui-port", "0", "--allow-host", "monitor.example.com"]
+    args = build_parser().parse_args(argv)
+    server = start_ui(args, load_config(_config(tmp_path, "")), dict)
+    assert server is not None
+    try:
+        allowed = httpx.get(server.url, headers={"Host": "monitor.example.com"}, timeout=10)
+        other = httpx.get(server.url, headers={"Host": "rebind.example"}, timeout=10)
+    finally:
+        server.stop()
+    assert (200, 421) == (allowed.status_code, other.status_code)

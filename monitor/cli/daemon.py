@@ -71,6 +71,13 @@ def register(subparsers: Any) -> None:
         help="address of the web app (default: the config's ui, or 127.0.0.1)",
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the web app also answers requests for host NAME (as `serve --allow-host`)",
+    )
+    parser.add_argument(
         "--auth-token-env",
         metavar="VAR",
         help="the web app requires the bearer token held in environment variable VAR",
@@ -165,6 +172,7 @@ def start_ui(
     options = argparse.Namespace(
         address=where[0],
         port=where[1],
+        allow_host=args.allow_host,
         auth_token_env=args.auth_token_env,
         allow_labeling=args.allow_labeling,
         store=args.store,

@@ -2,7 +2,9 @@
 
 Read-only unless ``--allow-labeling``. Bound to a loopback address unless a bearer token is
 given with ``--auth-token-env VAR`` (the token is read from that environment variable, never
-from the command line, where other users of the machine would see it). Exit codes: 0 stopped
+from the command line, where other users of the machine would see it). It answers only
+requests naming a loopback host, the bound address or a name given with ``--allow-host``
+(for serving under a DNS name). Exit codes: 0 stopped
 by a signal; 2 a config or usage error (an unset token variable, a non-loopback address
 without a token, a bad port).
 """
@@ -12,12 +14,16 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
     from monitor.web import WebSettings
+
+#: What ``--allow-host`` takes: a host name or an address, without a port.
+_HOST_NAME = re.compile(r"\[?[A-Za-z0-9.:-]+\]?")
 
 
 def register(subparsers: Any) -> None:
@@ -38,12 +44,21 @@ def register(subparsers: Any) -> None:
 
 
 def add_web_options(parser: argparse.ArgumentParser, *, address: str, port: int | None) -> None:
-    """Add ``--address``, ``--port``, ``--auth-token-env`` and ``--allow-labeling``."""
+    """Add ``--address``, ``--port``, ``--allow-host``, ``--auth-token-env`` and
+    ``--allow-labeling``."""
     parser.add_argument(
         "--address", default=address, metavar="ADDRESS", help=f"address to bind (default {address})"
     )
     parser.add_argument(
         "--port", type=int, default=port, metavar="N", help=f"port to listen on (default {port})"
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for host NAME (a DNS name the app is served under); "
+        "repeatable. Loopback names and the bound address are always answered",
     )
     parser.add_argument(
         "--auth-token-env",
@@ -78,12 +93,20 @@ def web_settings(args: argparse.Namespace, config: Any, **extra: Any) -> WebSett
             f"--address {args.address} is reachable from other machines: give a token with "
             "--auth-token-env VAR, or bind 127.0.0.1"
         )
+    for name in args.allow_host:
+        if not _HOST_NAME.fullmatch(name):
+            raise UsageError(
+                f"--allow-host {name!r}: expected a host name or address, such as "
+                "monitor.example.com"
+            )
     target = store_target(args, config)
     return WebSettings(
         config=config,
         store=lambda: open_store(target),
         auth_token=token,
         allow_labeling=args.allow_labeling,
+        address=args.address,
+        allowed_hosts=tuple(args.allow_host),
         **extra,
     )
 

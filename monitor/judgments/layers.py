@@ -8,11 +8,12 @@ in force.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Literal
 
-from monitor.errors import UsageError
+from monitor.errors import LayersChangedError, UsageError
 from monitor.evalset import EvalSet
 from monitor.judgments.errors import JudgmentConflictError, UnknownQueriesError
 from monitor.judgments.merge import conflicts, grade_sources, merged
@@ -23,6 +24,9 @@ from monitor.store.layers import Grades
 LabelView = Literal["human", "all"]
 
 LABEL_VIEWS: tuple[LabelView, ...] = ("human", "all")
+
+#: How many times :func:`add_layer` reads and checks again when layers land meanwhile.
+ADD_ATTEMPTS = 5
 
 
 def _now() -> datetime:
@@ -45,19 +49,16 @@ def add_layer(
 
     Raise UnknownQueriesError when a grade names a query the set does not hold, and
     JudgmentConflictError (naming both sources) when a grade differs from one in force,
-    unless ``override``. The frozen file is never written. Return the stored layer.
+    unless ``override``. The check and the write are one compare-and-set: a layer added
+    by another writer in between makes this one read and check again (LayersChangedError
+    after :data:`ADD_ATTEMPTS` tries). The frozen file is never written. Return the
+    stored layer.
     """
     unknown = [qid for qid in grades if qid not in frozen]
     if unknown:
         raise UnknownQueriesError(suite, source, unknown)
     if not any(grades.values()):
         raise UsageError(f"{source}: expected at least one grade, found none")
-    existing = store.layers(suite)
-    if not override:
-        effective = merged(frozen, [layer for layer in existing if layer.kind == "human"])
-        found = conflicts(effective, grade_sources(existing), grades, source)
-        if found:
-            raise JudgmentConflictError(suite, found)
     layer = JudgmentLayer(
         suite=suite,
         source=source,
@@ -67,7 +68,24 @@ def add_layer(
         grades=grades,
         override=override,
     )
-    return replace(layer, layer_id=store.add_layer(layer))
+    for _ in range(ADD_ATTEMPTS - 1):
+        with suppress(LayersChangedError):
+            return _add_checked(store, layer, frozen)
+    return _add_checked(store, layer, frozen)
+
+
+def _add_checked(store: Store, layer: JudgmentLayer, frozen: EvalSet) -> JudgmentLayer:
+    """Check ``layer`` against the layers in force and add it, unless a layer landed since
+    they were read (LayersChangedError): two writers grading one document differently at
+    once then leave one grade, and the other sees it on its next read."""
+    existing = store.layers(layer.suite)
+    if not layer.override:
+        effective = merged(frozen, [x for x in existing if x.kind == "human"])
+        found = conflicts(effective, grade_sources(existing), layer.grades, layer.source)
+        if found:
+            raise JudgmentConflictError(layer.suite, found)
+    newest = max((x.layer_id or 0 for x in existing), default=0)
+    return replace(layer, layer_id=store.add_layer(layer, after=newest))
 
 
 def view_layers(

@@ -84,8 +84,12 @@ class Store(Protocol):
         ``relevant_ids``."""
         ...
 
-    def add_layer(self, layer: JudgmentLayer) -> int:
-        """Save a judgment layer (grades with provenance); return the id it was given."""
+    def add_layer(self, layer: JudgmentLayer, *, after: int | None = None) -> int:
+        """Save a judgment layer (grades with provenance); return the id it was given.
+
+        With ``after`` (a layer id, 0 for none), save it only if the suite's newest layer is
+        still that one; raise LayersChangedError otherwise.
+        """
         ...
 
     def layers(self, suite: str) -> list[JudgmentLayer]:

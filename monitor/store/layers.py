@@ -93,6 +93,22 @@ def insert_layer(tx: Transaction, layer: JudgmentLayer) -> int:
     )
 
 
+def newest_layer_id(tx: Transaction, suite: str) -> int:
+    """Return the id of the suite's newest layer (0 when it has none).
+
+    On PostgreSQL the table is first locked against other writers until the transaction
+    ends, so that a layer added on what this read returns cannot race another; SQLite's
+    write transactions already exclude each other.
+    """
+    if tx.dialect.name == "postgresql":
+        tx.execute("LOCK TABLE judgment_layers IN SHARE ROW EXCLUSIVE MODE")
+    return int(
+        tx.scalar(
+            "SELECT COALESCE(MAX(layer_id), 0) FROM judgment_layers WHERE suite = ?", (suite,)
+        )
+    )
+
+
 def load_layers(tx: Transaction, suite: str) -> list[JudgmentLayer]:
     """Return the suite's layers in the order they were added."""
     rows = tx.all(

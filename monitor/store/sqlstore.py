@@ -9,7 +9,13 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from monitor.errors import BaselineError, StoreError, StoreLookupError, UsageError
+from monitor.errors import (
+    BaselineError,
+    LayersChangedError,
+    StoreError,
+    StoreLookupError,
+    UsageError,
+)
 from monitor.logs import get_logger
 from monitor.store import columnar, frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
@@ -239,9 +245,18 @@ class SqlStore:
 
     # Judgment layers ----------------------------------------------------------------------
 
-    def add_layer(self, layer: JudgmentLayer) -> int:
-        """Save a judgment layer; return the id it was given (the record's own is ignored)."""
+    def add_layer(self, layer: JudgmentLayer, *, after: int | None = None) -> int:
+        """Save a judgment layer; return the id it was given (the record's own is ignored).
+
+        With ``after`` (a layer id, 0 for none), save it only if the suite's newest layer
+        is still that one, and raise LayersChangedError otherwise: a compare-and-set, so
+        that what a caller checked on the layers it read still holds when its layer lands.
+        """
         with self._write(f"adding a judgment layer to {layer.suite!r}") as tx:
+            if after is not None:
+                newest = layers.newest_layer_id(tx, layer.suite)
+                if newest != after:
+                    raise LayersChangedError(self.location, layer.suite, after, newest)
             return layers.insert_layer(tx, layer)
 
     def layers(self, suite: str) -> list[JudgmentLayer]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from monitor.errors import MonitorError, UsageError
-from monitor.web import security
+from monitor.errors import LayersChangedError, MonitorError, UsageError
+from monitor.web import limits, security
 from monitor.web.labels import UNAVAILABLE, Label, LabelSink, default_sink
 from monitor.web.views import Cache, Views
 
@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8321
 
+#: What a grade is told when others' grades kept landing while it was checked.
+BUSY = "others are grading this suite at the same moment; give your grade again"
+
+#: What a request without the token is told (the error page links to the sign-in form).
+SIGN_IN = "this server needs its token: sign in at /login"
+
 
 @dataclass(frozen=True, slots=True)
 class WebSettings:
@@ -51,6 +57,9 @@ class WebSettings:
     and then every ``refresh_seconds`` (None: never) looks for runs stored since and computes
     theirs, so the first view after a run is as fast as after start-up (a look that finds
     nothing new reads each suite's judgment layers and newest runs, and computes nothing).
+    ``address`` is where the server is bound and ``allowed_hosts`` the further names it
+    answers to (a request naming any other Host is refused: see
+    :func:`security.host_refusal`). ``session_key`` signs the sign-in cookie.
     """
 
     config: MonitorConfig
@@ -61,7 +70,10 @@ class WebSettings:
     next_runs: Callable[[], Mapping[str, datetime | None]] | None = None
     warm: bool = True
     refresh_seconds: float | None = 5.0
+    address: str = DEFAULT_ADDRESS
+    allowed_hosts: tuple[str, ...] = ()
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    session_key: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
 
 def create_app(settings: WebSettings) -> Starlette:
@@ -76,6 +88,7 @@ def create_app(settings: WebSettings) -> Starlette:
         Route("/", pages.suites),
         Route("/login", pages.login, methods=["GET", "POST"]),
         Route("/simulator", pages.simulator),
+        Route("/definitions", pages.definitions),
         Route("/api/simulate", pages.simulate, methods=["POST"]),
         Route("/api/labels", pages.label, methods=["POST"]),
         Route("/suites/{suite}", pages.suite),
@@ -105,15 +118,22 @@ def create_app(settings: WebSettings) -> Starlette:
 
 
 class _Guard:
-    """ASGI middleware: auth, same-origin writes with the CSRF token, security headers, and
-    a ``Server-Timing`` header with the time the app spent on the request."""
+    """ASGI middleware: the Host, auth, same-origin writes with the CSRF token, the body's
+    size, security headers, and a ``Server-Timing`` header with the time the app spent on
+    the request."""
 
     def __init__(
-        self, app: Any, settings: WebSettings, render: Callable[[int, str], Response]
+        self, app: Any, settings: WebSettings, render: Callable[[int, str, str], Response]
     ) -> None:
         self.app = app
         self.settings = settings
         self.render = render
+        self.hosts = security.allowed_hosts(settings.address, settings.allowed_hosts)
+        self.session = (
+            None
+            if settings.auth_token is None
+            else security.session_value(settings.session_key, settings.auth_token)
+        )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import Request
@@ -124,6 +144,14 @@ class _Guard:
         started = time.perf_counter()
         request = Request(scope)
         refusal = self._refusal(request)
+        if refusal is None and request.method not in security.SAFE_METHODS:
+            # Read the body here, within its limit, so that no handler reads a larger one.
+            try:
+                if limits.declared_too_large(scope.get("headers", [])):
+                    raise limits.BodyTooLarge
+                receive = limits.replay(await limits.read_body(receive), receive)
+            except limits.BodyTooLarge as error:
+                refusal = 413, str(error)
 
         async def send_with_headers(message: Mapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -140,20 +168,28 @@ class _Guard:
             response = (
                 JSONResponse({"error": text}, status_code=status)
                 if request.url.path.startswith("/api/")
-                else self.render(status, text)
+                else self.render(status, text, _here(request))
             )
             await response(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
 
     def _refusal(self, request: Request) -> tuple[int, str] | None:
+        server = request.scope.get("server")
+        local = (str(server[0]), int(server[1])) if server else None
+        wrong_host = security.host_refusal(request.headers.get("host"), self.hosts, local)
+        if wrong_host is not None:
+            return 421, f"refused a request for another host: {wrong_host}"
         token = self.settings.auth_token
         path = request.url.path
         if token is not None and not path.startswith(("/login", "/static/")):
             given = security.bearer(request.headers.get("authorization"))
-            given = given or request.cookies.get(security.TOKEN_COOKIE)
-            if not security.token_matches(token, given):
-                return 401, "this server needs its token: sign in at /login"
+            cookie = request.cookies.get(security.TOKEN_COOKIE)
+            if not (
+                security.token_matches(token, given)
+                or (self.session is not None and security.token_matches(self.session, cookie))
+            ):
+                return 401, SIGN_IN
         if request.method not in security.SAFE_METHODS:
             host = request.headers.get("host", "")
             why = security.cross_site(request.headers, host)
@@ -212,9 +248,17 @@ class _Pages:
         )
         return HTMLResponse(html, status_code=status)
 
-    def error(self, status: int, message: str) -> Response:
-        """Return an error page (or JSON for the API) saying what went wrong."""
-        return self.page("error.html", status=status, status_code=status, message=message)
+    def error(self, status: int, message: str, back: str = "/") -> Response:
+        """Return an error page saying what went wrong; a 401's links to the sign-in page,
+        which comes back to ``back`` after signing in."""
+        return self.page(
+            "error.html",
+            status=status,
+            status_code=status,
+            message=message,
+            sign_in=status == 401,
+            back=back,
+        )
 
     async def _guarded(self, build: Callable[[], Response]) -> Response:
         from starlette.concurrency import run_in_threadpool
@@ -247,14 +291,21 @@ class _Pages:
     async def run(self, request: Request) -> Response:
         name, run_id = request.path_params["suite"], request.path_params["run_id"]
         return await self._guarded(
-            lambda: self.page("run.html", suite=name, report=self.views.run_page(name, run_id))
+            lambda: self.page(
+                "run.html",
+                suite=name,
+                report=self.views.run_page(name, _int_value(run_id, "run id")),
+            )
         )
 
     async def query(self, request: Request) -> Response:
         name, run_id = request.path_params["suite"], request.path_params["run_id"]
         query_id = request.path_params["query_id"]
         return await self._guarded(
-            lambda: self.page("query.html", view=self.views.query_page(name, run_id, query_id))
+            lambda: self.page(
+                "query.html",
+                view=self.views.query_page(name, _int_value(run_id, "run id"), query_id),
+            )
         )
 
     async def simulator(self, request: Request) -> Response:
@@ -288,6 +339,11 @@ class _Pages:
 
         return await self._guarded(build)
 
+    async def definitions(self, request: Request) -> Response:
+        from monitor.web.definitions import families
+
+        return await self._guarded(lambda: self.page("definitions.html", families=families()))
+
     # API ---------------------------------------------------------------------------------
 
     async def simulate(self, request: Request) -> Response:
@@ -296,11 +352,7 @@ class _Pages:
         from monitor.web.simulate import parse_simulation, simulate
 
         try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
-        try:
-            return JSONResponse(simulate(parse_simulation(body)))
+            return JSONResponse(simulate(parse_simulation(limits.parse_json(await request.body()))))
         except UsageError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
 
@@ -317,7 +369,7 @@ class _Pages:
         if sink is None:
             return JSONResponse({"error": UNAVAILABLE}, status_code=501)
         try:
-            body = await request.json()
+            body = limits.parse_json(await request.body())
             if not isinstance(body, dict):
                 raise UsageError("the request body: expected a JSON object")
             self.views.suite(str(body.get("suite", "")))
@@ -329,8 +381,6 @@ class _Pages:
                 who=str(body.get("who") or "web"),
                 at=datetime.now(timezone.utc),
             )
-        except ValueError:
-            return JSONResponse({"error": "the request body: expected JSON"}, status_code=400)
         except UsageError as error:
             return JSONResponse({"error": str(error)}, status_code=400)
 
@@ -343,6 +393,8 @@ class _Pages:
             await run_in_threadpool(record)
         except UsageError as error:  # a conflicting grade, a query the set lacks
             return JSONResponse({"error": str(error)}, status_code=409)
+        except LayersChangedError:
+            return JSONResponse({"error": BUSY}, status_code=409)
         except MonitorError as error:
             return JSONResponse({"error": str(error)}, status_code=500)
         return JSONResponse(
@@ -361,15 +413,22 @@ class _Pages:
         from starlette.responses import RedirectResponse
 
         if request.method == "GET":
-            return self.page("login.html", failed=False)
+            back = security.local_path(request.query_params.get("next"))
+            return self.page("login.html", failed=False, back=back)
         form = await request.form()
         given = str(form.get("token", ""))
+        back = security.local_path(str(form.get("next", "/")))
         token = self.settings.auth_token
         if token is None or not security.token_matches(token, given):
-            return self.page("login.html", status=401, failed=True)
-        response = RedirectResponse("/", status_code=303)
+            return self.page("login.html", status=401, failed=True, back=back)
+        response = RedirectResponse(back, status_code=303)
         response.set_cookie(
-            security.TOKEN_COOKIE, given, httponly=True, samesite="strict", path="/"
+            security.TOKEN_COOKIE,
+            security.session_value(self.settings.session_key, token),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
         )
         return response
 
@@ -378,7 +437,7 @@ def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
-    from monitor.report.svg import trend_chart
+    from monitor.report.svg import trend_chart, unit_label
     from monitor.web.charts import sparkline
 
     env = Environment(
@@ -389,6 +448,8 @@ def _environment() -> Environment:
     env.filters["num"] = _num
     env.filters["signed"] = _signed
     env.filters["when"] = _when
+    env.filters["figure"] = _figure
+    env.globals["unit_label"] = unit_label
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
     return env
@@ -406,8 +467,28 @@ def _signed(value: float | None, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
+def _figure(value: float | None, figure: str, *, signed: bool = False) -> str:
+    """Return a rule's figure in its unit: latency (``*_seconds``) in ms, rates (``*_rate``)
+    in percent, scores as they are."""
+    if value is None or math.isnan(value):
+        return "-"
+    sign = "+" if signed else ""
+    if figure.endswith("_seconds"):
+        ms = value * 1000
+        return f"{ms:{sign},.1f} ms" if abs(ms) >= 1 else f"{ms:{sign}.3f} ms"
+    if figure.endswith("_rate"):
+        return f"{value * 100:{sign}.2f}%"
+    return f"{value:{sign}.4f}"
+
+
 def _when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _here(request: Request) -> str:
+    """Return the path and query of ``request``, to come back to after signing in."""
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
 
 
 def _int_param(request: Request, name: str, default: int) -> int:
@@ -416,9 +497,4 @@ def _int_param(request: Request, name: str, default: int) -> int:
 
 
 def _int_value(raw: object, name: str) -> int:
-    try:
-        if isinstance(raw, bool):
-            raise ValueError
-        return int(str(raw))
-    except ValueError:
-        raise UsageError(f"{name}: expected an integer, got {raw!r}") from None
+    return limits.bounded_int(raw, name)

@@ -42,6 +42,21 @@ class Label:
                 raise UsageError(f"{name}: expected a non-empty value")
 
 
+class LabelConflictError(UsageError):
+    """The document already has another grade in force: the label was not recorded.
+
+    ``source`` says where the grade in force came from (a layer, the frozen eval set); the
+    message, read by whoever pressed the button, says what happened and what to do.
+    """
+
+    def __init__(self, label: Label, grade: int, source: str) -> None:
+        self.label, self.grade, self.source = label, grade, source
+        super().__init__(
+            f"{label.doc_id} already has grade {grade} for this query, so your grade "
+            f"{label.grade} was not recorded; reload the page to see the grades in force"
+        )
+
+
 #: Record a label in the store (the suite's judgment layer).
 LabelSink: TypeAlias = Callable[["Store", Label], None]
 
@@ -56,8 +71,10 @@ def default_sink(frozen_of: FrozenOf) -> LabelSink | None:
     """Return the sink adding each label as a human layer of the suite, with who gave it
     and when (:func:`monitor.judgments.add_layer`), or None without judgment layers.
 
-    A grade that differs from one in force is refused (JudgmentConflictError), never
-    silently replaced: a query page only offers grades for unjudged documents.
+    A grade that differs from one in force is refused (LabelConflictError, saying so in
+    words for the page), never silently replaced: a query page only offers grades for
+    unjudged documents, and of two grades posted at once for one document the first stored
+    wins (:func:`monitor.judgments.add_layer` checks and writes as one compare-and-set).
     """
     try:
         judgments = importlib.import_module("monitor.judgments")
@@ -66,23 +83,28 @@ def default_sink(frozen_of: FrozenOf) -> LabelSink | None:
     add_layer = getattr(judgments, "add_layer", None)
     if add_layer is None:
         return None
+    from monitor.judgments.errors import JudgmentConflictError
 
     def sink(store: Store, label: Label) -> None:
         frozen = frozen_of(label.suite)
         if frozen is None:
             raise UsageError(f"suite {label.suite!r}: its eval set cannot be loaded to label it")
         grades: Mapping[str, Mapping[str, int]] = {label.query_id: {label.doc_id: label.grade}}
-        add_layer(
-            store,
-            label.suite,
-            grades,
-            frozen=frozen,
-            source=SOURCE,
-            who=label.who,
-            override=False,
-            kind="human",
-            clock=lambda: label.at,
-        )
+        try:
+            add_layer(
+                store,
+                label.suite,
+                grades,
+                frozen=frozen,
+                source=SOURCE,
+                who=label.who,
+                override=False,
+                kind="human",
+                clock=lambda: label.at,
+            )
+        except JudgmentConflictError as error:
+            (found, *_) = error.conflicts
+            raise LabelConflictError(label, found.other_grade, found.other_source) from None
 
     return sink
 

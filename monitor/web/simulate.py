@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.errors import UsageError
-from monitor.metrics.spec import MEASURES, Cutoff, Metric
+from monitor.metrics.spec import COUNTS, MEASURES, Cutoff, Metric
+from monitor.web import definitions
 
 #: The grades a document may take in the simulator (binary mode uses 0 and 1).
 GRADES = (0, 1, 2, 3)
@@ -120,8 +121,10 @@ def _integer(value: object, key: str) -> int:
 def simulate(simulation: Simulation) -> dict[str, Any]:
     """Return every metric of the simulation with its formula and worked arithmetic.
 
-    Shape: ``{"k", "relevant_in_collection", "metrics": {name: value}, "explain": {name:
-    {"formula", "worked"}}}``; the values are :func:`monitor.evaluate`'s.
+    Shape: ``{"k", "relevant_in_collection", "metrics": {name: value}, "shown": {name:
+    text}, "explain": {name: {"formula", "worked", "definition"}}}``; the values are
+    :func:`monitor.evaluate`'s, ``shown`` the value as the page prints it (a count as an
+    integer) and ``definition`` the link to the measure's definition.
     """
     from monitor.metrics.evaluation import evaluate
 
@@ -132,10 +135,23 @@ def simulate(simulation: Simulation) -> dict[str, Any]:
         "k": simulation.k,
         "relevant_in_collection": simulation.relevant_in_collection,
         "metrics": values,
+        "shown": {str(metric): shown(metric, values[str(metric)]) for metric in metrics},
         "explain": {
-            str(metric): explain(metric, simulation, values[str(metric)]) for metric in metrics
+            str(metric): {
+                **explain(metric, simulation, values[str(metric)]),
+                "definition": definitions.href(metric.measure),
+            }
+            for metric in metrics
         },
     }
+
+
+def shown(metric: Metric, value: float) -> str:
+    """Return ``value`` as the simulator prints it: a count as an integer, a score with
+    four decimals."""
+    if not math.isfinite(value):
+        return "-"
+    return f"{round(value)}" if metric.measure in COUNTS else f"{value:.4f}"
 
 
 def explain(metric: Metric, simulation: Simulation, value: float) -> dict[str, str]:
@@ -182,7 +198,7 @@ def explain(metric: Metric, simulation: Simulation, value: float) -> dict[str, s
             f"DCG / IDCG, gain = {label}, discount log2(rank + 1), IDCG from all judgments",
             f"{shown} = DCG {_fmt(dcg)} / IDCG {_fmt(idcg)}",
         )
-    return _say("see the metric definitions", shown)
+    return _say(definitions.summary(measure), shown)
 
 
 def _dcg(gains: Sequence[float]) -> float:

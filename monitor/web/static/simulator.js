@@ -75,9 +75,11 @@
   function showMetrics(result) {
     const body = document.querySelector("#sim-metrics tbody");
     body.replaceChildren();
-    for (const [name, value] of Object.entries(result.metrics)) {
+    for (const name of Object.keys(result.metrics)) {
       const row = el("tr", { "data-metric": name });
-      row.append(el("td", {}, name), el("td", { class: "num value" }, value.toFixed(4)),
+      const cell = el("td", {});
+      cell.append(el("a", { href: result.explain[name].definition }, name));
+      row.append(cell, el("td", { class: "num value" }, result.shown[name]),
                  el("td", { class: "formula" }, result.explain[name].formula),
                  el("td", { class: "worked" }, result.explain[name].worked));
       body.append(row);

@@ -1,0 +1,119 @@
+"""How the web pages show figures: units on latency and rates, each run's verdict, counts as
+integers, and each metric linked to its definition.
+
+The store is filled by running the embedded default suite through the job, as `run` does:
+run 1 is the seeded rerank baseline, run 2 the keyword run that regressed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from monitor.config import default_config
+from monitor.job import run_suite
+from monitor.metrics.spec import MEASURES
+from monitor.store import open_store
+from monitor.web import WebSettings, create_app
+
+SUITE = "larkfield"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """The app over a store holding the baseline (run 1) and the regressed run (run 2)."""
+    path = tmp_path_factory.mktemp("display") / "m.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+    settings = WebSettings(config=default_config(), store=lambda: open_store(path), warm=False)
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _rule_cells(text: str, rule: str) -> list[str]:
+    row = text.split(f"<td>{rule}</td>", 1)[1].split("</tr>", 1)[0]
+    return re.findall(r'<td class="num">([^<]*)</td>', row)
+
+
+def test_a_latency_rule_shows_its_figure_in_milliseconds(client: TestClient) -> None:
+    """The p95 latency rule's current value carries its unit, ms."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert re.fullmatch(r"[0-9.,]+ ms", _rule_cells(text, "latency_p95_seconds_max")[1])
+
+
+def test_a_rate_rule_shows_its_figure_in_percent(client: TestClient) -> None:
+    """The error rate rule's current value is a percentage."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert "0.00%" == _rule_cells(text, "error_rate_max")[1]
+
+
+def test_a_quality_rule_shows_its_score_as_before(client: TestClient) -> None:
+    """A metric rule's figures stay scores with four decimals and no unit."""
+    text = client.get(f"/suites/{SUITE}/runs/2").text
+    assert ["0.8399", "0.6622", "-0.1777"] == _rule_cells(text, "mrr@10 max_drop")[:3]
+
+
+def test_the_latency_chart_names_its_unit(client: TestClient) -> None:
+    """The suite page's latency trend says which unit its axis is in."""
+    text = client.get(f"/suites/{SUITE}").text
+    assert re.search(r"<figcaption>latency p95 \((s|ms|µs)\)</figcaption>", text)
+
+
+def test_the_suites_page_gives_the_last_run_its_verdict(client: TestClient) -> None:
+    """Beside a regression verdict the last run reads as a regression, not as "ok"."""
+    text = client.get("/").text
+    row = text.split("<tbody>", 1)[1]
+    assert (True, False) == (
+        f'<a href="/suites/{SUITE}/runs/2">run 2</a> (regression)' in row,
+        "run 2</a> (ok)" in row,
+    )
+
+
+def _simulator_rows(text: str) -> dict[str, str]:
+    rows = re.findall(
+        r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">[^<]*</a></td>'
+        r'<td class="num value">([^<]*)</td>',
+        text,
+    )
+    return {metric: value for metric, _, value in rows}
+
+
+def test_the_simulator_shows_counts_as_integers(client: TestClient) -> None:
+    """num_ret and num_rel read as whole numbers; scores keep four decimals."""
+    rows = _simulator_rows(client.get(f"/simulator?suite={SUITE}&run=2&query=Q34").text)
+    assert ("10", "2", "0.0000") == (rows["num_ret"], rows["num_rel"], rows["mrr@10"])
+
+
+def test_the_simulation_endpoint_gives_counts_as_integers(client: TestClient) -> None:
+    """The JSON answer's shown figures print a count as an integer."""
+    page = client.get("/").text
+    csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+    body = {"docs": [{"id": "a", "grade": 1}, {"id": "b", "grade": 0}], "k": 10}
+    headers = {"Origin": "http://127.0.0.1", "X-CSRF-Token": csrf}
+    shown = client.post("/api/simulate", json=body, headers=headers).json()["shown"]
+    assert ("2", "1.0000") == (shown["num_ret"], shown["mrr@10"])
+
+
+def test_every_simulator_metric_links_to_its_definition(client: TestClient) -> None:
+    """Each row's name links to an anchor of the definitions page that exists."""
+    text = client.get("/simulator").text
+    links = dict(re.findall(r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">', text))
+    anchors = set(re.findall(r'<dt id="([^"]+)">', client.get("/definitions").text))
+    measures = {metric: metric.split("@", 1)[0] for metric in links}
+    assert sorted(MEASURES) == sorted(measures.values())
+    assert {m: f"/definitions#{measure}" for m, measure in measures.items()} == links
+    assert set(measures.values()) <= anchors
+
+
+def test_no_simulator_row_points_to_definitions_without_a_link(client: TestClient) -> None:
+    """A measure without a worked formula says what it returns instead of "see the metric
+    definitions"."""
+    text = client.get("/simulator").text
+    formula = text.split('<tr data-metric="bpref">', 1)[1].split('class="formula">', 1)[1]
+    assert (False, True) == (
+        "see the metric definitions" in text,
+        formula.startswith("trec_eval&#39;s bpref"),
+    )
