@@ -12,6 +12,7 @@ neither waits for real time nor sleeps through real backoff.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -196,10 +197,17 @@ def seed_record(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> RunRe
     return run_record(suite, evalset, config_hash, result, evaluation, pipeline=name)
 
 
-def _seed_baseline(suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str) -> int:
-    """Store the bundled run the suite names as its first baseline; return the run id."""
+def _seed_baseline(
+    suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str
+) -> int | None:
+    """Store the bundled run the suite names as its first baseline; return the run id, or
+    None when it measured nothing on ``evalset`` (no answerable query): nothing to pin."""
     name = suite.baseline.bundled_run if suite.baseline else None
-    run_id = store.save_run(seed_record(suite, evalset, config_hash))
+    record = seed_record(suite, evalset, config_hash)
+    if all(math.isnan(value) for value in record.means.values()):
+        log.warning("baseline_not_pinned", suite=suite.name, run=name, reason="measured nothing")
+        return None
+    run_id = store.save_run(record)
     store.set_run_labels(run_id, labels_of(evalset))
     store.set_baseline(suite.name, run_id)
     log.info("baseline_pinned", suite=suite.name, run=name, run_id=run_id)
