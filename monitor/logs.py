@@ -33,8 +33,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from datetime import datetime, timezone
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TextIO, get_args
 
 from monitor.secrets import Scrubber, scrub_shapes
@@ -46,6 +47,16 @@ LogFormat = Literal["logfmt", "json"]
 
 #: The formats :func:`configure_logging` renders, the first the default.
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
+
+#: The levels the command line's ``--log-level`` takes, by name.
+LOG_LEVELS: Mapping[str, int] = MappingProxyType(
+    {
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "warning": logging.WARNING,
+        "error": logging.ERROR,
+    }
+)
 
 #: Loggers of other libraries kept at a higher level, with the reason.
 QUIET_LOGGERS: tuple[tuple[str, int], ...] = (

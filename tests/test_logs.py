@@ -8,11 +8,18 @@ import logging
 import shlex
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
 from monitor.cli import build_parser, main
-from monitor.logs import LogHandler, configure_logging, get_logger, mask_credentials
+from monitor.logs import (
+    LOG_LEVELS,
+    LogHandler,
+    configure_logging,
+    get_logger,
+    mask_credentials,
+)
 
 
 @pytest.fixture
@@ -197,3 +204,25 @@ def test_main_configures_the_format_its_flag_names(capsys: pytest.CaptureFixture
     get_logger("tests.logs").info("probe", suite="nightly")
     record = json.loads(capsys.readouterr().err)
     assert ("probe", "nightly") == (record["event"], record["suite"])
+
+
+def test_quiet_leaves_only_warnings_and_errors_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--quiet run`` writes the report on stdout and no info line on stderr."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert 0 == main(["--quiet", "run", "--no-progress"])
+    captured = capsys.readouterr()
+    assert ("", True) == (captured.err, "verdict: REGRESSION" in captured.out)
+
+
+@pytest.mark.parametrize(("level", "shown"), [("debug", True), ("info", True), ("error", False)])
+def test_log_level_sets_the_least_serious_line_written(
+    level: str, shown: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--log-level`` writes the monitor's info lines at info and below, not above."""
+    args = build_parser().parse_args(["--log-level", level, "run"])
+    configure_logging(level=LOG_LEVELS[args.log_level])
+    get_logger("monitor.test").info("something_happened")
+    assert shown == ("event=something_happened" in capsys.readouterr().err)

@@ -29,7 +29,7 @@ from monitor.cli import (
 )
 from monitor.cli.exits import ExitCode, exit_code
 from monitor.cli.version import VersionAction
-from monitor.logs import LOG_FORMATS, configure_logging
+from monitor.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 _COMMANDS = (
     run,
@@ -61,6 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=LOG_FORMATS[0],
         help=f"how log lines on stderr are written (default {LOG_FORMATS[0]})",
     )
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least serious log lines written on stderr (default info)",
+    )
+    loudness.add_argument(
+        "-q",
+        "--quiet",
+        dest="log_level",
+        action="store_const",
+        const="warning",
+        help="write only warnings and errors on stderr (--log-level warning)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in _COMMANDS:
         command.register(subparsers)
@@ -72,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from monitor.secrets import scrub_shapes
 
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_format)
+    configure_logging(args.log_format, level=LOG_LEVELS[args.log_level])
     try:
         code: int = args.handler(args)
     except errors.MonitorError as error:
