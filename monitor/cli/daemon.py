@@ -118,6 +118,10 @@ def daemon(args: argparse.Namespace) -> int:
     # Open the store once before scheduling anything: a store that is unreachable or newer
     # than this code stops the start-up with its exit code instead of failing every run.
     open_store(store_target(args, config)).close()
+    if ui_address(args, config) is not None:
+        from monitor.web.extra import require_web
+
+        require_web()  # before anything starts: a missing extra is one line, nothing left running
     endpoint = start_http_exporter(*metrics_address(args, config))
     get_logger("monitor.daemon").info("metrics_serving", url=endpoint.url)
     service = Daemon(

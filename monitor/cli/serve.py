@@ -123,6 +123,9 @@ def loopback(address: str) -> bool:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve the app until stopped; return 0."""
+    from monitor.web.extra import require_web
+
+    require_web()
     import uvicorn
 
     from monitor.logs import get_logger

@@ -78,6 +78,9 @@ class WebSettings:
 
 def create_app(settings: WebSettings) -> Starlette:
     """Return the app serving ``settings``' config and store."""
+    from monitor.web.extra import require_web
+
+    require_web()
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.routing import Mount, Route

@@ -16,6 +16,9 @@ class WebServer:
     """The app served by uvicorn from a daemon thread until :meth:`stop`."""
 
     def __init__(self, settings: WebSettings, address: str, port: int) -> None:
+        from monitor.web.extra import require_web
+
+        require_web()
         import uvicorn
 
         config = uvicorn.Config(
