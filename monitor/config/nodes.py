@@ -9,7 +9,7 @@ that was written (``on:`` is the key ``"on"``, never ``True``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import yaml
@@ -55,6 +55,31 @@ def child_path(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else key
+
+
+class Placeholders(Mapping[str, str]):
+    """An environment that reads a variable it does not hold, with no default, as a
+    placeholder (an ``https`` URL naming it) and keeps its name: for checking a config's
+    structure where its deployment's environment is not at hand."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.missing: list[str] = []
+
+    def __getitem__(self, name: str) -> str:
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+    def unset(self, name: str) -> str:
+        """Return the placeholder of the unset variable ``name``, and remember it."""
+        if name not in self.missing:
+            self.missing.append(name)
+        return f"https://unset.invalid/{name}"
 
 
 def compose(text: str, source: str, env: Mapping[str, str]) -> Node:
@@ -189,6 +214,8 @@ class _Walker:
             expanded = True
             name, default = spec.group("name"), spec.group("default")
             value = self.env.get(name)
+            if value is None and default is None and isinstance(self.env, Placeholders):
+                return self.env.unset(name)
             if value is None or (value == "" and default is not None):
                 if default is None:
                     raise self.fail(
