@@ -77,3 +77,14 @@ def test_an_unreadable_corpus_leaves_ids_only_and_says_so(
     report = _report(tmp_path, broken)
     warnings = [w for w in report.comparison.warnings if "corpus could not be read" in w]
     assert ({}, True) == (dict(report.doc_texts), str(gone) in warnings[0])
+
+
+def test_a_regression_of_an_invariant_alone_is_not_called_significant_evidence() -> None:
+    """Only an invariant broke: the verdict says so, and no test of significance is claimed."""
+    from monitor.compare.records import Comparison, InvariantOutcome
+    from monitor.report import render_comparison
+
+    broken = InvariantOutcome("no_lost_hits@5", "no_lost_hits", "breach", (), "3 lost")
+    comparison = Comparison("docs", 2, 1, "regression", invariants=(broken,))
+    verdict = render_comparison(comparison, {}).splitlines()[1]
+    assert "verdict: REGRESSION: an invariant broke (checked exactly, no test needed)" == verdict

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,6 +31,26 @@ _VERDICT = {
 }
 
 
+def _verdict(comparison: Comparison, config_file: Path | None) -> str:
+    """Return the verdict in words: what fired, and, without a baseline, the command that
+    pins this run as printed (with the suite's config)."""
+    if comparison.verdict == "regression":
+        rules = bool(comparison.breaches)
+        invariants = bool(comparison.invariant_breaches)
+        if invariants and not rules:
+            return "REGRESSION: an invariant broke (checked exactly, no test needed)"
+        if invariants:
+            return "REGRESSION: a rule breached with significant evidence, and an invariant broke"
+    if comparison.verdict == "no_baseline":
+        config = "" if config_file is None else f" --config {shlex.quote(str(config_file))}"
+        suite = shlex.quote(comparison.suite)
+        return (
+            f"no baseline yet: pin this run with `retrieval-monitor baseline set{config} "
+            f"--suite {suite}`"
+        )
+    return _VERDICT[comparison.verdict]
+
+
 def render_comparison(
     comparison: Comparison,
     means: Mapping[str, float],
@@ -46,7 +67,7 @@ def render_comparison(
         f"suite {comparison.suite}: "
         + ("a run not recorded" if comparison.run_id is None else f"run {comparison.run_id}")
         + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
-        f"verdict: {_VERDICT[comparison.verdict]}",
+        f"verdict: {_verdict(comparison, config_file)}",
         "",
     ]
     changes = {c.metric: c for c in comparison.metrics}
