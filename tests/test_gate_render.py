@@ -137,17 +137,17 @@ PASSING_MD = """\
 
 | suite | verdict | candidate | baseline |
 |---|---|---|---|
-| docs | PASS | replay\\:candidate\\.trec | baseline\\.json |
+| docs | PASS | replay:candidate.trec | baseline.json |
 
 ## docs: PASS
 
-**PASS**: no rule breached. Candidate replay\\:candidate\\.trec, baseline baseline\\.json.
+**PASS**: no rule breached. Candidate replay:candidate.trec, baseline baseline.json.
 
 | rule | limit | baseline | current | delta | interval | p-value | status |
 |---|---:|---:|---:|---:|---|---:|---|
-| ndcg\\@10 max\\_drop | 0.03 | 0.66 | 0.65 | -0.01 | bootstrap 95% CI of delta [-0.09, 0.01] \
+| ndcg@10 max_drop | 0.03 | 0.66 | 0.65 | -0.01 | bootstrap 95% CI of delta [-0.09, 0.01] \
 | 0.6 | ok |
-| error\\_rate\\_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
+| error_rate_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
 
 Links: [report](<https://ci.example/report/7>) · [runbook](<https://wiki.example/gate>)
 """
@@ -157,22 +157,22 @@ REGRESSED_MD = """\
 
 | suite | verdict | candidate | baseline |
 |---|---|---|---|
-| docs | REGRESSION | replay\\:candidate\\.trec | baseline\\.json |
+| docs | REGRESSION | replay:candidate.trec | baseline.json |
 
 ## docs: REGRESSION
 
-**REGRESSION**: a rule breached with significant evidence. Candidate replay\\:candidate\\.trec, \
-baseline baseline\\.json.
+**REGRESSION**: a rule breached with significant evidence. Candidate replay:candidate.trec, \
+baseline baseline.json.
 
 | rule | limit | baseline | current | delta | interval | p-value | status |
 |---|---:|---:|---:|---:|---|---:|---|
-| recall\\@5 max\\_drop | 0.05 | 0.81 | 0.7 | -0.11 | bootstrap 95% CI of delta [-0.17, -0.05] \
+| recall@5 max_drop | 0.05 | 0.81 | 0.7 | -0.11 | bootstrap 95% CI of delta [-0.17, -0.05] \
 | 0.004 | **BREACH** |
-| ndcg\\@10 max\\_drop | 0.03 | 0.66 | 0.65 | -0.01 | bootstrap 95% CI of delta [-0.09, 0.01] \
+| ndcg@10 max_drop | 0.03 | 0.66 | 0.65 | -0.01 | bootstrap 95% CI of delta [-0.09, 0.01] \
 | 0.6 | ok |
-| error\\_rate\\_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
+| error_rate_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
 
-### Queries that got worse on recall\\@5
+### Queries that got worse on recall@5
 
 | query | text | baseline | current | expected | retrieved |
 |---|---|---:|---:|---|---|
@@ -191,18 +191,18 @@ INSUFFICIENT_MD = """\
 
 | suite | verdict | candidate | baseline |
 |---|---|---|---|
-| docs | INSUFFICIENT EVIDENCE | replay\\:candidate\\.trec | baseline\\.json |
+| docs | INSUFFICIENT EVIDENCE | replay:candidate.trec | baseline.json |
 
 ## docs: INSUFFICIENT EVIDENCE
 
 **INSUFFICIENT EVIDENCE**: a threshold was passed, but the change is not significant. \
-Candidate replay\\:candidate\\.trec, baseline baseline\\.json.
+Candidate replay:candidate.trec, baseline baseline.json.
 
 | rule | limit | baseline | current | delta | interval | p-value | status |
 |---|---:|---:|---:|---:|---|---:|---|
-| ndcg\\@10 max\\_drop | 0.03 | 0.66 | 0.62 | -0.04 | bootstrap 95% CI of delta [-0.09, 0.01] \
+| ndcg@10 max_drop | 0.03 | 0.66 | 0.62 | -0.04 | bootstrap 95% CI of delta [-0.09, 0.01] \
 | 0.21 | not significant |
-| error\\_rate\\_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
+| error_rate_max | 0.05 | n/a | 0 | n/a | n/a | n/a | ok |
 """
 
 
@@ -574,8 +574,8 @@ def test_markdown_summary_of_a_held_suite_gives_the_labeling_command() -> None:
     summary = markdown_summary([held()])
     part = summary.split("### Labels needed\n\n", 1)[1].split("\n\n", 1)[0]
     assert (
-        "- judged\\@10\\: 1 in the baseline\\, 0\\.85 now\\; 12 unjudged documents entered "
-        "the top 10 in 6 of 40 queries\\.\n"
+        "- judged@10: 1 in the baseline, 0.85 now; 12 unjudged documents entered "
+        "the top 10 in 6 of 40 queries.\n"
         "- Label them: `retrieval-monitor judgments todo --suite docs --run 7`"
     ) == part.rstrip("\n").split("\n\n")[0]
 

@@ -16,7 +16,6 @@ replaced.
 # No ``from __future__ import annotations`` here: it would bind the name ``annotations``,
 # which is one of the renderers (every annotation below also evaluates on Python 3.10).
 import re
-import string
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -84,8 +83,17 @@ _STATUS_WORDS: Final[Mapping[RuleStatus, str]] = MappingProxyType(
 )
 
 # CommonMark lets a backslash escape any ASCII punctuation character, and an escaped one is
-# always literal text (GFM table pipes included). Line breaks would end a table row.
-_MARKDOWN_SPECIAL: Final = re.compile("([" + re.escape(string.punctuation) + "])")
+# always literal text (GFM table pipes included). Only the characters that can start markup
+# are escaped, so that the summary reads as text in a log or an e-mail too: \ ` * [ ] < >
+# | ~ & (code, emphasis, links and images, HTML and entities, cells, strikethrough); an
+# underscore unless it sits inside a word (which never emphasises); the ':' of '://' and
+# the '.' of 'www.' (GitHub's bare-URL links); and a first character that would make the
+# line a heading, list, quote or rule.
+_MARKDOWN_SPECIAL: Final = re.compile(
+    r"([\\`*\[\]<>|~&])|(?<![A-Za-z0-9])(_)|(_)(?![A-Za-z0-9])|(:)(?=//)|(?<=\bwww)(\.)",
+    re.IGNORECASE,
+)
+_LEADING_MARKUP: Final = re.compile(r"^([#+\-=!>]|\d+(?=[.)]))")
 _LINE_BREAKS: Final = re.compile(r"[\r\n\u2028\u2029]+")
 # The characters a URL keeps in a link destination; the others are percent-encoded.
 _URL_SAFE: Final = ":/?#[]@!$&'()*+,;=%~"
@@ -154,10 +162,18 @@ def junit_xml(results: Sequence[GateResult]) -> str:
 
 
 def _md(value: str) -> str:
-    """Return ``value`` as literal markdown text on one line: every ASCII punctuation
-    character backslash-escaped, control characters and line breaks taken out."""
-    one_line = _LINE_BREAKS.sub(" ", value).replace("\t", " ")
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", printable(one_line).strip())
+    """Return ``value`` as literal markdown text on one line: each character that could
+    start markup backslash-escaped (see ``_MARKDOWN_SPECIAL``), control characters and line
+    breaks taken out."""
+    one_line = printable(_LINE_BREAKS.sub(" ", value).replace("\t", " ")).strip()
+    escaped = _MARKDOWN_SPECIAL.sub(lambda found: "\\" + found.group(0), one_line)
+    return _LEADING_MARKUP.sub(_escape_lead, escaped)
+
+
+def _escape_lead(found: re.Match[str]) -> str:
+    """Return a line's first character escaped (a list number's dot after its digits)."""
+    lead = found.group(0)
+    return "\\" + lead if not lead.isdigit() else lead + "\\"
 
 
 # -- markdown ---------------------------------------------------------------------------------
