@@ -185,3 +185,135 @@ def test_live_hit_with_an_empty_or_unencodable_id_fails_the_query(hit: object) -
     """A hit whose id is empty or holds a lone surrogate (no store can keep it) is refused."""
     with pytest.raises(SearchOutputError):
         normalise_hits([hit])
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line (``{dir}`` the test's folder, ``{cfg}`` its config) and the files it
+    reads, that must fail with exit 2 and ``message``."""
+
+    argv: tuple[str, ...]
+    message: str
+    files: tuple[tuple[str, str], ...] = ()
+
+
+def grades_jsonl(grade: str, qid: str = '"Q01"', doc: str = '"d1"') -> tuple[tuple[str, str]]:
+    """Return a one-line JSONL grades file holding ``grade``."""
+    return (("g.jsonl", f'{{"query_id": {qid}, "doc_id": {doc}, "grade": {grade}}}\n'),)
+
+
+ADD = ("judgments", "add", "--config", "{cfg}", "--suite", "s")
+COMMANDS = {
+    "judgments add: a grade past 64 bits": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected an integer grade from -9223372036854775808 to 9223372036854775807",
+        grades_jsonl(str(2**64)),
+    ),
+    "judgments add: a 5,000-digit grade": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected an integer grade from -9223372036854775808",
+        grades_jsonl("9" * 5000),
+    ),
+    "judgments add: JSON nested 100,000 deep": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected a JSON object nested a few levels deep",
+        grades_jsonl("[" * 100_000 + "]" * 100_000),
+    ),
+    "judgments add: a JSON string grade": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected a JSON integer grade (not a string), found '2'",
+        grades_jsonl('"2"'),
+    ),
+    "judgments add: a NUL in a doc id": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected ids without control characters (NUL among them)",
+        grades_jsonl("1", doc='"d\\u0000"'),
+    ),
+    "judgments add: a lone surrogate in a query id": Command(
+        (*ADD, "{dir}/g.jsonl"),
+        "g.jsonl:1: expected ids of valid Unicode (no lone surrogate)",
+        grades_jsonl("1", qid='"\\ud800"'),
+    ),
+    "judgments add: an Arabic-Indic digit in a CSV grade": Command(
+        (*ADD, "{dir}/g.csv"),
+        "g.csv:2: expected an integer grade (or an empty one to skip), found '\u0661'",
+        (("g.csv", "query_id,doc_id,grade\nQ01,d1,\u0661\n"),),
+    ),
+    "judgments add: an underscore in a qrels grade": Command(
+        (*ADD, "{dir}/g.qrels"),
+        "g.qrels:1: expected an integer grade (or an empty one to skip), found '1_0'",
+        (("g.qrels", "Q01 0 d1 1_0\n"),),
+    ),
+    "judgments add: a full-width digit in a qrels grade": Command(
+        (*ADD, "{dir}/g.qrels"),
+        "g.qrels:1: expected an integer grade (or an empty one to skip), found '\uff12'",
+        (("g.qrels", "Q01 0 d1 \uff12\n"),),
+    ),
+    "judgments add: a CSV header naming query_id twice": Command(
+        (*ADD, "{dir}/g.csv"),
+        "g.csv:1: expected the column 'query_id' once in the header",
+        (("g.csv", "query_id,doc_id,grade,query_id\nQ01,d1,1,Q02\n"),),
+    ),
+    "judgments add: a CSV field over 131,072 characters": Command(
+        (*ADD, "{dir}/g.csv"),
+        "g.csv:2: expected valid CSV (field larger than field limit (131072))",
+        (("g.csv", "query_id,doc_id,grade\nQ01," + "d" * 200_000 + ",1\n"),),
+    ),
+    "judgments add: /dev/zero": Command(
+        (*ADD, "/dev/zero", "--format", "jsonl"),
+        "/dev/zero: expected a regular grades file, found 'a device or socket'",
+    ),
+    "judgments add: a folder": Command(
+        (*ADD, "{dir}", "--format", "csv"),
+        ": expected a regular grades file, found 'a folder'",
+    ),
+    "judgments add: a missing file": Command(
+        (*ADD, "{dir}/missing.csv"),
+        "missing.csv: expected a readable grades file, found 'No such file or directory'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", COMMANDS.values(), ids=COMMANDS.keys())
+def test_bad_command_input_is_one_clear_error(
+    case: Command, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad file or option of a command exits 2 quickly with one line naming where it is."""
+    if "/dev/zero" in case.argv and not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero here")
+    for name, text in case.files:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'monitor.db'}}}\nsuites:\n  s:\n{EVALSET}{SEARCH}",
+        encoding="utf-8",
+    )
+    argv = [arg.format(dir=tmp_path, cfg=config) for arg in case.argv]
+    start = time.monotonic()
+    code = main(argv)
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert (2, True, False) == (code, case.message in err, "Traceback" in err), err
+    assert (1, True) == (len(err.strip().splitlines()), elapsed < BOUND_SECONDS)
+
+
+def test_a_grade_past_64_bits_in_the_store_never_stops_a_run_or_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A grade the store kept from before the door checked it is skipped: run and report go on."""
+    from datetime import datetime, timezone
+
+    from monitor.store import JudgmentLayer, open_store
+
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'monitor.db'}}}\nsuites:\n  s:\n{EVALSET}{SEARCH}",
+        encoding="utf-8",
+    )
+    with open_store(tmp_path / "monitor.db") as store:
+        when = datetime(2024, 5, 1, tzinfo=timezone.utc)
+        grades = {"Q01": {"d1": 2**64}}
+        store.add_layer(JudgmentLayer("s", "old.jsonl", "alice", "human", when, grades))
+    run = main(["run", "--no-progress", "--config", str(config)])
+    report = main(["report", "--config", str(config), "--suite", "s"])
+    assert (0, 0) == (run, report), capsys.readouterr().err
