@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
+from monitor.cli import arguments
 from monitor.cli.evaluate import add_judged_run_options, scoring_options
 from monitor.errors import InputError, UsageError
 
@@ -33,7 +33,10 @@ def register(subparsers: Any) -> None:
         help="a table with bar charts, or one JSON object (default: table)",
     )
     parser.add_argument(
-        "--output", metavar="FILE", type=Path, help="also write the sweep as JSON to FILE"
+        "--output",
+        metavar="FILE",
+        type=arguments.output_file,
+        help="also write the sweep as JSON to FILE",
     )
     parser.set_defaults(handler=run)
 
