@@ -56,6 +56,10 @@ CASES = {
     "ESC byte": Case(
         EVALSET + SEARCH + "    pipeline: a\x1bb\n", "cfg.yaml:6: (yaml): expected printable text"
     ),
+    "lone surrogate in a label": Case(
+        EVALSET + SEARCH + '    labels: {team: "a\\ud800b"}\n',
+        "cfg.yaml:6: suites.s.labels.team: expected text of valid Unicode (no lone surrogate)",
+    ),
     "timeout_seconds 1e30": Case(
         EVALSET + SEARCH + "    runner: {timeout_seconds: 1e30}\n",
         "cfg.yaml:6: suites.s.runner.timeout_seconds: expected a number above 0 of at most 604800",
