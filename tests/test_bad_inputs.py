@@ -125,6 +125,11 @@ CASES = {
         "run.trec:1: expected a finite score in field 5",
         (("run.trec", "q1 Q0 d1 1 " + "9" * 5000 + " tag\n"),),
     ),
+    "JSON run mixing doc ids and hit objects": Case(
+        EVALSET + "    search: {kind: replay, path: run.json}\n",
+        "run.json: expected a ranking for query 'Q01' of doc id strings or of hit objects",
+        (("run.json", '{"Q01": ["d1", {"id": "d2"}]}'),),
+    ),
     "JSON run nested 200,000 deep": Case(
         EVALSET + "    search: {kind: replay, path: run.json}\n",
         "run.json: expected JSON nested a few levels deep",
