@@ -135,6 +135,16 @@ CASES = {
         "run.json: expected JSON nested a few levels deep",
         (("run.json", '{"q1": ' + "[" * 200_000 + "]" * 200_000 + "}"),),
     ),
+    "NUL in a JSONL eval set's query id": Case(
+        "    evalset: {path: set.jsonl}\n" + SEARCH,
+        "set.jsonl:1: expected a query id without a NUL character at id",
+        (("set.jsonl", '{"id": "q\\u0000", "query": "x", "relevant": ["d1"]}\n'),),
+    ),
+    "NUL in a CSV eval set's doc id": Case(
+        "    evalset: {path: set.csv}\n" + SEARCH,
+        "set.csv:2: expected a document id without a NUL character",
+        (("set.csv", "id,query,relevant\nq1,x,d\x001\n"),),
+    ),
     "lone surrogate in a run's doc id": Case(
         EVALSET + "    search: {kind: replay, path: run.json}\n",
         "run.json: expected a ranking for query 'q1': expected a non-empty doc id of valid",
