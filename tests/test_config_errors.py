@@ -208,6 +208,24 @@ def test_file_error(text: str, key: str, line: int, expected: str) -> None:
     assert expected in error.expected
 
 
+@pytest.mark.parametrize(
+    ("body", "value", "key", "expected"),
+    [
+        ("k: ${V}", "\u0661\u0665", "k", "an integer"),
+        ("runner:\n  timeout_seconds: ${V}", "\uff15", "runner.timeout_seconds", "a number"),
+        ("schedule: {interval: '${V}'}", "\u0661\u0660m", "schedule.interval", "90s"),
+    ],
+    ids=["Arabic-Indic k", "full-width timeout", "Arabic-Indic interval"],
+)
+def test_a_number_from_the_environment_is_read_in_ascii_digits_only(
+    body: str, value: str, key: str, expected: str
+) -> None:
+    """int() and float() read other scripts' digits; the config refuses them."""
+    with pytest.raises(ConfigError) as info:
+        load_config_text(suite_file(body), SOURCE, env={"V": value})
+    assert (f"suites.nightly.{key}", True) == (info.value.key, expected in info.value.expected)
+
+
 def test_missing_environment_variable_names_variable_key_and_line() -> None:
     """A ${VAR} that is not set is an error naming the variable, the key path and the line."""
     error = config_error(suite_file("notifiers:\n  - kind: slack\n    url: ${SLACK_URL}"))
