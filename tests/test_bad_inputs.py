@@ -290,6 +290,30 @@ COMMANDS = {
         (*ADD, "{dir}/missing.csv"),
         "missing.csv: expected a readable grades file, found 'No such file or directory'",
     ),
+    "a corpus nested 100,000 deep": Command(
+        ("evalset", "check", "{dir}/set.jsonl", "--corpus", "{dir}/c.jsonl"),
+        "c.jsonl:1: expected a passage object nested a few levels deep",
+        (
+            ("set.jsonl", '{"id": "q1", "query": "x", "relevant": ["d1"]}\n'),
+            ("c.jsonl", '{"id": "d1", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n"),
+        ),
+    ),
+    "a corpus with a 5,000-digit number": Command(
+        ("evalset", "check", "{dir}/set.jsonl", "--corpus", "{dir}/c.jsonl"),
+        "c.jsonl:1: expected a passage object with numbers of at most 4300 digits",
+        (
+            ("set.jsonl", '{"id": "q1", "query": "x", "relevant": ["d1"]}\n'),
+            ("c.jsonl", '{"id": "d1", "text": "x", "n": ' + "9" * 5000 + "}\n"),
+        ),
+    ),
+    "a corpus TSV field over 131,072 characters": Command(
+        ("evalset", "check", "{dir}/set.jsonl", "--corpus", "{dir}/c.tsv"),
+        "c.tsv:2: expected valid CSV (field larger than field limit (131072))",
+        (
+            ("set.jsonl", '{"id": "q1", "query": "x", "relevant": ["d1"]}\n'),
+            ("c.tsv", "id\ttext\nd1\t" + "x" * 200_000 + "\n"),
+        ),
+    ),
     "report --run past 64 bits": Command(
         ("report", "--config", "{cfg}", "--suite", "s", "--run", str(2**63)),
         "argument --run: expected an id from 1 to 9223372036854775807 (ASCII digits), found",
