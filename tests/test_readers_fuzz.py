@@ -1,9 +1,10 @@
 """Any bytes given to a file reader are read, or refused with the reader's documented error:
 never another exception (a traceback at the command line).
 
-Each reader gets arbitrary bytes, and near-valid files with a few bytes changed (the inputs
-that reach deepest into a reader). The documented errors: InputError for grades, baseline,
-eval set and run files; ConfigError for invariants files.
+Each reader (grades, baseline files, eval sets, JSON runs, passages, invariants) gets
+arbitrary bytes, and near-valid files with a few bytes changed (the inputs that reach
+deepest into a reader). The documented errors: InputError for grades, baseline, eval set,
+run and passages files; ConfigError for invariants files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from monitor.config import load_config_text
 from monitor.errors import ConfigError, InputError
+from monitor.evalset.corpus import Corpus
 from monitor.evalset.formats import load_evalset
 from monitor.gate.baseline_file import read_baseline
 from monitor.judgments.files import read_grades
@@ -77,6 +79,8 @@ SEEDS: dict[str, bytes] = {
     "set.json": b'{"name": "n", "queries": [{"id": "q1", "query": "x", "relevant": ["d1"]}]}',
     "set.csv": b"id,query,relevant\nq1,x,d1:2;d2\n",
     "run.json": b'{"q1": [{"id": "d1", "score": 1.5}], "q2": {"d2": 3}}',
+    "passages.jsonl": b'{"id": "d1", "text": "a passage", "section": "s1", "n": 2}\n',
+    "passages.tsv": b"id\ttext\tsection\nd1\ta passage\ts1\n",
     "invariants.jsonl": b'{"query": "Q01", "must_include": ["d1"], "within": 5}\n',
     "invariants.csv": b"query,must_include,within\nQ01,d1 d2,5\n",
 }
@@ -106,6 +110,8 @@ READERS: dict[str, tuple[Callable[[Path], Any], type[Exception]]] = {
     "set.json": (load_evalset, InputError),
     "set.csv": (load_evalset, InputError),
     "run.json": (lambda path: load_hits(path, "json"), InputError),
+    "passages.jsonl": (Corpus.load, InputError),
+    "passages.tsv": (Corpus.load, InputError),
     "invariants.jsonl": (read_invariants, ConfigError),
     "invariants.csv": (read_invariants, ConfigError),
 }
