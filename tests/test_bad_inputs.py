@@ -375,6 +375,18 @@ COMMANDS = {
         ("baseline", "export", "--config", "{cfg}", "--suite", "s", "--output", "{dir}/new/"),
         "argument --output: expected the path of a file to write, found the folder",
     ),
+    "run --failed-queries a folder": Command(
+        ("run", "--config", "{cfg}", "--failed-queries", "{dir}"),
+        "argument --failed-queries: expected the path of a file to write, found the folder",
+    ),
+    "run --failed-queries ''": Command(
+        ("run", "--config", "{cfg}", "--failed-queries", ""),
+        "argument --failed-queries: expected the path of a file to write, found ''",
+    ),
+    "run --metrics-out a folder": Command(
+        ("run", "--config", "{cfg}", "--metrics-out", "{dir}"),
+        "argument --metrics-out: expected the path of a file to write, found the folder",
+    ),
     "gate --junit a folder": Command(
         ("gate", "--config", "{cfg}", "--suite", "s", "--junit", "{dir}"),
         "argument --junit: expected the path of a file to write, found the folder",

@@ -99,5 +99,12 @@ def output_file(text: str) -> Path:
     return path
 
 
+def output_template(text: str) -> str:
+    """Return a path template with ``{suite}`` in it as given, once the path it names for a
+    suite passes :func:`output_file`."""
+    output_file(text.replace("{suite}", "suite"))
+    return text
+
+
 def _shown(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")

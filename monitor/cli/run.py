@@ -82,6 +82,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--failed-queries",
+        type=arguments.output_template,
         metavar="PATH",
         help="write each suite's failed queries (no hit, with their top 5 ids) as JSONL to PATH; "
         "{suite} in PATH is replaced by the suite name",
