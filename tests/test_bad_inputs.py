@@ -314,6 +314,16 @@ COMMANDS = {
             ("c.tsv", "id\ttext\nd1\t" + "x" * 200_000 + "\n"),
         ),
     ),
+    "evaluate: a 5,000-digit grade in dict qrels": Command(
+        ("evaluate", "--qrels", "{dir}/q.json", "--run", "{dir}/r.trec"),
+        "q.json: expected an integer grade of at most 19 digits for query 'q1', document 'd1'",
+        (("q.json", '{"q1": {"d1": ' + "9" * 5000 + "}}"), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
+    ),
+    "evaluate: a NUL in a dict qrels doc id": Command(
+        ("evaluate", "--qrels", "{dir}/q.json", "--run", "{dir}/r.trec"),
+        "q.json: expected a doc id in query 'q1' without a NUL character",
+        (("q.json", '{"q1": {"d\\u0000": 1}}'), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
+    ),
     "report --run past 64 bits": Command(
         ("report", "--config", "{cfg}", "--suite", "s", "--run", str(2**63)),
         "argument --run: expected an id from 1 to 9223372036854775807 (ASCII digits), found",
