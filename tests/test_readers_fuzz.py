@@ -1,10 +1,10 @@
 """Any bytes given to a file reader are read, or refused with the reader's documented error:
 never another exception (a traceback at the command line).
 
-Each reader (grades, baseline files, eval sets, JSON runs, passages, invariants) gets
-arbitrary bytes, and near-valid files with a few bytes changed (the inputs that reach
-deepest into a reader). The documented errors: InputError for grades, baseline, eval set,
-run and passages files; ConfigError for invariants files.
+Each reader (grades, baseline files, eval sets, dict qrels, JSON runs, passages,
+invariants) gets arbitrary bytes, and near-valid files with a few bytes changed (the inputs
+that reach deepest into a reader). The documented errors: InputError for grades, baseline,
+eval set, qrels, run and passages files; ConfigError for invariants files.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from monitor.config import load_config_text
 from monitor.errors import ConfigError, InputError
 from monitor.evalset.corpus import Corpus
-from monitor.evalset.formats import load_evalset
+from monitor.evalset.formats import load_evalset, read_qrels
 from monitor.gate.baseline_file import read_baseline
 from monitor.judgments.files import read_grades
 from monitor.search.saved import load_hits
@@ -79,6 +79,7 @@ SEEDS: dict[str, bytes] = {
     "set.json": b'{"name": "n", "queries": [{"id": "q1", "query": "x", "relevant": ["d1"]}]}',
     "set.csv": b"id,query,relevant\nq1,x,d1:2;d2\n",
     "run.json": b'{"q1": [{"id": "d1", "score": 1.5}], "q2": {"d2": 3}}',
+    "qrels.json": b'{"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1.0}}',
     "passages.jsonl": b'{"id": "d1", "text": "a passage", "section": "s1", "n": 2}\n',
     "passages.tsv": b"id\ttext\tsection\nd1\ta passage\ts1\n",
     "invariants.jsonl": b'{"query": "Q01", "must_include": ["d1"], "within": 5}\n',
@@ -110,6 +111,7 @@ READERS: dict[str, tuple[Callable[[Path], Any], type[Exception]]] = {
     "set.json": (load_evalset, InputError),
     "set.csv": (load_evalset, InputError),
     "run.json": (lambda path: load_hits(path, "json"), InputError),
+    "qrels.json": (read_qrels, InputError),
     "passages.jsonl": (Corpus.load, InputError),
     "passages.tsv": (Corpus.load, InputError),
     "invariants.jsonl": (read_invariants, ConfigError),
