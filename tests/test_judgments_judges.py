@@ -248,6 +248,19 @@ def test_the_offline_example_grades_by_the_query_terms_a_passage_holds(
     assert grade == make_judge()(query, passage)
 
 
+@pytest.mark.parametrize("timeout", [0, -1, 1e30, float("nan"), True, "30"])
+def test_an_http_judge_timeout_is_seconds_above_0_of_at_most_a_week(timeout: object) -> None:
+    """A timeout no timer can hold (1e30, NaN) or that is no number is refused at build."""
+    config = JudgeConfig(
+        kind="http",
+        judge_id="llm",
+        options={"url": "http://127.0.0.1:1/v1/chat/completions", "timeout_seconds": timeout},
+    )  # type: ignore[dict-item]
+    with pytest.raises(JudgeError) as caught:
+        build_judge(config)
+    assert "timeout_seconds" == caught.value.option
+
+
 def test_a_python_judge_is_built_like_a_python_search() -> None:
     """``kind: python`` with a factory returns the factory's judge."""
     config = JudgeConfig(

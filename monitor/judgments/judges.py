@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import httpx
 
+from monitor.config.fields import MAX_SECONDS
 from monitor.config.model import JudgeConfig, thaw
 from monitor.errors import MonitorError, SearchSetupError, UsageError
 from monitor.evalset import EvalSet
@@ -286,10 +287,14 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
                 config.judge_id, "expected a 'url' (the chat-completions endpoint)", option="url"
             )
         timeout = options.get("timeout_seconds", 30.0)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        if (
+            not isinstance(timeout, int | float)
+            or isinstance(timeout, bool)
+            or not 0 < timeout <= MAX_SECONDS
+        ):
             raise JudgeError(
                 config.judge_id,
-                f"expected timeout_seconds > 0, found {timeout!r}",
+                f"expected timeout_seconds above 0 of at most {MAX_SECONDS:g}, found {timeout!r}",
                 option="timeout_seconds",
             )
         headers = options.get("headers", {})
