@@ -451,3 +451,33 @@ def test_a_grade_past_64_bits_in_the_store_never_stops_a_run_or_a_report(
     run = main(["run", "--no-progress", "--config", str(config)])
     report = main(["report", "--config", str(config), "--suite", "s"])
     assert (0, 0) == (run, report), capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_judgments_add_reads_grades_from_a_pipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A named pipe (as a shell's process substitution gives) is read as a grades file is."""
+    import threading
+
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'monitor.db'}}}\nsuites:\n  s:\n{EVALSET}{SEARCH}",
+        encoding="utf-8",
+    )
+    pipe = tmp_path / "grades.jsonl"
+    os.mkfifo(pipe)
+
+    def feed() -> None:
+        with open(pipe, "w", encoding="utf-8") as handle:
+            handle.write('{"query_id": "Q01", "doc_id": "d1", "grade": 1}\n')
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    code = main(["judgments", "add", "--config", str(config), "--suite", "s", str(pipe)])
+    if writer.is_alive():  # the command never opened the pipe: let the writer finish
+        with open(pipe, "rb") as handle:
+            handle.read()
+    writer.join()
+    out = capsys.readouterr().out
+    assert (0, True) == (code, out.strip().endswith("1 grades from grades.jsonl")), out
