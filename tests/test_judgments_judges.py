@@ -221,6 +221,15 @@ def test_a_body_that_is_not_a_chat_completion_is_a_clear_error(chat: ChatServer)
     judge.close()
 
 
+def test_an_answer_past_a_mebibyte_is_refused_unread(chat: ChatServer) -> None:
+    """A body past MAX_ANSWER_BYTES is an error, never held whole in memory."""
+    chat.answer("x" * (2 << 20))
+    judge = HttpJudge(chat.url, model="tiny")
+    with pytest.raises(JudgeError, match="expected an answer of at most 1048576 bytes"):
+        judge("q", "d")
+    judge.close()
+
+
 @pytest.mark.parametrize(
     ("change", "same"),
     [({}, True), ({"model": "bigger"}, False), ({"prompt": "other prompt"}, False)],
