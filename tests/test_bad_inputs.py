@@ -324,6 +324,16 @@ COMMANDS = {
         "q.json: expected a doc id in query 'q1' without a NUL character",
         (("q.json", '{"q1": {"d\\u0000": 1}}'), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
     ),
+    "evaluate -M past 64 bits": Command(
+        ("evaluate", "--qrels", "{dir}/q.qrels", "--run", "{dir}/r.trec", "-M", "9" * 26),
+        "argument -M/--max-docs: expected a positive integer from 1 to 9223372036854775807",
+        (("q.qrels", "q1 0 d1 1\n"), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
+    ),
+    "evaluate -l in Arabic-Indic digits": Command(
+        ("evaluate", "--qrels", "{dir}/q.qrels", "--run", "{dir}/r.trec", "-l", "\u0661"),
+        "expected a positive integer from 1 to 9223372036854775807 (ASCII digits)",
+        (("q.qrels", "q1 0 d1 1\n"), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
+    ),
     "report --run past 64 bits": Command(
         ("report", "--config", "{cfg}", "--suite", "s", "--run", str(2**63)),
         "argument --run: expected an id from 1 to 9223372036854775807 (ASCII digits), found",
