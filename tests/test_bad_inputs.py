@@ -334,6 +334,21 @@ COMMANDS = {
         "expected a positive integer from 1 to 9223372036854775807 (ASCII digits)",
         (("q.qrels", "q1 0 d1 1\n"), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
     ),
+    **{
+        f"k-sweep --ks {ks}": Command(
+            ("k-sweep", "--qrels", "{dir}/q.qrels", "--run", "{dir}/r.trec", "--ks", ks),
+            f"--ks: expected integers from 1 to 100000 separated by commas, found {shown!r}",
+            (("q.qrels", "q1 0 d1 1\n"), ("r.trec", "q1 Q0 d1 1 1.0 t\n")),
+        )
+        for ks, shown in (("\u0661,3", "\u0661"), ("5," + "9" * 25, "9" * 25), ("0", "0"))
+    },
+    **{
+        f"compare-pipelines --alpha {alpha}": Command(
+            ("compare-pipelines", "--config", "{cfg}", "--alpha", alpha),
+            "argument --alpha: expected a number above 0 and below 1",
+        )
+        for alpha in ("nan", "inf", "1", "0", "1e300")
+    },
     "report --run past 64 bits": Command(
         ("report", "--config", "{cfg}", "--suite", "s", "--run", str(2**63)),
         "argument --run: expected an id from 1 to 9223372036854775807 (ASCII digits), found",

@@ -69,6 +69,14 @@ def seconds(maximum: float = LONGEST_SECONDS) -> Callable[[str], float]:
     return read
 
 
+def share(text: str) -> float:
+    """Return a number strictly between 0 and 1 (a significance level)."""
+    expected = "a number above 0 and below 1"
+    if not _DECIMAL.fullmatch(text.strip()) or not 0 < float(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected {expected}, found {_shown(text)}")
+    return float(text)
+
+
 def shard(text: str) -> str:
     """Return ``INDEX/COUNT`` as given, once its numbers are ASCII digits of a few places."""
     found = _SHARD.fullmatch(text.strip())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -62,13 +63,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The deepest cutoff swept, as deep as a suite's k may be.
+MAX_K = 100_000
+
+
 def _parse_ks(text: str) -> list[int]:
     ks: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        if not part.lstrip("+-").isdigit() or int(part) <= 0:
+        # ASCII digits only: str.isdigit() and int() also read other scripts' digits.
+        if not _K.fullmatch(part) or not 1 <= int(part) <= MAX_K:
             raise UsageError(
-                f"--ks: expected positive integers separated by commas, found {part!r}"
+                f"--ks: expected integers from 1 to {MAX_K} separated by commas, found {part!r}"
             )
         ks.append(int(part))
     return ks
+
+
+_K = re.compile(r"\+?[0-9]{1,6}", re.ASCII)

@@ -86,7 +86,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--alpha",
-        type=float,
+        type=arguments.share,
         default=0.05,
         help="significance level of the paired randomization test (default 0.05)",
     )
