@@ -139,6 +139,9 @@ SUITE_CASES = [
     ("labels: {__team: x}", "labels.__team", 3, "not starting with __"),
     ("labels:\n  team-name: x", "labels.team-name", 4, "a Prometheus label name"),
     ("labels: {team: [a]}", "labels.team", 3, "a label value"),
+    ('labels: {team: "a\\ud800b"}', "labels.team", 3, "text of valid Unicode (no lone"),
+    ('labels: {"\\udc00": x}', "labels", 3, "text of valid Unicode (no lone surrogate)"),
+    ('pipeline: "a\\0b"', "pipeline", 3, "text without a NUL character"),
     ("links: {runbook: wiki/page}", "links.runbook", 3, "an http(s) URL"),
     ("links: {runbok: 'https://x'}", "links.runbok", 3, "did you mean 'runbook'?"),
     ("pipeline: ''", "pipeline", 3, "a pipeline name"),
@@ -203,6 +206,24 @@ def test_file_error(text: str, key: str, line: int, expected: str) -> None:
     error = config_error(text)
     assert (SOURCE, key, line) == (error.source, error.key, error.line)
     assert expected in error.expected
+
+
+@pytest.mark.parametrize(
+    ("body", "value", "key", "expected"),
+    [
+        ("k: ${V}", "\u0661\u0665", "k", "an integer"),
+        ("runner:\n  timeout_seconds: ${V}", "\uff15", "runner.timeout_seconds", "a number"),
+        ("schedule: {interval: '${V}'}", "\u0661\u0660m", "schedule.interval", "90s"),
+    ],
+    ids=["Arabic-Indic k", "full-width timeout", "Arabic-Indic interval"],
+)
+def test_a_number_from_the_environment_is_read_in_ascii_digits_only(
+    body: str, value: str, key: str, expected: str
+) -> None:
+    """int() and float() read other scripts' digits; the config refuses them."""
+    with pytest.raises(ConfigError) as info:
+        load_config_text(suite_file(body), SOURCE, env={"V": value})
+    assert (f"suites.nightly.{key}", True) == (info.value.key, expected in info.value.expected)
 
 
 def test_missing_environment_variable_names_variable_key_and_line() -> None:

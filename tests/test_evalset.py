@@ -297,7 +297,8 @@ def test_a_loaded_set_refuses_a_repeated_id_on_add(tmp_path: Path) -> None:
 def test_fingerprint_is_the_same_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     """The standard encoder and orjson give one fingerprint for a set with every kind of text."""
     evalset = EvalSet(name="x")
-    evalset.add("q\x00\u2028", 'caf\u00e9 "\\/\t\x7f\U0001f600', relevant={"d\n": -(2**63), "e": 2})
+    text = 'caf\u00e9 "\\/\t\x00\x7f\U0001f600'
+    evalset.add("q\x01\u2028", text, relevant={"d\n": -(2**63), "e": 2})
     evalset.add("a", "", relevant=["z", "b"])
     with_orjson = evalset.fingerprint
     monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson raises ImportError

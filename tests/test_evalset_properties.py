@@ -34,7 +34,8 @@ METADATA_VALUES: st.SearchStrategy[MetaValue] = st.one_of(
 )
 
 
-ANY_ID = st.text(ANY_TEXT, min_size=1)
+#: Any id an eval set holds: any text of valid Unicode without a NUL (no store keeps one).
+ANY_ID = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), min_size=1)
 ANY_STRING = st.text(ANY_TEXT)
 ANY_METADATA = st.dictionaries(ANY_ID, METADATA_VALUES, max_size=3)
 

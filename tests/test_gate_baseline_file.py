@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ _DROP = object()
         (
             "figures",
             {"latency": {"count": -1}, "sent": 1, "failed": 0, "evaluated": 1},
-            r"a count \(an integer >= 0\) at figures.latency.count",
+            r"a count \(an integer from 0 to 9223372036854775807\) at figures.latency.count",
         ),
     ],
     ids=["format", "version", "no-queries", "query-id", "ids", "mean", "time", "figures"],
@@ -132,6 +133,95 @@ def test_a_malformed_file_is_refused_naming_the_file_and_key(
     with pytest.raises(InputError, match=said) as caught:
         read_baseline(path)
     assert str(path) == caught.value.source
+
+
+def first_query(**changes: object) -> Callable[[dict[str, Any]], None]:
+    """Return an edit that updates the first query of a document with ``changes``."""
+    return lambda document: document["queries"][0].update(changes)
+
+
+def first_values(**changes: object) -> Callable[[dict[str, Any]], None]:
+    """Return an edit that updates the first query's metric values with ``changes``."""
+    return lambda document: document["queries"][0]["values"].update(changes)
+
+
+# (an edit of a good document, what the error must say)
+REFUSED: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "no queries": (lambda d: d.update(queries=[]), r"at least one query at queries, found '\[\]'"),
+    "a query twice": (
+        lambda d: d["queries"].append(d["queries"][0]),
+        r"each query once at queries\[2\].query_id, found 'Q1'",
+    ),
+    "version true": (lambda d: d.update(version=True), "version 1 of .*, found True"),
+    "recall 7.0": (
+        first_values(**{"recall@5": 7.0}),
+        r"a number from 0 to 1 or null at queries\[0\].values.recall@5, found 7.0",
+    ),
+    "a mean of -1.0": (
+        lambda d: d["means"].update({"ndcg@10": -1.0}),
+        "a number from 0 to 1 or null at means.ndcg@10, found -1.0",
+    ),
+    "num_ret -1": (
+        first_values(num_ret=-1.0),
+        r"a number of at least 0 or null at queries\[0\].values.num_ret, found -1.0",
+    ),
+    "a negative latency": (
+        first_query(latency_seconds=-0.5),
+        r"at least 0 or null at queries\[0\].latency_seconds, found -0.5",
+    ),
+    "a negative mean latency": (
+        lambda d: d["figures"]["latency"].update(mean=-1),
+        "a number of at least 0 or null at figures.latency.mean, found -1",
+    ),
+    "an error rate of 2": (
+        lambda d: d["figures"].update(error_rate=2),
+        "a number from 0 to 1 or null at figures.error_rate, found 2",
+    ),
+    "a run id past 64 bits": (
+        lambda d: d.update(run_id=2**63),
+        r"a count \(an integer from 0 to 9223372036854775807\) at run_id",
+    ),
+    "a NUL in a query id": (
+        first_query(query_id="Q\x00"),
+        r"without control characters at queries\[0\].query_id",
+    ),
+    "a string of ids": (
+        first_query(retrieved_ids="d1"),
+        r"a list of doc id strings at queries\[0\].retrieved_ids, found 'd1'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("edit", "said"), REFUSED.values(), ids=REFUSED.keys())
+def test_a_value_no_run_can_hold_is_refused_naming_the_key(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None], said: str
+) -> None:
+    """No queries, a query twice, a share outside [0, 1] or a negative latency is refused."""
+    path = written(tmp_path, baseline_run())
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+    with pytest.raises(InputError, match=said):
+        read_baseline(path)
+
+
+@pytest.mark.parametrize(
+    ("literal", "said"),
+    [
+        ("9" * 5000, "expected integers of at most 30 digits, found one of 5000"),
+        ("[" * 100_000 + "]" * 100_000, "expected JSON nested a few levels deep"),
+        ("Infinity", r"expected finite numbers \(JSON has no Infinity\)"),
+        ("1e400", "expected a finite number or null at queries"),
+    ],
+    ids=["5,000 digits", "100,000 deep", "Infinity", "1e400"],
+)
+def test_a_number_json_cannot_hold_is_one_error(tmp_path: Path, literal: str, said: str) -> None:
+    """A 5,000-digit number, JSON nested 100,000 deep or an infinity is refused, no traceback."""
+    path = written(tmp_path, baseline_run())
+    text = path.read_text().replace('"latency_seconds": 0.1', f'"latency_seconds": {literal}')
+    path.write_text(text)
+    with pytest.raises(InputError, match=said):
+        read_baseline(path)
 
 
 def test_a_file_that_is_not_json_names_the_line(tmp_path: Path) -> None:

@@ -150,6 +150,32 @@ def test_a_bad_inline_invariant_is_a_config_error_at_its_key(
         ),
         ("i.jsonl", '["Q1"]\n', 1, "invariants[0]", "a mapping"),
         ("i.jsonl", b"\xff\n", 1, "(file)", "UTF-8"),
+        ("i.jsonl", '{"query": "Q1", "within": ' + "9" * 5000 + "}\n", 1, "invariants[0]", "18"),
+        ("i.jsonl", '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}\n", 1, "invariants[0]", "16"),
+        ("i.jsonl", '{"query": "Q1", "query": "Q2"}\n', 1, "invariants[0]", "each key once"),
+        (
+            "i.jsonl",
+            '{"query": "Q1", "must_include": ["\\ud800"]}\n',
+            1,
+            "invariants[0].must_include[0]",
+            "valid Unicode",
+        ),
+        ("i.csv", "query,must_include\nQ1," + "a" * 200_000 + "\n", 2, "(file)", "131072"),
+        (
+            "i.csv",
+            "query,must_include,within\nQ1,a," + "9" * 5000 + "\n",
+            2,
+            "invariants[0].within",
+            "an integer",
+        ),
+        (
+            "i.csv",
+            "query,must_include,within\nQ1,a,\u0665\n",
+            2,
+            "invariants[0].within",
+            "an integer",
+        ),
+        ("i.csv", "query,must_include,query\nQ1,a,Q2\n", 1, "(header)", "the column 'query' once"),
     ],
 )
 def test_a_bad_invariants_file_is_a_config_error_at_its_line(

@@ -3,9 +3,11 @@ their layer keyed by judge, model and prompt, and the two views of the figures."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,7 +20,15 @@ from monitor.cli import main
 from monitor.config import load_config
 from monitor.config.model import JudgeConfig
 from monitor.errors import ConfigError
-from monitor.judgments.judges import HttpJudge, JudgeError, build_judge, judge_source
+from monitor.judgments.judges import (
+    HttpJudge,
+    JudgeAnswerError,
+    JudgeError,
+    build_judge,
+    judge_prompt,
+    judge_source,
+    parse_grade,
+)
 from monitor.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,14 +88,128 @@ def test_the_http_judge_sends_a_chat_completion_and_reads_the_grade(chat: ChatSe
 
 
 def test_an_answer_without_a_grade_is_a_clear_error(chat: ChatServer) -> None:
-    """An answer holding no integer raises JudgeError quoting the answer."""
+    """An answer holding no grade raises JudgeAnswerError quoting the answer."""
     chat.answer("I cannot tell.")
     judge = HttpJudge(chat.url, model="tiny")
-    with pytest.raises(
-        JudgeError, match="expected an integer grade in the answer, found 'I cannot"
-    ):
+    with pytest.raises(JudgeAnswerError, match=r"exactly one grade .*, found 'I cannot"):
         judge("q", "d")
     judge.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "grade"),
+    [
+        ('{"grade": 2}', 2),
+        ('{"grade": 0, "reason": "off topic"}', 0),
+        ('```json\n{"grade": 1}\n```', 1),
+        ("1", 1),
+        ("The passage names the refund.\nGrade: 2", 2),
+    ],
+)
+def test_an_answer_of_one_grade_in_the_reply_format_is_read(answer: str, grade: int) -> None:
+    """A JSON object with a grade, a bare grade, or a last line grade: N gives that grade."""
+    assert grade == parse_grade(answer, "llm", 2)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "On a scale of 0 to 2, I give it 2",
+        "7",
+        "-1",
+        '{"grade": 3}',
+        '{"grade": "2"}',
+        '{"grade": true}',
+        '{"grade": 1, "grade": 2}',
+        '{"grade": 1.0}',
+        '{"grade": ' + "9" * 5000 + "}",
+        "[" * 100_000,
+        "grade: 1\ngrade: 2",
+        "grade: 3",
+        "grade: \u0661",
+        "grade: 1_0",
+        "",
+    ],
+)
+def test_an_answer_without_exactly_one_grade_of_the_scale_is_refused(answer: str) -> None:
+    """Prose, a grade outside 0..2, a JSON string grade or two grades are all refused."""
+    with pytest.raises(JudgeAnswerError):
+        parse_grade(answer, "llm", 2)
+
+
+def test_the_default_prompt_asks_for_the_reply_format_and_the_scale() -> None:
+    """The built-in prompt names the JSON reply and the suite's scale, as sent."""
+    prompt = judge_prompt(JudgeConfig(kind="http", judge_id="llm", max_grade=3))
+    assert (True, True, False) == ('{"grade": N}' in prompt, "0 to 3" in prompt, "{max" in prompt)
+
+
+def test_the_default_prompt_is_hashed_as_sent_not_as_the_empty_string() -> None:
+    """The layer source of a judge with no prompt hashes the default prompt's text."""
+    empty = hashlib.sha256(b"").hexdigest()[:12]
+    assert not judge_source(JudgeConfig(kind="http", judge_id="llm", model="m")).endswith(empty)
+
+
+def test_a_changed_scale_starts_a_new_layer_source() -> None:
+    """Two scales of the default prompt are two prompts: their grades are never mixed."""
+    a, b = (JudgeConfig(kind="http", judge_id="llm", max_grade=top) for top in (2, 3))
+    assert judge_source(a) != judge_source(b)
+
+
+class DripServer:
+    """A local server that sends its answer one byte every 0.2 s (``headers``: from the
+    status line on, else the headers at once and then the body)."""
+
+    def __init__(self, body: bytes, *, headers: bool) -> None:
+        self.stop = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                head = (
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                )
+                dripped = head + body if headers else body
+                try:
+                    if not headers:
+                        self.wfile.write(head)
+                    for byte in dripped:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        if outer.stop.wait(0.2):
+                            return
+                except OSError:
+                    return
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/chat/completions"
+
+
+@pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_call_deadline(headers: bool) -> None:
+    """A byte every 0.2 s never trips a per-read timeout; the call still ends by its deadline."""
+    reply = json.dumps({"choices": [{"message": {"content": '{"grade": 1}'}}]}).encode()
+    drip = DripServer(reply, headers=headers)
+    thread = threading.Thread(target=drip.server.serve_forever)
+    thread.start()
+    judge = HttpJudge(drip.url, model="tiny", timeout=1.0)
+    try:
+        start = time.monotonic()
+        with pytest.raises(JudgeError, match=r"a whole answer within 1 s \(timeout_seconds\)"):
+            judge("q", "d")
+        elapsed = time.monotonic() - start
+    finally:
+        judge.close()
+        drip.stop.set()
+        drip.server.shutdown()
+        drip.server.server_close()
+        thread.join()
+    assert elapsed < 2.0
 
 
 def test_a_body_that_is_not_a_chat_completion_is_a_clear_error(chat: ChatServer) -> None:
@@ -93,6 +217,15 @@ def test_a_body_that_is_not_a_chat_completion_is_a_clear_error(chat: ChatServer)
     chat.reply = {"output": "2"}
     judge = HttpJudge(chat.url, model="tiny")
     with pytest.raises(JudgeError, match=r"choices\[0\]\.message\.content"):
+        judge("q", "d")
+    judge.close()
+
+
+def test_an_answer_past_a_mebibyte_is_refused_unread(chat: ChatServer) -> None:
+    """A body past MAX_ANSWER_BYTES is an error, never held whole in memory."""
+    chat.answer("x" * (2 << 20))
+    judge = HttpJudge(chat.url, model="tiny")
+    with pytest.raises(JudgeError, match="expected an answer of at most 1048576 bytes"):
         judge("q", "d")
     judge.close()
 
@@ -122,6 +255,19 @@ def test_the_offline_example_grades_by_the_query_terms_a_passage_holds(
 ) -> None:
     """Most query terms present is 2, some is 1, none is 0."""
     assert grade == make_judge()(query, passage)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, 1e30, float("nan"), True, "30"])
+def test_an_http_judge_timeout_is_seconds_above_0_of_at_most_a_week(timeout: object) -> None:
+    """A timeout no timer can hold (1e30, NaN) or that is no number is refused at build."""
+    config = JudgeConfig(
+        kind="http",
+        judge_id="llm",
+        options={"url": "http://127.0.0.1:1/v1/chat/completions", "timeout_seconds": timeout},
+    )  # type: ignore[dict-item]
+    with pytest.raises(JudgeError) as caught:
+        build_judge(config)
+    assert "timeout_seconds" == caught.value.option
 
 
 def test_a_python_judge_is_built_like_a_python_search() -> None:
@@ -210,6 +356,8 @@ def test_a_changed_prompt_starts_a_new_judge_layer(tmp_path: Path) -> None:
         ("{kind: ollama}", "human", "suites.larkfield.judge.kind"),
         ("{kind: python, max_per_run: -1}", "human", "suites.larkfield.judge.max_per_run"),
         ("{kind: python}", "judges", "suites.larkfield.alert_labels"),
+        ("{kind: python, max_grade: 0}", "human", "suites.larkfield.judge.max_grade"),
+        ("{kind: python, max_grade: 1e30}", "human", "suites.larkfield.judge.max_grade"),
     ],
 )
 def test_a_bad_judge_key_names_file_line_and_key(
@@ -266,6 +414,25 @@ def test_a_python_judge_that_raises_leaves_the_run_standing(
     assert 0 == main(["run", "--config", str(config), "--no-progress"])
     out = capsys.readouterr().out
     assert "judge failed: judge 'python': raised RuntimeError: model not loaded" in out
+
+
+OVERSCALE = """
+def judge(query, doc_text):
+    return 7
+"""
+
+
+def test_grades_outside_the_scale_are_refused_counted_and_never_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judge's 7 on a 0..2 scale is reported as a judge failure; no layer holds it."""
+    (tmp_path / "overjudge.py").write_text(OVERSCALE)
+    judge = f"{{kind: python, target: 'overjudge:judge', path: {tmp_path}, max_per_run: 3}}"
+    config = write_config(tmp_path, judge)
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    out = capsys.readouterr().out
+    expected = "judge failed: judge 'python': 3 answers refused, never stored (first: expected"
+    assert (True, []) == (expected in out, judge_layers(tmp_path))
 
 
 def test_the_report_gives_both_views_with_the_human_one_as_stored(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.errors import UsageError
 from monitor.evalset import EvalSet
 from monitor.judgments import (
     JudgmentConflictError,
@@ -74,6 +75,13 @@ def test_a_grade_for_an_unknown_query_is_refused(store: SqlStore) -> None:
     """A layer adds grades, never queries: an unknown query id is an error naming it."""
     with pytest.raises(UnknownQueriesError, match="'q7'"):
         add_layer(store, "s", {"q7": {"d1": 1}}, frozen=frozen(), source="x.csv")
+
+
+@pytest.mark.parametrize("grade", [2**63, -(2**63) - 1, 2**70])
+def test_a_grade_past_64_bits_is_refused_at_the_door(store: SqlStore, grade: int) -> None:
+    """No layer stores a grade the eval set could not hold; the error names query and doc."""
+    with pytest.raises(UsageError, match=r"x\.csv: expected a grade from .* query 'q1' doc 'd1'"):
+        add_layer(store, "s", {"q1": {"d1": grade}}, frozen=frozen(), source="x.csv")
 
 
 def test_an_equal_grade_is_no_conflict(store: SqlStore) -> None:

@@ -68,3 +68,10 @@ def test_a_layer_of_an_unknown_kind_is_refused() -> None:
     """A layer is made by people or by a judge; any other kind is a usage error."""
     with pytest.raises(UsageError, match="layer kind"):
         JudgmentLayer(suite="s", source="x", who="", kind="robot", created_at=T0)  # type: ignore[arg-type]
+
+
+def test_a_stored_grade_past_64_bits_is_left_out_and_the_rest_read(store: SqlStore) -> None:
+    """A grade past 64 bits in a stored layer is skipped; the layer's other grades stay."""
+    store.add_layer(layer(q1={"d1": 2**64, "d2": 1}, q2={"d3": -(2**63) - 1}))
+    (found,) = store.layers("s")
+    assert {"q1": {"d2": 1}, "q2": {}} == {qid: dict(docs) for qid, docs in found.grades.items()}

@@ -42,9 +42,9 @@ READABLE = {
         '{"q1": [{"id": "a", "score": 0.1}, {"id": "b", "score": 2}]}',
         {"q1": ["a", "b"]},
     ),
-    "json ids and hit objects mixed": (
+    "json hit objects with and without score and text": (
         "run.json",
-        '{"q1": ["c", {"id": "a", "score": null, "text": "t"}, {"id": "b"}]}',
+        '{"q1": [{"id": "c"}, {"id": "a", "score": null, "text": "t"}, {"id": "b"}]}',
         {"q1": ["c", "a", "b"]},
     ),
     "json score objects, ties by doc id descending": (
@@ -75,6 +75,11 @@ REFUSED = {
     "trec 1e400": ("run.trec", "q Q0 a 1 1e400 t\n", f":1: expected {FINITE_TREC}, found '1e400'"),
     "trec -1e400": ("run.trec", "q Q0 a 1 -1e400 t\n", f":1: expected {FINITE_TREC}"),
     "trec word score": ("run.trec", "q Q0 a 1 high t\n", ":1: expected a numeric score in field 5"),
+    "json ids and hit objects mixed": (
+        "run.json",
+        '{"q1": ["c", {"id": "a"}]}',
+        ": expected a ranking for query 'q1' of doc id strings or of hit objects, not both",
+    ),
     "json NaN score": (
         "run.json",
         '{"q1": {"a": NaN}}',

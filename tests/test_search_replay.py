@@ -38,8 +38,8 @@ def test_trec_run_ranks_by_score_then_doc_id_descending(tmp_path: Path) -> None:
 
 
 def test_json_lists_keep_their_order(tmp_path: Path) -> None:
-    """A JSON list is the ranking as given, with ids, dicts or both."""
-    path = write(tmp_path, "run.json", json.dumps({"q1": ["b", {"id": "a", "score": 0.1}]}))
+    """A JSON list is the ranking as given, of ids or of hit objects."""
+    path = write(tmp_path, "run.json", json.dumps({"q1": [{"id": "b"}, {"id": "a", "score": 0.1}]}))
     assert {"q1": [Hit("b"), Hit("a", 0.1)]} == load_hits(path)
 
 

@@ -7,9 +7,9 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
 
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
     add_config_options(pin)
     pin.add_argument("--suite", required=True, metavar="NAME", help="the suite to pin it for")
     which = pin.add_mutually_exclusive_group()
-    which.add_argument("--run", type=int, metavar="ID", help="the run to pin")
+    which.add_argument("--run", type=arguments.row_id, metavar="ID", help="the run to pin")
     which.add_argument(
         "--latest", action="store_true", help="pin the suite's latest ok run (the default)"
     )
@@ -58,7 +58,11 @@ def register(subparsers: Any) -> None:
     add_config_options(export)
     export.add_argument("--suite", required=True, metavar="NAME", help="the suite to export")
     export.add_argument(
-        "--output", required=True, type=Path, metavar="FILE", help="the baseline file to write"
+        "--output",
+        required=True,
+        type=arguments.output_file,
+        metavar="FILE",
+        help="the baseline file to write",
     )
     export.set_defaults(handler=export_baseline)
 
@@ -68,7 +72,11 @@ def register(subparsers: Any) -> None:
     add_config_options(runs_list)
     runs_list.add_argument("--suite", metavar="NAME", help="only this suite's runs")
     runs_list.add_argument(
-        "--limit", type=int, default=20, metavar="N", help="list at most N runs (default 20)"
+        "--limit",
+        type=arguments.count,
+        default=20,
+        metavar="N",
+        help="list at most N runs (default 20)",
     )
     runs_list.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"

@@ -27,6 +27,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
@@ -55,13 +56,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--metrics-port",
-        type=int,
+        type=arguments.port,
         metavar="N",
         help="port to serve /metrics on (default: the config's http exporter, or 9108)",
     )
     parser.add_argument(
         "--ui-port",
-        type=int,
+        type=arguments.port,
         metavar="N",
         help="serve the web app (as `serve` does) on this port too (default: the config's ui)",
     )

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from monitor.cli import arguments
 from monitor.errors import InputError, UsageError
 from monitor.metrics.names import NAME_STYLES, NameStyle, display_name
 from monitor.metrics.spec import AVERAGES
@@ -185,10 +186,9 @@ def scoring_options(
     return options
 
 
-def _positive(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
-    return int(text)
+#: A positive integer in ASCII digits (str.isdigit() also takes other scripts' digits),
+#: small enough for the metric engine's 64-bit arrays.
+_positive = arguments.integer(1, what="a positive integer")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from monitor.cli import arguments
 from monitor.cli.exits import ExitCode
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
@@ -93,10 +94,16 @@ def register(subparsers: Any) -> None:
         "default: the store's pinned baseline)",
     )
     parser.add_argument(
-        "--junit", type=Path, metavar="FILE", help="write the verdicts as JUnit XML to FILE"
+        "--junit",
+        type=arguments.output_file,
+        metavar="FILE",
+        help="write the verdicts as JUnit XML to FILE",
     )
     parser.add_argument(
-        "--markdown", type=Path, metavar="FILE", help="write the markdown summary to FILE"
+        "--markdown",
+        type=arguments.output_file,
+        metavar="FILE",
+        help="write the markdown summary to FILE",
     )
     parser.add_argument(
         "--format",

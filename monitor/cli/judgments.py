@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
@@ -29,14 +30,22 @@ def register(subparsers: Any) -> None:
     )
     add_config_options(todo)
     todo.add_argument("--suite", required=True, metavar="NAME", help="the suite")
-    todo.add_argument("--run", type=int, metavar="ID", help="the run (default: the latest ok)")
     todo.add_argument(
-        "--depth", type=int, default=10, metavar="K", help="pool the top K of each (default 10)"
+        "--run", type=arguments.row_id, metavar="ID", help="the run (default: the latest ok)"
+    )
+    todo.add_argument(
+        "--depth",
+        type=arguments.count,
+        default=10,
+        metavar="K",
+        help="pool the top K of each (default 10)",
     )
     todo.add_argument(
         "--format", choices=("csv", "jsonl", "trec"), default="csv", help="default: csv"
     )
-    todo.add_argument("--output", type=Path, metavar="FILE", help="write to FILE, not stdout")
+    todo.add_argument(
+        "--output", type=arguments.output_file, metavar="FILE", help="write to FILE, not stdout"
+    )
     todo.set_defaults(handler=todo_command)
 
     add = actions.add_parser("add", help="store graded pairs as a new judgment layer")
@@ -67,7 +76,9 @@ def register(subparsers: Any) -> None:
     export.add_argument(
         "--format", choices=("trec", "jsonl"), default="jsonl", help="default: jsonl"
     )
-    export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE, not stdout")
+    export.add_argument(
+        "--output", type=arguments.output_file, metavar="FILE", help="write to FILE, not stdout"
+    )
     export.set_defaults(handler=export_command)
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from pathlib import Path
 from typing import Any
 
+from monitor.cli import arguments
 from monitor.cli.evaluate import add_judged_run_options, scoring_options
 from monitor.errors import InputError, UsageError
 
@@ -33,7 +34,10 @@ def register(subparsers: Any) -> None:
         help="a table with bar charts, or one JSON object (default: table)",
     )
     parser.add_argument(
-        "--output", metavar="FILE", type=Path, help="also write the sweep as JSON to FILE"
+        "--output",
+        metavar="FILE",
+        type=arguments.output_file,
+        help="also write the sweep as JSON to FILE",
     )
     parser.set_defaults(handler=run)
 
@@ -59,13 +63,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The deepest cutoff swept, as deep as a suite's k may be.
+MAX_K = 100_000
+
+
 def _parse_ks(text: str) -> list[int]:
     ks: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        if not part.lstrip("+-").isdigit() or int(part) <= 0:
+        # ASCII digits only: str.isdigit() and int() also read other scripts' digits.
+        if not _K.fullmatch(part) or not 1 <= int(part) <= MAX_K:
             raise UsageError(
-                f"--ks: expected positive integers separated by commas, found {part!r}"
+                f"--ks: expected integers from 1 to {MAX_K} separated by commas, found {part!r}"
             )
         ks.append(int(part))
     return ks
+
+
+_K = re.compile(r"\+?[0-9]{1,6}", re.ASCII)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from monitor.cli import arguments
 from monitor.cli.evaluate import add_scoring_options, scoring_options
 from monitor.errors import UsageError
 
@@ -63,31 +64,35 @@ def register(subparsers: Any) -> None:
         help="metrics (default: hit_rate@1,recall@5,mrr@10,ndcg@10)",
     )
     parser.add_argument(
-        "--k", type=int, default=10, metavar="N", help="results asked of each search (default 10)"
+        "--k",
+        type=arguments.count,
+        default=10,
+        metavar="N",
+        help="results asked of each search (default 10)",
     )
     parser.add_argument(
         "--concurrency",
-        type=int,
+        type=arguments.integer(1, 1024),
         default=4,
         metavar="N",
         help="queries in flight at once per pipeline (default 4)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=arguments.seconds(),
         default=10.0,
         metavar="SECONDS",
         help="seconds one query may take before it counts as failed (default 10)",
     )
     parser.add_argument(
         "--alpha",
-        type=float,
+        type=arguments.share,
         default=0.05,
         help="significance level of the paired randomization test (default 0.05)",
     )
     parser.add_argument(
         "--iterations",
-        type=int,
+        type=arguments.integer(1, 10_000_000),
         default=10000,
         metavar="N",
         help="sign flips of the randomization test (default 10000)",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
 
@@ -37,7 +37,9 @@ def register(subparsers: Any) -> None:
     )
     add_config_options(parser)
     parser.add_argument("--suite", required=True, metavar="NAME", help="the suite to report on")
-    parser.add_argument("--run", type=int, metavar="ID", dest="run_id", help="report on this run")
+    parser.add_argument(
+        "--run", type=arguments.row_id, metavar="ID", dest="run_id", help="report on this run"
+    )
     parser.add_argument(
         "--format",
         choices=FORMATS,
@@ -45,7 +47,10 @@ def register(subparsers: Any) -> None:
         help="table, JSON, CSV (a row per metric) or a self-contained HTML page (default: table)",
     )
     parser.add_argument(
-        "--output", type=Path, metavar="FILE", help="write to FILE (atomically) instead of stdout"
+        "--output",
+        type=arguments.output_file,
+        metavar="FILE",
+        help="write to FILE (atomically) instead of stdout",
     )
     parser.set_defaults(handler=report)
 

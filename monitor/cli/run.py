@@ -24,6 +24,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
+
 if TYPE_CHECKING:
     from monitor.cli.exits import ExitCode
     from monitor.compare.power import PowerFigure
@@ -74,12 +76,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--metrics-out",
-        type=Path,
+        type=arguments.output_file,
         metavar="FILE",
         help="write the runs' gauges to FILE in the Prometheus text format (atomically)",
     )
     parser.add_argument(
         "--failed-queries",
+        type=arguments.output_template,
         metavar="PATH",
         help="write each suite's failed queries (no hit, with their top 5 ids) as JSONL to PATH; "
         "{suite} in PATH is replaced by the suite name",
@@ -104,6 +107,7 @@ def register(subparsers: Any) -> None:
     )
     shard.add_argument(
         "--shard",
+        type=arguments.shard,
         metavar="INDEX/COUNT",
         help="run shard INDEX (0-based) of COUNT (default: $JOB_COMPLETION_INDEX of "
         "$MONITOR_SHARD_COUNT when set, as in a Kubernetes Indexed Job)",
@@ -116,7 +120,7 @@ def register(subparsers: Any) -> None:
     )
     shard.add_argument(
         "--shard-deadline",
-        type=float,
+        type=arguments.seconds(),
         metavar="SECONDS",
         help="seconds from the attempt's first shard until a missing part fails it "
         "(default: $MONITOR_SHARD_DEADLINE, else 3600)",
@@ -147,8 +151,13 @@ def _shard_settings(args: argparse.Namespace) -> tuple[Shard | None, str, float 
             raise UsageError(
                 f"environment variable {DEADLINE_VARIABLE}: expected seconds, found {raw!r}"
             ) from None
-    if deadline is not None and not (math.isfinite(deadline) and deadline > 0):
-        raise UsageError(f"--shard-deadline must be a number of seconds above 0, not {deadline}")
+    if deadline is not None and not (
+        math.isfinite(deadline) and 0 < deadline <= arguments.LONGEST_SECONDS
+    ):
+        raise UsageError(
+            f"environment variable {DEADLINE_VARIABLE}: expected a number of seconds above 0 "
+            f"of at most {arguments.LONGEST_SECONDS:g}, found {deadline}"
+        )
     return shard, attempt, deadline
 
 

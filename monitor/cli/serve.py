@@ -17,6 +17,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
+from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
@@ -50,7 +51,11 @@ def add_web_options(parser: argparse.ArgumentParser, *, address: str, port: int 
         "--address", default=address, metavar="ADDRESS", help=f"address to bind (default {address})"
     )
     parser.add_argument(
-        "--port", type=int, default=port, metavar="N", help=f"port to listen on (default {port})"
+        "--port",
+        type=arguments.port,
+        default=port,
+        metavar="N",
+        help=f"port to listen on (default {port})",
     )
     parser.add_argument(
         "--allow-host",

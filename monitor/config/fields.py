@@ -42,8 +42,10 @@ SECRET_KEYS = frozenset(
 _SECRET_SUFFIXES = ("_token", "_secret", "_password", "_api_key")
 
 # YAML 1.1 (and so PyYAML) reads `1e-3` as text; accept it where a number is expected.
-_EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
-_DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)")
+# ASCII only: int() and float() would also read other scripts' digits and "1_0".
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", re.ASCII)
+_DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)", re.ASCII)
+_INTEGER = re.compile(r"[-+]?[0-9]{1,30}", re.ASCII)
 #: The longest path and file name accepted (Linux's PATH_MAX and NAME_MAX).
 MAX_PATH_CHARS = 4096
 MAX_NAME_CHARS = 255
@@ -189,7 +191,7 @@ class Fields:
         A string that came from a ``${VAR}`` reference is read as the number it spells.
         """
         value = node.value
-        if node.interpolated and isinstance(value, str) and re.fullmatch(r"[-+]?\d+", value):
+        if node.interpolated and isinstance(value, str) and _INTEGER.fullmatch(value):
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.error(node, f"an integer{_bounds(minimum, maximum)}", show=True)

@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -36,7 +36,11 @@ from monitor.io import read_bytes_limited
 MAX_INVARIANT_BYTES: Final = 1 << 24
 
 _ENTRY = "an invariant: {query, must_include, within} or {no_lost_hits: {k}}"
-_INTEGER = re.compile(r"[+-]?\d+")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)
+#: The most digits of a JSON integer read: a longer literal is refused before conversion.
+_MAX_DIGITS: Final = 18
+#: How deep a JSONL entry may nest (an entry is two levels deep).
+_MAX_DEPTH: Final = 16
 
 
 def invariants(f: Fields, node: Node | None, depth: int) -> tuple[InvariantConfig, ...]:
@@ -103,6 +107,18 @@ def _entry(f: Fields, node: Node, depth: int) -> InvariantConfig:
     return MustInclude(query=query, doc_ids=tuple(ids), within=within, severity=severity)
 
 
+def _text(text: str, path: str, line: int, source: Path) -> str:
+    if "\x00" in text:
+        raise ConfigError(source, path, "text without a NUL character", line=line)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            source, path, "text of valid Unicode (no lone surrogate)", line=line
+        ) from None
+    return text
+
+
 def _depth(f: Fields, node: Node, depth: int) -> int:
     value = f.integer(node, minimum=1)
     if value > depth:
@@ -135,9 +151,21 @@ def _file_entries(f: Fields, node: Node, path: Path) -> tuple[tuple[Node, ...], 
     return rows, reader
 
 
-def _csv_rows(path: Path, text: str) -> tuple[Node, ...]:
+def _csv_lines(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield each CSV row with the line it ends on; refuse CSV the csv module cannot read."""
     rows = csv.reader(io.StringIO(text, newline=""))
-    header = next(rows, None)
+    try:
+        for cells in rows:
+            yield rows.line_num, cells
+    except csv.Error as exc:
+        # The csv module refuses a field over its limit (131072 characters); the limit is
+        # process-wide, so it is reported rather than raised.
+        raise ConfigError(path, "(file)", f"valid CSV ({exc})", line=rows.line_num) from None
+
+
+def _csv_rows(path: Path, text: str) -> tuple[Node, ...]:
+    rows = _csv_lines(path, text)
+    _, header = next(rows, (1, None))
     if header is None:
         raise ConfigError(path, "(header)", "a header row: query,must_include,within", line=1)
     columns = [name.strip() for name in header]
@@ -145,12 +173,14 @@ def _csv_rows(path: Path, text: str) -> tuple[Node, ...]:
         if name not in vocab.INVARIANT_CSV_COLUMNS:
             known = ", ".join(vocab.INVARIANT_CSV_COLUMNS)
             raise ConfigError(path, "(header)", f"columns among {known}", line=1, found=name)
+    for name in columns:
+        if columns.count(name) > 1:
+            raise ConfigError(path, "(header)", f"the column {name!r} once", line=1)
     for name in ("query", "must_include"):
         if name not in columns:
             raise ConfigError(path, "(header)", f"the column {name!r}", line=1)
     out: list[Node] = []
-    for cells in rows:
-        line = rows.line_num
+    for line, cells in rows:
         if not any(cell.strip() for cell in cells):
             continue
         where = child_path("invariants", len(out))
@@ -184,22 +214,46 @@ def _jsonl_rows(path: Path, text: str) -> tuple[Node, ...]:
             continue
         where = child_path("invariants", len(out))
         try:
-            value = json.loads(raw)
+            value = json.loads(raw, parse_int=_json_int, object_pairs_hook=_unique_keys)
+        except RecursionError:
+            raise ConfigError(
+                path, where, f"a JSON object nested at most {_MAX_DEPTH} deep", line=number
+            ) from None
         except ValueError as exc:
             reason = getattr(exc, "msg", str(exc))
             raise ConfigError(
                 path, where, f"one JSON object per line ({reason})", line=number
             ) from None
-        out.append(_node(value, where, number))
+        out.append(_node(value, where, number, path))
     return tuple(out)
 
 
-def _node(value: object, path: str, line: int) -> Node:
-    """Return a JSON value as a Node tree, every part of it on ``line``."""
+def _json_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > _MAX_DIGITS:
+        raise ValueError(f"an integer of at most {_MAX_DIGITS} digits, found {len(literal)}")
+    return int(literal)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("each key once")
+    return found
+
+
+def _node(value: object, path: str, line: int, source: Path, depth: int = 0) -> Node:
+    """Return a JSON value as a Node tree, every part of it on ``line``; refuse text that is
+    not valid Unicode or holds a NUL, and nesting past a few levels."""
+    if depth > _MAX_DEPTH:
+        raise ConfigError(
+            source, path, f"a JSON object nested at most {_MAX_DEPTH} deep", line=line
+        )
     if isinstance(value, dict):
         return Node(
             {
-                str(key): _node(item, child_path(path, str(key)), line)
+                _text(str(key), path, line, source): _node(
+                    item, child_path(path, str(key)), line, source, depth + 1
+                )
                 for key, item in value.items()
             },
             path,
@@ -207,10 +261,15 @@ def _node(value: object, path: str, line: int) -> Node:
         )
     if isinstance(value, list):
         return Node(
-            tuple(_node(item, child_path(path, i), line) for i, item in enumerate(value)),
+            tuple(
+                _node(item, child_path(path, i), line, source, depth + 1)
+                for i, item in enumerate(value)
+            ),
             path,
             line,
         )
+    if isinstance(value, str):
+        return Node(_text(value, path, line, source), path, line)
     scalar: Scalar = (
         value if isinstance(value, str | int | float | bool) or value is None else str(value)
     )

@@ -11,17 +11,19 @@ from monitor.config.model import JudgeConfig, OptionValue
 from monitor.config.nodes import Node
 
 #: Keys of ``judge`` read here; every other key is an option of the plug-in.
-JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run")
+JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run", "max_grade")
 #: Built-in judge kinds (beside ``entrypoint:<name>``).
 JUDGE_KINDS = ("python", "http")
 #: The views of the judgments ``alert_labels`` may name.
 ALERT_LABELS = ("human", "all")
+#: The highest top of a judge's grade scale (``max_grade``).
+MAX_JUDGE_GRADE = 100
 _ENTRYPOINT = re.compile(r"entrypoint:[A-Za-z0-9_.\-]+")
 _ID = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 
 
 def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
-    """Read ``judge``: ``{kind, id?, model?, prompt?, max_per_run?, ...plug-in options}``."""
+    """Read ``judge``: ``{kind, id?, model?, prompt?, max_per_run?, max_grade?, ...options}``."""
     if node is None or node.value is None:
         return None
     if not isinstance(node.value, Mapping):
@@ -40,6 +42,9 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
     most = 100
     if "max_per_run" in entries:
         most = f.integer(entries["max_per_run"], minimum=0, maximum=1_000_000)
+    top = 2
+    if "max_grade" in entries:
+        top = f.integer(entries["max_grade"], minimum=1, maximum=MAX_JUDGE_GRADE)
     options: dict[str, OptionValue] = {
         key: f.options(child, is_secret_key(key))
         for key, child in entries.items()
@@ -51,6 +56,7 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
         model=model,
         prompt=prompt,
         max_per_run=most,
+        max_grade=top,
         options=options,
         base_dir=f.base_dir,
         origin=f.origin(node),

@@ -435,7 +435,7 @@ class JudgeConfig:
     ``kind`` is ``python``, ``http`` or ``entrypoint:<name>``; ``options`` go to the plug-in.
     Its grades form a layer keyed by ``judge_id``, ``model`` and a hash of ``prompt``, so a
     changed model or prompt never reuses old grades. At most ``max_per_run`` pairs are graded
-    per run, best ranks first.
+    per run, best ranks first; a grade outside 0..``max_grade`` is refused, never stored.
     """
 
     kind: str
@@ -443,6 +443,8 @@ class JudgeConfig:
     model: str = ""
     prompt: str = ""
     max_per_run: int = 100
+    #: The top of the judge's grade scale (0 to it); an answer outside it is refused.
+    max_grade: int = 2
     options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
     base_dir: Path = Path()
     #: Where the section was written (for errors at build time); not part of comparisons.

@@ -167,11 +167,24 @@ class _Walker:
     def key(self, node: yaml.Node, path: str) -> str:
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(path, node.start_mark.line + 1, "a plain text key, not a list or map")
-        return str(node.value)
+        return self.text(str(node.value), path, node.start_mark.line + 1)
+
+    def text(self, text: str, path: str, line: int) -> str:
+        """Return ``text``; refuse a lone surrogate or a NUL (a ``"\\ud800"`` or ``"\\0"``
+        escape, or an environment value that was not UTF-8), which no store, log or JSON
+        output can hold."""
+        if "\x00" in text:
+            raise self.fail(path, line, "text without a NUL character")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail(path, line, "text of valid Unicode (no lone surrogate)") from None
+        return text
 
     def scalar(self, node: yaml.ScalarNode, path: str, line: int) -> Node:
         if node.tag == _STR:
             text, expanded = self.interpolate(str(node.value), path, line)
+            text = self.text(text, path, line)
             if expanded and node.style is None:
                 # An unquoted `${PORT}` types its result as YAML would have: `9108` an int.
                 return Node(self.retype(text), path, line, interpolated=True)

@@ -250,6 +250,7 @@ def _suite() -> Schema:
                     "model": {"type": "string"},
                     "prompt": {"type": "string"},
                     "max_per_run": {"type": "integer", "minimum": 0},
+                    "max_grade": {"type": "integer", "minimum": 1, "maximum": 100},
                 },
             },
             "alert_labels": {

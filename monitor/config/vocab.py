@@ -113,8 +113,8 @@ SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 ADDRESS = re.compile(r"[A-Za-z0-9_.:\[\]-]+")
 TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 #: ``90s``, ``30m``, ``1h``, ``1d``, ``1h30m``, ``2.5h`` or plain seconds ``90``.
-INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?")
-INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?", re.ASCII)
+INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])", re.ASCII)
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

@@ -69,11 +69,14 @@ def path_label(path: KeyPath) -> str:
 
 
 def check_id(value: object, what: str = "query id") -> str:
-    """Return ``value`` as an id: a non-empty string of valid Unicode."""
+    """Return ``value`` as an id: a non-empty string of valid Unicode without a NUL."""
     if not isinstance(value, str):
         raise Invalid(f"a {what} that is a string", value)
     if not value:
         raise Invalid(f"a non-empty {what}", value)
+    if "\0" in value:
+        # No store keeps a NUL in text (PostgreSQL refuses it), and no run file can write it.
+        raise Invalid(f"a {what} without a NUL character", value)
     _check_unicode(value, what)
     return str(value)
 

@@ -72,6 +72,8 @@ def _quick_jsonl(text: str) -> Columns | None:
         import orjson
     except ImportError:  # optional: the standard reader reads every file too
         return None
+    if "\\u0000" in text:  # a NUL, refused in an id by the standard reader's checks
+        return None
     parts: list[EvalColumns] = []
     numbers: list[int] = []
     keys = 0

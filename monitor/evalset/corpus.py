@@ -11,6 +11,7 @@ number or boolean is written as JSON writes it, and ``null`` is a missing field.
 
 from __future__ import annotations
 
+import _csv
 import csv
 import functools
 import gzip
@@ -191,6 +192,13 @@ def _jsonl_rows(text: str, source: str) -> Iterator[tuple[int, Mapping[str, obje
         except json.JSONDecodeError as error:
             expected = f"one JSON object per line ({error.msg}: column {error.colno})"
             raise InputError(source, expected, line=number) from None
+        except RecursionError:
+            raise InputError(
+                source, "a passage object nested a few levels deep", line=number
+            ) from None
+        except ValueError:  # an integer past the 4,300 digits Python converts
+            expected = "a passage object with numbers of at most 4300 digits"
+            raise InputError(source, expected, line=number) from None
         if not isinstance(obj, dict):
             raise InputError(source, "a passage object", line=number, found=obj)
         yield number, obj
@@ -200,6 +208,13 @@ def _table_rows(
     text: str, source: str, delimiter: str
 ) -> Iterator[tuple[int, Mapping[str, object]]]:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        yield from _table_cells(reader, source)
+    except csv.Error as error:  # a field past the csv module's limit of 131072 characters
+        raise InputError(source, f"valid CSV ({error})", line=reader.line_num) from None
+
+
+def _table_cells(reader: _csv.Reader, source: str) -> Iterator[tuple[int, Mapping[str, object]]]:
     header: list[str] | None = None
     for row in reader:
         if not any(cell.strip() for cell in row):

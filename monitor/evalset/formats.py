@@ -34,7 +34,7 @@ from os import PathLike
 
 from monitor.errors import InputError, UsageError
 from monitor.evalset import _documents, _jsonl_columns, _table, trec
-from monitor.evalset._checks import Invalid
+from monitor.evalset._checks import Invalid, check_id
 from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
 from monitor.evalset._jsonl_columns import Columns
@@ -122,7 +122,9 @@ def read_qrels(path: str | PathLike[str], *, grades: str = "exact") -> dict[str,
     if SUFFIXES[suffix] == "json":
         text = read_text(path)
         try:
-            document = json.loads(text)
+            # A literal too long for a grade is kept as its length (int() of more than
+            # 4,300 digits raises ValueError), for _dict_grade to name.
+            document = json.loads(text, parse_int=_documents._json_int)
         except (json.JSONDecodeError, RecursionError):
             document = None  # the eval-set reader names the fault and its line
         if _is_dict_qrels(document):
@@ -148,18 +150,31 @@ def _dict_qrels(document: object, source: str, *, truncate: bool) -> dict[str, d
     for query_id, judgments in dict(document).items():  # type: ignore[call-overload]
         if not query_id.strip():
             raise InputError(source, "a non-blank query id", found=query_id)
+        _dict_id(query_id, "query id", source)
         checked: dict[str, int] = {}
         for doc, grade in judgments.items():
             if not doc.strip():
                 raise InputError(source, f"a non-blank doc id in query {query_id!r}", found=doc)
+            _dict_id(doc, f"doc id in query {query_id!r}", source)
             checked[doc] = _dict_grade(grade, source, query_id, doc, truncate=truncate)
         qrels[query_id] = checked
     return qrels
 
 
+def _dict_id(value: str, what: str, source: str) -> None:
+    """Refuse an id of a dict-form qrels that no eval set holds (a NUL, a lone surrogate)."""
+    try:
+        check_id(value, what)
+    except Invalid as error:
+        shown = value.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise InputError(source, error.expected, found=shown) from None
+
+
 def _dict_grade(grade: object, source: str, query_id: str, doc: str, *, truncate: bool) -> int:
     """Return one dict-form grade as an integer, as TREC qrels read the same number."""
     where = f"for query {query_id!r}, document {doc!r}"
+    if isinstance(grade, _documents.LongInteger):
+        raise InputError(source, f"an integer grade of at most 19 digits {where}", found=grade)
     if isinstance(grade, bool) or not isinstance(grade, int | float):
         raise InputError(source, f"a numeric grade {where}", found=grade)
     if isinstance(grade, float):

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-from monitor.errors import InputError, UsageError
+from monitor.errors import InputError, MetricError, UsageError
 from monitor.io import read_bytes_limited, write_text_atomic
+from monitor.metrics.spec import UNBOUNDED, parse_metric
 from monitor.records import LatencySummary
 from monitor.store.records import QueryRecord, RunFigures, RunRecord
 
@@ -124,21 +126,27 @@ def read_baseline(path: str | Path) -> BaselineFile:
     except OSError as exc:
         raise InputError(source, "a readable baseline file", found=exc.strerror) from None
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = json.loads(
+            data.decode("utf-8"), parse_int=_json_int, parse_constant=_no_constant
+        )
     except UnicodeDecodeError:
         raise InputError(source, "UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InputError(source, f"valid JSON ({exc.msg})", line=exc.lineno) from None
     except RecursionError:
         raise InputError(source, "JSON nested a few levels deep") from None
+    except ValueError as exc:  # a number _json_int or _no_constant refused
+        raise InputError(source, str(exc)) from None
     reader = _Reader(source)
     top = reader.mapping(document, "the document", f"a JSON object with format {FORMAT!r}")
     if top.get("format") != FORMAT:
         raise InputError(
             source, f"format {FORMAT!r} (a file from `baseline export`)", found=top.get("format")
         )
-    if top.get("version") != VERSION:
-        raise InputError(source, f"version {VERSION} of {FORMAT}", found=top.get("version"))
+    # true == 1 in Python, but a JSON boolean is no version number.
+    version = top.get("version")
+    if type(version) is not int or version != VERSION:
+        raise InputError(source, f"version {VERSION} of {FORMAT}", found=version)
     try:
         run = RunRecord(
             suite=reader.text(top, "suite"),
@@ -150,10 +158,7 @@ def read_baseline(path: str | Path) -> BaselineFile:
             means=reader.numbers(top.get("means"), "means"),
             figures=reader.figures(top),
             stats=reader.mapping(top.get("stats", {}), "stats", "a JSON object"),
-            queries=tuple(
-                reader.query(item, f"queries[{i}]")
-                for i, item in enumerate(reader.items(top, "queries"))
-            ),
+            queries=reader.queries(top),
             run_id=reader.count(top, "run_id", optional=True),
         )
     except UsageError as exc:
@@ -211,21 +216,32 @@ class _Reader:
             raise self.fail(key, "an ISO 8601 time with its zone", text)
         return moment
 
-    def number(self, value: object, key: str) -> float | None:
+    def number(
+        self, value: object, key: str, low: float | None = None, high: float | None = None
+    ) -> float | None:
+        """Return a finite number within ``[low, high]``, or None for null."""
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(key, "a number or null", value)
-        return float(value)
+        number = float(value)
+        if not math.isfinite(number):
+            raise self.fail(key, "a finite number or null", value)
+        if low is not None and number < low:
+            raise self.fail(key, _range(low, high), value)
+        if high is not None and number > high:
+            raise self.fail(key, _range(low, high), value)
+        return number
 
-    def measure(self, value: object, key: str) -> float:
-        """Return a metric value; null (not computable) reads as NaN, as the store keeps it."""
-        number = self.number(value, key)
+    def measure(self, value: object, key: str, name: str) -> float:
+        """Return a value of metric ``name``; null (not computable) reads as NaN, as the store
+        keeps it. Every measure is at least 0, and one that is a share at most 1."""
+        number = self.number(value, key, 0.0, _highest(name))
         return math.nan if number is None else number
 
     def numbers(self, values: object, key: str) -> dict[str, float]:
         found = self.mapping(values, key, "a JSON object {metric: number}")
-        return {name: self.measure(value, f"{key}.{name}") for name, value in found.items()}
+        return {name: self.measure(value, f"{key}.{name}", name) for name, value in found.items()}
 
     def count(
         self, top: Mapping[str, Any], key: str, *, optional: bool = False, where: str = ""
@@ -233,15 +249,41 @@ class _Reader:
         value = top.get(key)
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(f"{where}{key}", "a count (an integer >= 0)", value)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 0 <= value <= _LARGEST_COUNT
+        ):
+            raise self.fail(
+                f"{where}{key}", f"a count (an integer from 0 to {_LARGEST_COUNT})", value
+            )
         return value
+
+    def queries(self, top: Mapping[str, Any]) -> tuple[QueryRecord, ...]:
+        """Return the run's queries: at least one, each query id once."""
+        items = self.items(top, "queries")
+        if not items:
+            raise self.fail("queries", "at least one query", "[]")
+        seen: set[str] = set()
+        out = []
+        for i, item in enumerate(items):
+            query = self.query(item, f"queries[{i}]")
+            if query.query_id in seen:
+                raise self.fail(f"queries[{i}].query_id", "each query once", query.query_id)
+            seen.add(query.query_id)
+            out.append(query)
+        return tuple(out)
 
     def figures(self, top: Mapping[str, Any]) -> RunFigures:
         figures = self.mapping(top.get("figures"), "figures", "a JSON object of run figures")
         latency = self.mapping(figures.get("latency"), "figures.latency", "a JSON object")
-        seconds = {n: self.number(latency.get(n), f"figures.latency.{n}") for n in _LATENCY[1:]}
-        rates = {n: self.number(figures.get(n), f"figures.{n}") for n in _RATES}
+        seconds = {
+            n: self.number(latency.get(n), f"figures.latency.{n}", 0.0) for n in _LATENCY[1:]
+        }
+        rates = {
+            n: self.number(figures.get(n), f"figures.{n}", *_RATE_BOUNDS.get(n, (None, None)))
+            for n in _RATES
+        }
         counts = {n: self.count(figures, n, where="figures.") or 0 for n in _COUNTS}
         return RunFigures(
             latency=LatencySummary(
@@ -260,20 +302,73 @@ class _Reader:
     def query(self, item: object, where: str) -> QueryRecord:
         query = self.mapping(item, where, "a JSON object of one query")
         return QueryRecord(
-            query_id=self.string(query.get("query_id"), f"{where}.query_id"),
+            query_id=self.query_id(query.get("query_id"), f"{where}.query_id"),
             values=self.numbers(query.get("values"), f"{where}.values"),
             retrieved_ids=self.ids(query, "retrieved_ids", where),
             relevant_ids=self.ids(query, "relevant_ids", where),
-            latency_seconds=self.number(query.get("latency_seconds"), f"{where}.latency_seconds"),
+            latency_seconds=self.number(
+                query.get("latency_seconds"), f"{where}.latency_seconds", 0.0
+            ),
             error_type=self.optional_text(query, "error_type", where),
             error_message=self.optional_text(query, "error_message", where),
         )
+
+    def query_id(self, value: object, key: str) -> str:
+        text = self.string(value, key)
+        if not text or _CONTROL.search(text):
+            raise self.fail(key, "a non-empty query id without control characters", text)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise self.fail(key, "a query id of valid Unicode (no lone surrogate)", None) from None
+        return text
 
     def ids(self, query: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
         value = query.get(key)
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
             raise self.fail(f"{where}.{key}", "a list of doc id strings", value)
         return tuple(value)
+
+
+#: The largest count (run id, queries sent) a store keeps: a 64-bit signed integer.
+_LARGEST_COUNT: Final = 2**63 - 1
+#: The most digits of a JSON integer read; a longer one is refused before it is converted.
+_MAX_DIGITS: Final = 30
+#: The shares among the run figures, in [0, 1]; the speed is at least 0.
+_RATE_BOUNDS: Final[dict[str, tuple[float | None, float | None]]] = {
+    "error_rate": (0.0, 1.0),
+    "zero_result_rate": (0.0, 1.0),
+    "queries_per_second": (0.0, None),
+}
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+#: How far past 1 a share may be read, for the rounding of a mean of floats.
+_ROUNDING: Final = 1e-9
+
+
+def _range(low: float | None, high: float | None) -> str:
+    if high is None:
+        return f"a number of at least {low:g} or null"
+    return f"a number from {low or 0:g} to {round(high):g} or null"
+
+
+def _highest(name: str) -> float | None:
+    """Return the highest value metric ``name`` takes: 1 for a share, None for a count or
+    sum (the metric spec says which), None for a name that does not parse."""
+    try:
+        metric = parse_metric(name)
+    except MetricError:
+        return None
+    return None if metric.measure in UNBOUNDED else 1.0 + _ROUNDING
+
+
+def _json_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > _MAX_DIGITS:
+        raise ValueError(f"integers of at most {_MAX_DIGITS} digits, found one of {len(literal)}")
+    return int(literal)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"finite numbers (JSON has no {name}), found {name}")
 
 
 def _finite(value: float) -> float | None:

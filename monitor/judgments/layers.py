@@ -15,6 +15,7 @@ from typing import Literal
 
 from monitor.errors import LayersChangedError, UsageError
 from monitor.evalset import EvalSet
+from monitor.evalset._checks import GRADE_MAX, GRADE_MIN
 from monitor.judgments.errors import JudgmentConflictError, UnknownQueriesError
 from monitor.judgments.merge import conflicts, grade_sources, merged
 from monitor.store import JudgmentLayer, LayerKind, Store
@@ -47,13 +48,25 @@ def add_layer(
 ) -> JudgmentLayer:
     """Store ``grades`` as a new layer of ``suite`` on top of its ``frozen`` eval set.
 
-    Raise UnknownQueriesError when a grade names a query the set does not hold, and
+    Raise UsageError when a grade is not an integer of 64 bits (the eval set could not hold
+    it), UnknownQueriesError when a grade names a query the set does not hold, and
     JudgmentConflictError (naming both sources) when a grade differs from one in force,
     unless ``override``. The check and the write are one compare-and-set: a layer added
     by another writer in between makes this one read and check again (LayersChangedError
     after :data:`ADD_ATTEMPTS` tries). The frozen file is never written. Return the
     stored layer.
     """
+    for qid, docs in grades.items():
+        for doc, grade in docs.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise UsageError(
+                    f"{source}: expected an integer grade for query {qid!r} doc {doc!r}"
+                )
+            if not GRADE_MIN <= grade <= GRADE_MAX:
+                raise UsageError(
+                    f"{source}: expected a grade from {GRADE_MIN} to {GRADE_MAX} for query "
+                    f"{qid!r} doc {doc!r}, found an integer of {grade.bit_length()} bits"
+                )
     unknown = [qid for qid in grades if qid not in frozen]
     if unknown:
         raise UnknownQueriesError(suite, source, unknown)

@@ -85,7 +85,7 @@ def judge_after_run(
     try:
         judge = build_judge(config)
         try:
-            layer = judge_holes(
+            graded = judge_holes(
                 store,
                 suite.name,
                 suite_evalset(store, suite, frozen, "all"),
@@ -105,8 +105,16 @@ def judge_after_run(
         log.error("judge_failed", suite=suite.name, error=said)
         return (f"judge failed: {said}",)
     lines = []
+    layer = graded.layer
     if layer is not None:
         lines.append(f"judge {config.judge_id} graded {layer.size} pairs (layer {layer.layer_id})")
+    if graded.refused:
+        said = suite_scrubber(suite)(str(graded.first_refusal))
+        log.error("judge_answers_refused", suite=suite.name, refused=graded.refused, first=said)
+        lines.append(
+            f"judge failed: judge {config.judge_id!r}: {graded.refused} answers refused, "
+            f"never stored (first: {said})"
+        )
     return (*lines, *label_views(store, suite, frozen, record))
 
 

@@ -20,7 +20,7 @@ the same ranking without a Python object per line.
 A JSON run is an object ``{qid: ranking}``. A ranking is either a list of hits best first
 (the order given is the ranking), each a doc id string or an object ``{"id", "score",
 "text"}`` whose score and text may be left out or null; or an object ``{doc id: score}``,
-ranked like a TREC run.
+ranked like a TREC run. One ranking holds doc id strings or hit objects, never both.
 
 Every score must be a finite number: NaN, ``inf``, ``-inf`` and literals too large for a
 double (``1e400``) are refused with an :class:`~monitor.errors.InputError` that names the
@@ -166,6 +166,12 @@ def _json_ranking(path: Path, qid: str, ranking: object) -> list[Hit]:
             path,
             f"a list of hits or a {{doc id: score}} object for query {qid!r}",
             found=ranking,
+        )
+    kinds = {str if isinstance(item, str) else type(item) for item in ranking}
+    if str in kinds and dict in kinds:
+        raise InputError(
+            path,
+            f"a ranking for query {qid!r} of doc id strings or of hit objects, not both",
         )
     for item in ranking:
         # Checked before normalise_hits, which reads a NaN score as "no score".

@@ -16,9 +16,13 @@ from types import MappingProxyType
 from typing import Literal
 
 from monitor.errors import UsageError
+from monitor.evalset._checks import GRADE_MAX, GRADE_MIN
+from monitor.logs import get_logger
 from monitor.store.dialect import dump_json
 from monitor.store.records import utc
 from monitor.store.sql import Transaction
+
+log = get_logger(__name__)
 
 #: Who made a layer's grades: people (a filled labeling queue) or a judge plug-in.
 LayerKind = Literal["human", "judge"]
@@ -124,11 +128,41 @@ def load_layers(tx: Transaction, suite: str) -> list[JudgmentLayer]:
             kind=kind,
             override=bool(override),
             created_at=tx.dialect.read_timestamp(created),
-            grades=tx.dialect.read_json(grades),
+            grades=stored_grades(tx.dialect.read_json(grades), int(layer_id)),
             layer_id=int(layer_id),
         )
         for layer_id, name, source, who, kind, override, created, grades in rows
     ]
+
+
+def stored_grades(raw: object, layer_id: int) -> dict[str, dict[str, int]]:
+    """Return the grades of stored layer ``layer_id``, without any row that is no grade.
+
+    A row that is not an integer of 64 bits (written before grades were checked at the
+    door, or by hand) is logged with its layer, query and doc and left out, so that one bad
+    row never stops a run or a report.
+    """
+    if not isinstance(raw, Mapping):
+        log.warning("stored_layer_unreadable", layer_id=layer_id, found=type(raw).__name__)
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for qid, docs in raw.items():
+        if not isinstance(docs, Mapping):
+            log.warning("stored_grade_skipped", layer_id=layer_id, query_id=str(qid))
+            continue
+        kept = out.setdefault(str(qid), {})
+        for doc, grade in docs.items():
+            if type(grade) is int and GRADE_MIN <= grade <= GRADE_MAX:
+                kept[str(doc)] = grade
+            else:
+                log.warning(
+                    "stored_grade_skipped",
+                    layer_id=layer_id,
+                    query_id=str(qid),
+                    doc_id=str(doc),
+                    expected=f"an integer grade from {GRADE_MIN} to {GRADE_MAX}",
+                )
+    return out
 
 
 def put_run_labels(tx: Transaction, run_id: int, labels: RunLabels) -> None:
