@@ -160,6 +160,8 @@ def _verdict(comparison: Comparison) -> str:
     if breaches:
         names = ", ".join(f"<code>{_e(rule.rule)}</code>" for rule in breaches)
         fired = f" Fired: {names}."
+    if comparison.pruned:
+        fired += " Pruned: as measured when the run ran."
     return (
         f'<section class="verdict v-{_e(comparison.verdict)}" id="verdict">'
         f"<strong>{_e(headline)}</strong>{_e(detail)}{fired}{follows}</section>"

@@ -43,7 +43,8 @@ def render_comparison(
         f"suite {comparison.suite}: "
         + ("a run not recorded" if comparison.run_id is None else f"run {comparison.run_id}")
         + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
-        f"verdict: {_VERDICT[comparison.verdict]}",
+        f"verdict: {_VERDICT[comparison.verdict]}"
+        + (" (pruned: as measured when the run ran)" if comparison.pruned else ""),
         "",
     ]
     changes = {c.metric: c for c in comparison.metrics}
