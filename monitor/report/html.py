@@ -417,7 +417,7 @@ def _queries(comparison: Comparison, texts: Mapping[str, str]) -> str:
         f'<p class="meta">The {len(diffs)} queries that lost most on '
         f"<code>{_e(comparison.primary_metric)}</code>, largest loss first. "
         "Relevant documents are green and ticked.</p>"
-        '<table><thead><tr><th>query</th><th class="num">baseline</th>'
+        '<table class="diffs"><thead><tr><th>query</th><th class="num">baseline</th>'
         '<th class="num">current</th><th>change</th>'
         '<th class="num">first relevant rank</th><th>expected</th><th>baseline top</th>'
         f"<th>current top</th></tr></thead><tbody>{rows}</tbody></table>"
