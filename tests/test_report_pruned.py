@@ -72,7 +72,7 @@ def test_a_pruned_run_keeps_its_metric_changes(
 ) -> None:
     """The report of a pruned run lists the metric means against the baseline's, as measured."""
     row = next(line for line in _report(config, capsys).splitlines() if line.startswith("mrr@10"))
-    assert ["mrr@10", "0.8399", "0.6622", "-0.1777"] == row.split()[:4]
+    assert ["mrr@10", "0.8399", "0.6622", "medium", "-0.1777"] == row.split()[:5]
 
 
 def test_a_pruned_run_never_says_no_query_was_answered(

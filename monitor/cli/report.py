@@ -88,7 +88,7 @@ def _no_run(suite: str) -> UsageError:
 def _render_table(report: Report) -> str:
     from monitor.report import render_comparison
 
-    return render_comparison(report.comparison, report.run.means) + "\n"
+    return render_comparison(report.comparison, report.run.means, bands=report.bands) + "\n"
 
 
 def _render_json(report: Report) -> str:

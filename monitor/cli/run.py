@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
                     }
                 )
             else:
-                print(render_comparison(comparison, outcome.run.means))
+                print(render_comparison(comparison, outcome.run.means, bands=suite.bands))
                 print(_published_text(published))
                 print(f"stored as run {outcome.run_id} in {getattr(store, 'location', store)}")
                 print()

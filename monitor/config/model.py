@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from monitor.errors import UsageError
+from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
 
@@ -487,6 +488,8 @@ class SuiteConfig:
     #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
     #: the file's; None keeps it for ever.
     retention: Retention | None = None
+    #: The edges of each metric family's reading bands (a reading aid, never an alert).
+    bands: Bands = DEFAULT_BANDS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))

@@ -299,6 +299,7 @@ def compose_report(
         links=links,
         generated_at=now or datetime.now(timezone.utc),
         doc_texts=doc_texts,
+        bands=suite.bands,
     )
 
 
@@ -349,6 +350,7 @@ def _pruned_report(
         trends=trended.trends,
         links=links,
         generated_at=now or datetime.now(timezone.utc),
+        bands=suite.bands,
     )
 
 

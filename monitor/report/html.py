@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from monitor.compare.coverage import held_cutoff, labels_todo
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
+from monitor.report.bands import band_cell, band_legend
 from monitor.report.intervals import METRIC_CI
 from monitor.report.records import Report
 from monitor.report.stylesheet import STYLESHEET
@@ -279,7 +280,8 @@ def _metrics(report: Report) -> str:
             blank = "<td></td><td></td>" if judged_only else ""
             rows.append(
                 f'<tr{css}><td><code>{_e(metric)}</code></td><td class="num">&ndash;</td>'
-                f'<td class="num">{_e(_num(value))}</td><td></td>{blank}<td></td><td></td></tr>'
+                f'<td class="num">{_e(_num(value))}</td>{band_cell(report.bands, metric, value)}'
+                f"<td></td>{blank}<td></td><td></td></tr>"
             )
             continue
         only = (
@@ -292,6 +294,7 @@ def _metrics(report: Report) -> str:
             f"<tr{css}><td><code>{_e(metric)}</code></td>"
             f'<td class="num">{_e(_num(change.baseline))}</td>'
             f'<td class="num">{_e(_num(change.current))}</td>'
+            f"{band_cell(report.bands, metric, value)}"
             f'<td class="num{_sign(change.delta)}">{_e(_num(change.delta, signed=True))}</td>'
             f"{only}"
             f'<td class="num">{_e(_interval(metric, change.ci_low, change.ci_high))}</td>'
@@ -306,7 +309,7 @@ def _metrics(report: Report) -> str:
     return (
         '<h2 id="metrics">Metrics</h2>'
         '<table><thead><tr><th>metric</th><th class="num">baseline</th>'
-        '<th class="num">current</th><th class="num">delta</th>'
+        '<th class="num">current</th><th>band</th><th class="num">delta</th>'
         + (
             '<th class="num">judged-only baseline</th><th class="num">judged-only current</th>'
             if judged_only
@@ -323,6 +326,7 @@ def _metrics(report: Report) -> str:
             else ""
         )
         + "</p>"
+        + band_legend(report.bands, means)
     )
 
 

@@ -51,6 +51,10 @@ tr.watched td:first-child { font-weight: 600; }
   color: var(--amber);
   border: 1px solid #fcd34d; }
 .s-skipped { background: var(--grey-bg); color: var(--soft); }
+.band { font-size: 12px; font-weight: 600; border-bottom: 1px dotted; cursor: help; }
+.b-high { color: var(--green); }
+.b-medium { color: var(--amber); }
+.b-low { color: var(--red); }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr));
   gap: 14px; }
 figure { margin: 0; background: #fff; border: 1px solid var(--line); border-radius: 8px;
