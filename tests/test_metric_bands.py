@@ -239,3 +239,21 @@ def test_the_json_report_gives_each_banded_mean_its_band(
         bands["mrr@10"],
         "map@10" in bands,
     )
+
+
+def test_the_gate_reads_the_suites_own_edges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gate``'s text reads each mean with the suite's bands: rerank's mrr@10 0.8399 is
+    medium under ``high: 0.9``."""
+    path = tmp_path / "monitor.yaml"
+    path.write_text(
+        "store: {path: m.db}\nsuites:\n  nightly:\n    evalset: {bundled: larkfield}\n"
+        "    search: {kind: replay, bundled: larkfield/rerank}\n"
+        "    baseline: {bundled_run: larkfield/rerank}\n    bands: {mrr: {high: 0.9}}\n",
+        encoding="utf-8",
+    )
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    capsys.readouterr()
+    main(["gate", "--config", str(path), "--suite", "nightly", "--no-progress"])
+    assert ["mrr@10", "0.8399", "0.8399", "medium"] == _row(capsys.readouterr().out, "mrr@10")[:4]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from monitor.gate.baseline_file import BaselineFile
     from monitor.gate.compose import Baseline, Candidate
     from monitor.gate.records import GateResult, GateVerdict
+    from monitor.metrics.bands import Bands
     from monitor.store import Store
 
 #: What ``--on-insufficient-evidence`` may say, the first being the default.
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
             codes.append(verdict_code(gated.result.verdict, args.on_insufficient_evidence))
             runs.append(gated.run.run_id)
             if args.format == "text":
-                print(_text(gated.result, gated.run.means))
+                print(_text(gated.result, gated.run.means, suite.bands))
     code = most_serious(codes)
     if args.format == "json":
         document = gate_document(results, codes, runs, code)
@@ -354,8 +355,8 @@ def _baseline(
     return Baseline(run, f"store run {run.run_id}")
 
 
-def _text(result: GateResult, means: Mapping[str, float]) -> str:
-    """Return a suite's verdict line and its comparison, as text."""
+def _text(result: GateResult, means: Mapping[str, float], bands: Bands) -> str:
+    """Return a suite's verdict line and its comparison, each mean read by ``bands``."""
     from monitor.report import render_comparison
 
     line = (
@@ -364,4 +365,4 @@ def _text(result: GateResult, means: Mapping[str, float]) -> str:
     )
     if result.comparison is None:
         return line
-    return f"{line}\n{render_comparison(result.comparison, means)}\n"
+    return f"{line}\n{render_comparison(result.comparison, means, bands=bands)}\n"
