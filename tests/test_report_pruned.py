@@ -152,3 +152,11 @@ def test_a_pruned_run_keeps_its_trend_value_when_judgments_change(
         report = compose_report(store, default_config().suite("larkfield"))
     (trend,) = [t for t in report.trends if t.figure == "mrr@10"]
     assert pytest.approx(measured) == {p.run_id: p.value for p in trend.points}[2]
+
+
+def test_the_html_report_of_a_pruned_run_claims_no_query_got_worse(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pruned run's HTML report leaves the worse-queries table out rather than say none."""
+    html = _report(config, capsys, "--format", "html")
+    assert (False, True) == ('id="queries"' in html, "went with its per-query detail" in html)

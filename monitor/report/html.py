@@ -414,6 +414,8 @@ def _queries(comparison: Comparison, texts: Mapping[str, str]) -> str:
     if not diffs:
         if comparison.baseline_run_id is None or comparison.verdict == "evalset_changed":
             return ""
+        if comparison.pruned:  # not none: they went with the per-query detail
+            return ""
         return '<h2 id="queries">Queries that got worse</h2><p class="meta">None.</p>'
     rows = "".join(_query_row(diff, texts) for diff in diffs)
     return (
