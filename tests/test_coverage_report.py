@@ -33,7 +33,7 @@ def test_the_text_report_shows_the_judged_only_value_beside_each_figure(
 ) -> None:
     """mrr@10 fell, but judged-only it is 1.0000 in both runs: the drop came from unjudged."""
     line = next(x for x in report(held, capsys).splitlines() if x.startswith("mrr@10 "))
-    assert ["1.0000", "1.0000"] == line.split()[4:6]
+    assert ["1.0000", "1.0000"] == line.split()[5:7]
 
 
 def test_the_text_report_names_the_verdict_coverage_and_labeling_command(

@@ -163,6 +163,8 @@ SHARED = {
     # one owner for a metric's name, parsed once (STYLE: "Metrics"); the config reads it
     "monitor.metrics.spec": "the metric grammar: ndcg@10 parses to a Metric",
     "monitor.metrics.names": "the metric aliases and display names",
+    # one owner for what a mean reads as; the config reads its families and default edges
+    "monitor.metrics.bands": "the reading bands of each metric family",
     # the config checks a store URL and a retention policy where it reads them
     "monitor.store.location": "the store URL grammar (sqlite, postgresql)",
     "monitor.store.retention": "the retention policy grammar",

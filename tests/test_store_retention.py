@@ -383,3 +383,23 @@ def test_a_report_of_a_pruned_run_still_gives_its_means(
     )
     doc = json.loads(capsys.readouterr().out)
     assert doc
+
+
+@pytest.mark.service
+def test_prune_on_postgresql_prints_no_file_system_figure(
+    tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On PostgreSQL, whose autovacuum reuses the space, ``store prune`` prints what it freed
+    and no bytes returned to the file system, which it never measures."""
+    config = _config(tmp_path, "{path: m.db, retention: {per_query: 10}}")
+    store = ["--store", request.getfixturevalue("postgres_schema_url"), "--suite", "nightly"]
+    for _ in range(3):
+        assert 0 == main(["run", "--config", str(config), *store, "--no-progress"])
+    config.write_text(config.read_text().replace("per_query: 10", "per_query: 1"))
+    capsys.readouterr()
+    assert 0 == main(["store", "prune", "--config", str(config), *store])
+    out = capsys.readouterr().out
+    assert ("  pruned 2 runs", False) == (
+        out.splitlines()[1].split(" (")[0],
+        "returned to the file system" in out,
+    ), out

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from monitor.gate.baseline_file import BaselineFile
     from monitor.gate.compose import Baseline, Candidate
     from monitor.gate.records import GateResult, GateVerdict
+    from monitor.metrics.bands import Bands
     from monitor.store import Store
 
 #: What ``--on-insufficient-evidence`` may say, the first being the default.
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             codes.append(verdict_code(gated.result.verdict, args.on_insufficient_evidence))
             runs.append(gated.run.run_id)
             if args.format == "text":
-                print(_text(gated.result, gated.run.means))
+                print(_text(gated.result, gated.run.means, suite.bands))
     code = most_serious(codes)
     if args.format == "json":
         document = gate_document(results, codes, runs, code)
@@ -365,8 +366,8 @@ def _baseline(
     return None if run is None else Baseline(run, f"store run {run.run_id}")
 
 
-def _text(result: GateResult, means: Mapping[str, float]) -> str:
-    """Return a suite's verdict line and its comparison, as text."""
+def _text(result: GateResult, means: Mapping[str, float], bands: Bands) -> str:
+    """Return a suite's verdict line and its comparison, each mean read by ``bands``."""
     from monitor.report import render_comparison
 
     line = (
@@ -375,5 +376,5 @@ def _text(result: GateResult, means: Mapping[str, float]) -> str:
     )
     if result.comparison is None:
         return line
-    shown = render_comparison(result.comparison, means, config_file=result.config_file)
+    shown = render_comparison(result.comparison, means, bands=bands, config_file=result.config_file)
     return f"{line}\n{shown}\n"

@@ -93,7 +93,9 @@ def _no_run(suite: str) -> UsageError:
 def _render_table(report: Report) -> str:
     from monitor.report import render_comparison
 
-    text = render_comparison(report.comparison, report.run.means, config_file=report.config_file)
+    text = render_comparison(
+        report.comparison, report.run.means, bands=report.bands, config_file=report.config_file
+    )
     return text + "\n"
 
 

@@ -281,7 +281,12 @@ def run(args: argparse.Namespace) -> int:
                 )
             else:
                 print(
-                    render_comparison(comparison, outcome.run.means, config_file=suite.config_file)
+                    render_comparison(
+                        comparison,
+                        outcome.run.means,
+                        bands=suite.bands,
+                        config_file=suite.config_file,
+                    )
                 )
                 print(_published_text(published))
                 print(f"stored as run {outcome.run_id} in {getattr(store, 'location', store)}")

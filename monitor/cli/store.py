@@ -80,8 +80,14 @@ def _json(results: list[PruneResult], unset: list[str], dry_run: bool) -> dict[s
         ],
         "without_retention": unset,
         "bytes_freed": sum(result.bytes_freed for result in results),
-        "bytes_returned": sum(result.bytes_returned for result in results),
+        "bytes_returned": _returned(results),
     }
+
+
+def _returned(results: list[PruneResult]) -> int | None:
+    """Return the bytes handed back by the prunes that measure it; None when none does."""
+    measured = [r.bytes_returned for r in results if r.bytes_returned is not None]
+    return sum(measured) if measured else None
 
 
 def _policy(retention: Retention) -> dict[str, object]:
@@ -101,7 +107,7 @@ def _text(results: list[PruneResult], unset: list[str], dry_run: bool) -> list[s
             continue
         ids = _ranges([run.run_id for run in result.runs])
         lines.append(f"  {verb} {len(result.runs)} runs ({ids}): {_size(result.bytes_freed)}")
-        if not dry_run:
+        if not dry_run and result.bytes_returned is not None:
             lines.append(f"  returned to the file system: {_size(result.bytes_returned)}")
     for name in unset:
         lines.append(f"suite {name}: no retention set (store.retention), nothing pruned")

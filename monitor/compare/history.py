@@ -9,18 +9,23 @@ Each run's overlap with its baseline (mean rank-biased overlap and Jaccard of th
 a comparison, not a measurement of the run alone, so it is kept beside the run in the
 store's state (:func:`record_overlap`, namespace :data:`OVERLAP_STATE`) and joined into a
 history frame as the figures ``rbo@k`` and ``jaccard@k`` (:func:`with_overlap`).
+
+Each run's verdict, rule and invariant outcomes and metric changes, as measured when it ran,
+are kept too (:func:`record_verdict`, namespace :data:`VERDICT_STATE`): once retention drops
+a run's per-query detail its comparison can no longer be computed again, and the verdict
+measured at the time is history that must stay (:func:`kept_comparison`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from monitor.compare import Comparison
     from monitor.compare.overlap import Overlap
+    from monitor.compare.records import Comparison
     from monitor.store import Store
 
 #: How many recent runs' rule breaches are kept for persistence checks.
@@ -98,6 +103,55 @@ def with_overlap(
     for name in names:
         out[name] = [rows.get(position, {}).get(name, math.nan) for position in out.index]
     return out, names
+
+
+#: The store state namespace holding each run's comparison as measured when it ran, keyed
+#: ``<suite>/<run id>``.
+VERDICT_STATE = "verdict"
+
+
+def record_verdict(store: Store, suite: str, run_id: int, comparison: Comparison) -> None:
+    """Keep run ``run_id``'s verdict, rule and invariant outcomes and metric changes."""
+    store.put_state(
+        VERDICT_STATE,
+        f"{suite}/{run_id}",
+        {
+            "verdict": comparison.verdict,
+            "baseline_run_id": comparison.baseline_run_id,
+            "primary_metric": comparison.primary_metric,
+            "rules": [rule.to_dict() for rule in comparison.rules],
+            "metrics": [change.to_dict() for change in comparison.metrics],
+            "invariants": [invariant.to_dict() for invariant in comparison.invariants],
+        },
+    )
+
+
+def kept_comparison(store: Store, suite: str, run_id: int) -> Comparison | None:
+    """Return run ``run_id``'s comparison as :func:`record_verdict` kept it, marked
+    ``pruned``; None when none was kept."""
+    from monitor.compare.records import Comparison, InvariantOutcome, MetricChange, RuleOutcome
+
+    kept = store.get_state(VERDICT_STATE, f"{suite}/{run_id}")
+    if kept is None:
+        return None
+    baseline = kept.get("baseline_run_id")
+    return Comparison(
+        suite=suite,
+        run_id=run_id,
+        baseline_run_id=None if baseline is None else int(baseline),
+        verdict=kept["verdict"],
+        rules=tuple(RuleOutcome.from_dict(rule) for rule in kept.get("rules", ())),
+        metrics=tuple(MetricChange(**_nan_for_null(change)) for change in kept.get("metrics", ())),
+        primary_metric=kept.get("primary_metric"),
+        invariants=tuple(InvariantOutcome.from_dict(i) for i in kept.get("invariants", ())),
+        pruned=True,
+    )
+
+
+def _nan_for_null(change: dict[str, Any]) -> dict[str, Any]:
+    """Return a stored metric change with NaN for the means JSON kept as null."""
+    means = ("baseline", "current", "delta")
+    return {k: math.nan if k in means and v is None else v for k, v in change.items()}
 
 
 def _finite(value: float | None) -> float | None:

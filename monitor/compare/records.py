@@ -294,6 +294,9 @@ class Comparison:
     coverage: tuple[CoverageChange, ...] = ()
     #: The overlap of the current top k with the baseline's (None without a baseline).
     overlap: Overlap | None = None
+    #: The run's per-query detail was pruned: the verdict, rules and metric changes are those
+    #: kept when it ran (``monitor.compare.history.kept_comparison``), not computed again.
+    pruned: bool = False
 
     @property
     def held(self) -> tuple[RuleOutcome, ...]:
@@ -345,6 +348,7 @@ class Comparison:
             "run_id": self.run_id,
             "baseline_run_id": self.baseline_run_id,
             "verdict": self.verdict,
+            "pruned": self.pruned,
             "primary_metric": self.primary_metric,
             "rules": [rule.to_dict() for rule in self.rules],
             "metrics": [change.to_dict() for change in self.metrics],

@@ -39,6 +39,8 @@ def canonical(suite: SuiteConfig) -> object:
     if isinstance(plain, dict):
         # Retention decides what is kept, not what is measured: runs stay comparable.
         del plain["retention"]
+        # Bands only read the figures: moving their edges measures nothing differently.
+        del plain["bands"]
         # Nor does how much of the set a run must answer to count: it measures the same.
         runner = plain["runner"]
         if isinstance(runner, dict):

@@ -20,6 +20,7 @@ from typing import Final
 import yaml
 
 from monitor.config import judge, outputs, sections, vocab
+from monitor.config.bands import bands
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -404,6 +405,7 @@ def _suite(
         judge=judge.judge(f, e.get("judge")),
         alert_labels=judge.alert_labels(f, e.get("alert_labels")),
         retention=sections.suite_store(f, e.get("store")) or store_retention,
+        bands=bands(f, e.get("bands")),
     )
 
 

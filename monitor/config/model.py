@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from monitor.errors import UsageError
+from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
 
@@ -489,6 +490,8 @@ class SuiteConfig:
     #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
     #: the file's; None keeps it for ever.
     retention: Retention | None = None
+    #: The edges of each metric family's reading bands (a reading aid, never an alert).
+    bands: Bands = DEFAULT_BANDS
     #: The config file the suite was read from (absolute), for the commands the monitor
     #: prints; None for the embedded default and configs given as text.
     config_file: Path | None = field(default=None, compare=False)

@@ -15,6 +15,7 @@ from typing import Any
 from monitor.config import vocab
 from monitor.config.kinds import notifier_kinds, search_kinds
 from monitor.config.model import METRIC_CHECKS, Check
+from monitor.metrics.bands import FAMILIES as BAND_FAMILIES
 from monitor.metrics.names import alias_pattern
 from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
 from monitor.plugins import ENTRYPOINT, PluginKinds
@@ -232,6 +233,14 @@ def _suite() -> Schema:
                 description="A seed baseline pinned when the suite has none stored yet.",
             ),
             "invariants": _invariants(),
+            "bands": _object(
+                {
+                    family: _object({key: _number(0, 1) for key in vocab.BAND_KEYS})
+                    for family in BAND_FAMILIES
+                },
+                description="Reading bands per metric family: high above `high`, low below "
+                "`low`. A reading aid beside each mean, never an alert.",
+            ),
             "coverage": _object(
                 {
                     "max_drop": _number(0, 1),

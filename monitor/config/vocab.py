@@ -39,9 +39,10 @@ SUITE_KEYS = (
     "judge",
     "alert_labels",
     "store",
+    "bands",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
-MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring")
+MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring", "bands")
 SCORING_KEYS = ("relevance_level", "max_docs", "judged_only", "average")
 
 STORE_KEYS = ("url", "path", "retention")
@@ -68,6 +69,8 @@ METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
 COVERAGE_KEYS = ("max_drop", "severity", "queue_url")
+#: Keys of one metric family's entry under ``bands`` (the families: monitor.metrics.bands).
+BAND_KEYS = ("high", "low")
 #: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.
 MUST_INCLUDE_KEYS = ("query", "must_include", "within", "severity")
 NO_LOST_HITS_KEYS = ("no_lost_hits", "severity")

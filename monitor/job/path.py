@@ -20,7 +20,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from monitor.compare import Comparison, compare_runs
-from monitor.compare.history import record_overlap, record_rule_flags, rule_history
+from monitor.compare.history import (
+    record_overlap,
+    record_rule_flags,
+    record_verdict,
+    rule_history,
+)
 from monitor.errors import InternalError, UsageError
 from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
@@ -231,6 +236,7 @@ def compare_stored(
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
     record_rule_flags(store, suite.name, run_id, comparison)
     record_overlap(store, suite.name, run_id, comparison.overlap)
+    record_verdict(store, suite.name, run_id, comparison)
     apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(
         suite.name, record, comparison, evaluation, result, evalset, baseline=stored

@@ -177,7 +177,8 @@ def rescored_history(
     every ok run measured with other judgments of the same queries re-scored under the
     judgments in force, and how many runs were re-scored.
 
-    Runs measured on other queries, or whose labels cannot be known, keep their figures.
+    Runs measured on other queries, whose labels cannot be known, or whose per-query detail
+    was pruned keep their figures.
     ``effective`` is as for :func:`rescored_pair`.
     """
     evalset, current = effective or _effective(store, suite, frozen)
@@ -190,9 +191,10 @@ def rescored_history(
         labels = store.run_labels(int(run_id))
         if labels is not None and labels == current:
             continue
-        aligned = align_baseline(
-            store, store.get_run(int(run_id)), evalset, frozen, corpus=corpus, current=current
-        )
+        record = store.get_run(int(run_id))
+        if record.pruned_at is not None:  # no per-query detail to re-score: as measured
+            continue
+        aligned = align_baseline(store, record, evalset, frozen, corpus=corpus, current=current)
         if not aligned.rescored or aligned.baseline is None:
             continue
         count += 1

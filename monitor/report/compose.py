@@ -210,6 +210,8 @@ def compose_report(
         run = baseline  # the baseline's own report: it is read already
     else:
         run = _chosen_run(store, suite.name, run_id)
+    if run.pruned_at is not None and run.run_id != baseline_id:
+        return _pruned_report(store, suite, run, basis, trends_of, now)
     warnings: list[str] = []
     if baseline is not None and run.run_id == baseline_id:
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
@@ -298,6 +300,88 @@ def compose_report(
         generated_at=now or datetime.now(timezone.utc),
         doc_texts=doc_texts,
         config_file=suite.config_file,
+        bands=suite.bands,
+    )
+
+
+def _pruned_report(
+    store: Store,
+    suite: SuiteConfig,
+    run: RunRecord,
+    basis: ReportBasis,
+    trends_of: TrendsOf | None,
+    now: datetime | None,
+) -> Report:
+    """Return the report of a run whose per-query detail was pruned: its comparison as kept
+    when it ran (it cannot be computed again without the detail), its means and the trends."""
+    from monitor.compare.history import kept_comparison
+
+    comparison = kept_comparison(store, suite.name, int(run.run_id or 0))
+    when = run.pruned_at.date().isoformat() if run.pruned_at is not None else "?"
+    if comparison is None:
+        comparison = _unkept_comparison(suite, run, basis.baseline)
+        note = (
+            f"run {run.run_id} was pruned on {when}, before verdicts were kept: its verdict "
+            "and rule outcomes are not known; only its means remain"
+        )
+    else:
+        note = (
+            f"run {run.run_id} was pruned on {when}: its verdict, rule outcomes and means are "
+            "those measured when it ran; query diffs, segments and overlap went with its "
+            "per-query detail"
+        )
+    comparison = replace(comparison, warnings=(note, *comparison.warnings))
+    kept_baseline = basis.baseline
+    if kept_baseline is not None and kept_baseline.run_id != comparison.baseline_run_id:
+        kept_baseline = None  # compared then with a baseline no longer pinned
+    charted = _charted(suite, run)
+    if trends_of is None:
+        trended = suite_trends(store, suite, basis.judgments, charted, basis.baseline)
+    else:
+        trended = trends_of(charted, basis.baseline)
+    links = {
+        name: url
+        for name in ("dashboard", "runbook", "report")
+        if (url := getattr(suite.links, name)) is not None
+    }
+    return Report(
+        comparison=comparison,
+        run=run,
+        baseline=kept_baseline,
+        trends=trended.trends,
+        links=links,
+        generated_at=now or datetime.now(timezone.utc),
+        bands=suite.bands,
+        config_file=suite.config_file,
+    )
+
+
+def _unkept_comparison(
+    suite: SuiteConfig, run: RunRecord, baseline: RunRecord | None
+) -> Comparison:
+    """Return the comparison of a run pruned before comparisons were kept: every rule
+    skipped, since none can be judged again without the per-query detail."""
+    from monitor.compare.records import Comparison, RuleOutcome
+
+    rules = tuple(
+        RuleOutcome(
+            rule=rule.name,
+            check=rule.check,
+            metric=rule.check.value if rule.metric is None else str(rule.metric),
+            threshold=rule.threshold,
+            severity=rule.severity,
+            status="skipped",
+            message="not kept: the run was pruned before rule outcomes were stored",
+        )
+        for rule in suite.rules
+    )
+    return Comparison(
+        suite=suite.name,
+        run_id=run.run_id,
+        baseline_run_id=None if baseline is None else baseline.run_id,
+        verdict="insufficient_evidence",
+        rules=rules,
+        pruned=True,
     )
 
 

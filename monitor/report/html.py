@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from monitor.compare.coverage import held_cutoff, labels_todo
 from monitor.compare.records import Comparison, QueryDiff, RuleOutcome, SegmentChange
 from monitor.report import svg
+from monitor.report.bands import band_cell, band_legend
 from monitor.report.intervals import METRIC_CI
 from monitor.report.records import Report
 from monitor.report.stylesheet import STYLESHEET
@@ -161,6 +162,8 @@ def _verdict(comparison: Comparison) -> str:
     if breaches:
         names = ", ".join(f"<code>{_e(rule.rule)}</code>" for rule in breaches)
         fired = f" Fired: {names}."
+    if comparison.pruned:
+        fired += " Pruned: as measured when the run ran."
     return (
         f'<section class="verdict v-{_e(comparison.verdict)}" id="verdict">'
         f"<strong>{_e(headline)}</strong>{_e(detail)}{fired}{follows}</section>"
@@ -278,7 +281,8 @@ def _metrics(report: Report) -> str:
             blank = "<td></td><td></td>" if judged_only else ""
             rows.append(
                 f'<tr{css}><td><code>{_e(metric)}</code></td><td class="num">&ndash;</td>'
-                f'<td class="num">{_e(_num(value))}</td><td></td>{blank}<td></td><td></td></tr>'
+                f'<td class="num">{_e(_num(value))}</td>{band_cell(report.bands, metric, value)}'
+                f"<td></td>{blank}<td></td><td></td></tr>"
             )
             continue
         only = (
@@ -291,6 +295,7 @@ def _metrics(report: Report) -> str:
             f"<tr{css}><td><code>{_e(metric)}</code></td>"
             f'<td class="num">{_e(_num(change.baseline))}</td>'
             f'<td class="num">{_e(_num(change.current))}</td>'
+            f"{band_cell(report.bands, metric, value)}"
             f'<td class="num{_sign(change.delta)}">{_e(_num(change.delta, signed=True))}</td>'
             f"{only}"
             f'<td class="num">{_e(_interval(metric, change.ci_low, change.ci_high))}</td>'
@@ -305,7 +310,7 @@ def _metrics(report: Report) -> str:
     return (
         '<h2 id="metrics">Metrics</h2>'
         '<table><thead><tr><th>metric</th><th class="num">baseline</th>'
-        '<th class="num">current</th><th class="num">delta</th>'
+        '<th class="num">current</th><th>band</th><th class="num">delta</th>'
         + (
             '<th class="num">judged-only baseline</th><th class="num">judged-only current</th>'
             if judged_only
@@ -322,6 +327,7 @@ def _metrics(report: Report) -> str:
             else ""
         )
         + "</p>"
+        + band_legend(report.bands, means)
     )
 
 
@@ -410,6 +416,8 @@ def _queries(comparison: Comparison, texts: Mapping[str, str]) -> str:
     if not diffs:
         if comparison.baseline_run_id is None or comparison.verdict == "evalset_changed":
             return ""
+        if comparison.pruned:  # not none: they went with the per-query detail
+            return ""
         return '<h2 id="queries">Queries that got worse</h2><p class="meta">None.</p>'
     rows = "".join(_query_row(diff, texts) for diff in diffs)
     return (
@@ -417,7 +425,7 @@ def _queries(comparison: Comparison, texts: Mapping[str, str]) -> str:
         f'<p class="meta">The {len(diffs)} queries that lost most on '
         f"<code>{_e(comparison.primary_metric)}</code>, largest loss first. "
         "Relevant documents are green and ticked.</p>"
-        '<table><thead><tr><th>query</th><th class="num">baseline</th>'
+        '<table class="diffs"><thead><tr><th>query</th><th class="num">baseline</th>'
         '<th class="num">current</th><th>change</th>'
         '<th class="num">first relevant rank</th><th>expected</th><th>baseline top</th>'
         f"<th>current top</th></tr></thead><tbody>{rows}</tbody></table>"

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from monitor.compare.records import Comparison
+from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.store.records import RunRecord, RunStatus
 
 #: How a trend's values read: quality scores in [0, 1], or durations in seconds.
@@ -65,6 +66,7 @@ class Report:
     ``links`` maps a label (``dashboard``, ``runbook``, ``report``) to a URL from the config.
     ``doc_texts`` maps each document the query diffs name to its text (the suite's corpus,
     or the passages a bundled set brings), so a diff shows what was lost, not only ids.
+    ``bands`` are the suite's reading bands, each mean shown with its own.
     """
 
     comparison: Comparison
@@ -74,6 +76,7 @@ class Report:
     links: Mapping[str, str] = field(default_factory=dict)
     generated_at: datetime | None = None
     doc_texts: Mapping[str, str] = field(default_factory=dict)
+    bands: Bands = DEFAULT_BANDS
     #: The suite's config file, for the commands the report prints (None: the default).
     config_file: Path | None = None
 

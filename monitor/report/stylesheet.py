@@ -51,6 +51,10 @@ tr.watched td:first-child { font-weight: 600; }
   color: var(--amber);
   border: 1px solid #fcd34d; }
 .s-skipped { background: var(--grey-bg); color: var(--soft); }
+.band { font-size: 12px; font-weight: 600; border-bottom: 1px dotted; cursor: help; }
+.b-high { color: var(--green); }
+.b-medium { color: var(--amber); }
+.b-low { color: var(--red); }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr));
   gap: 14px; }
 figure { margin: 0; background: #fff; border: 1px solid var(--line); border-radius: 8px;
@@ -69,8 +73,17 @@ ol.ids li, ul.ids li { font-family: ui-monospace, SFMono-Regular, Menlo, Consola
   font-size: 12px; white-space: nowrap; }
 li.hit { color: var(--green); font-weight: 600; }
 li.hit::after { content: " \\2713"; }
-.qtext { max-width: 320px; }
-.dtext { color: var(--soft); font-size: 11.5px; max-width: 240px; }
+.qtext { max-width: 320px; overflow-wrap: anywhere; }
+.dtext { color: var(--soft); font-size: 11.5px; max-width: 240px; white-space: normal;
+  overflow-wrap: anywhere; font-family: system-ui, sans-serif; font-weight: normal; }
+/* Worse queries: fixed columns, so passage texts wrap inside theirs, never past the page. */
+table.diffs { table-layout: fixed; }
+table.diffs td { overflow-wrap: anywhere; }
+table.diffs th { white-space: normal; }
+table.diffs th:nth-child(1) { width: 20%; }
+table.diffs th:nth-child(2), table.diffs th:nth-child(3) { width: 7%; }
+table.diffs th:nth-child(4) { width: 9%; }
+table.diffs th:nth-child(5) { width: 11%; }
 .qid { font-weight: 600; }
 .driver { color: var(--red); font-weight: 600; font-size: 12px; }
 footer { margin-top: 36px; color: var(--soft); font-size: 12px; }

@@ -28,7 +28,8 @@ SERIOUSNESS: tuple[RuleStatus, ...] = (
 
 
 def report_dict(report: Report) -> dict[str, Any]:
-    """Return the report as JSON-ready data: the comparison, the run and its baseline.
+    """Return the report as JSON-ready data: the comparison, the run and its baseline, and
+    the band of each banded mean of the run (``bands``: a reading aid, never an alert).
 
     Figures that could not be computed (NaN) become ``None``.
     """
@@ -37,6 +38,11 @@ def report_dict(report: Report) -> dict[str, Any]:
     data["baseline"] = None if report.baseline is None else _run_dict(report.baseline)
     data["links"] = dict(report.links)
     data["doc_texts"] = dict(report.doc_texts)
+    data["bands"] = {
+        metric: {"band": band.name, "meaning": band.meaning}
+        for metric, value in report.run.means.items()
+        if (band := report.bands.of(metric, value)) is not None
+    }
     cleaned: dict[str, Any] = _finite(data)
     return cleaned
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from monitor.compare import Comparison, RuleOutcome
 from monitor.compare.coverage import held_cutoff, labels_todo
+from monitor.metrics.bands import BAND_NAMES, DEFAULT_BANDS, MEANINGS, Band, Bands
 from monitor.report.intervals import METRIC_CI
 from monitor.terminal import printable
 
@@ -56,10 +57,12 @@ def render_comparison(
     means: Mapping[str, float],
     *,
     queries: int = 5,
+    bands: Bands = DEFAULT_BANDS,
     config_file: Path | None = None,
 ) -> str:
-    """Return the comparison as text, ``means`` being the current run's metric means;
-    ``config_file`` goes into the commands it prints (the suite's, None for the default).
+    """Return the comparison as text, ``means`` being the current run's metric means, each
+    read by its band (``bands``: the suite's edges); ``config_file`` goes into the commands
+    it prints (the suite's, None for the default).
 
     Control characters are left out (:func:`monitor.terminal.printable`).
     """
@@ -67,7 +70,8 @@ def render_comparison(
         f"suite {comparison.suite}: "
         + ("a run not recorded" if comparison.run_id is None else f"run {comparison.run_id}")
         + (f" vs baseline run {comparison.baseline_run_id}" if comparison.baseline_run_id else ""),
-        f"verdict: {_verdict(comparison, config_file)}",
+        f"verdict: {_verdict(comparison, config_file)}"
+        + (" (pruned: as measured when the run ran)" if comparison.pruned else ""),
         "",
     ]
     changes = {c.metric: c for c in comparison.metrics}
@@ -75,13 +79,16 @@ def render_comparison(
     judged_only = any(c.judged_only_current is not None for c in comparison.metrics)
     extra = f"  {'-J base':>8}  {'-J now':>8}" if judged_only else ""
     lines.append(
-        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'delta':>8}{extra}"
-        f"  {METRIC_CI}"
+        f"{'metric':<{name_width}}  {'baseline':>8}  {'current':>8}  {'band':<6}  "
+        f"{'delta':>8}{extra}  {METRIC_CI}"
     )
+    read = {metric: bands.of(metric, value) for metric, value in means.items()}
     for metric, value in means.items():
+        band = read[metric]
+        reading = f"{'' if band is None else band.name:<6}"
         change = changes.get(metric)
         if change is None:
-            lines.append(f"{metric:<{name_width}}  {'':>8}  {value:>8.4f}")
+            lines.append(f"{metric:<{name_width}}  {'':>8}  {value:>8.4f}  {reading}".rstrip())
             continue
         ci = (
             f"[{change.ci_low:+.4f}, {change.ci_high:+.4f}]"
@@ -94,11 +101,12 @@ def render_comparison(
             else ""
         )
         lines.append(
-            f"{metric:<{name_width}}  {change.baseline:>8.4f}  {change.current:>8.4f}  "
-            f"{change.delta:>+8.4f}{only}  {ci}"
+            f"{metric:<{name_width}}  {change.baseline:>8.4f}  {change.current:>8.4f}  {reading}  "
+            f"{change.delta:>+8.4f}{only}  {ci}".rstrip()
         )
     if judged_only:
         lines.append("(-J: judged-only, unjudged documents removed before scoring)")
+    lines += _band_lines(band for band in read.values() if band is not None)
     lines += _coverage_lines(comparison, config_file)
     lines += _overlap_lines(comparison, queries)
     if comparison.rules:
@@ -150,6 +158,17 @@ def render_comparison(
     # Query texts and ids come from the eval set and the backend: keep them from driving the
     # terminal.
     return printable("\n".join(lines))
+
+
+def _band_lines(read: Iterable[Band]) -> list[str]:
+    """Return what each band shown means, best first; nothing when no mean has a band."""
+    names = {band.name for band in read}
+    if not names:
+        return []
+    lines = ["(band of the current mean, a reading aid and never an alert:"]
+    lines += [f" {name}: {MEANINGS[name]}" for name in BAND_NAMES if name in names]
+    lines[-1] += ")"
+    return lines
 
 
 def _fixed(value: float | None) -> str:

@@ -72,15 +72,15 @@ class PruneResult:
     """What a prune of one suite dropped, or with ``dry_run`` would drop.
 
     ``bytes_freed`` counts the per-query data deleted; ``bytes_returned`` the file space
-    handed back to the operating system afterwards (SQLite; 0 for a dry run and on
-    PostgreSQL, whose autovacuum reuses the space itself).
+    handed back to the operating system afterwards (SQLite; 0 for a dry run). It is None
+    where the backend does not measure it: PostgreSQL's autovacuum reuses the space itself.
     """
 
     suite: str
     retention: Retention
     runs: tuple[PrunedRun, ...] = ()
     dry_run: bool = False
-    bytes_returned: int = 0
+    bytes_returned: int | None = 0
 
     @property
     def bytes_freed(self) -> int:

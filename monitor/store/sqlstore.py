@@ -169,7 +169,9 @@ class SqlStore:
         with self._write(f"pruning the per-query detail of {suite!r}") as tx:
             found = retention.prunable(tx, suite, policy, now)
             retention.drop_detail(tx, found, now)
-        returned = self.reclaim_space() if found else 0
+        returned: int | None = None  # a backend without reclaim steps measures nothing here
+        if self._db.dialect.reclaim_step:
+            returned = self.reclaim_space() if found else 0
         return retention.PruneResult(suite, policy, tuple(found), bytes_returned=returned)
 
     def reclaim_space(self, step_pages: int = RECLAIM_STEP_PAGES) -> int:
