@@ -18,3 +18,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def printable(text: str) -> str:
     """Return ``text`` without control characters; tabs and newlines are kept."""
     return _CONTROL.sub("", text)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """Return ``count`` with its noun in the number it takes: ``1 grade``, ``2 grades``."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -60,3 +60,38 @@ def test_the_textfile_lock_is_not_followed_through_a_symlink(tmp_path: Path) -> 
         write_textfile(make_snapshot(), tmp_path / "retrieval.prom")
     assert "keep" == victim.read_text(encoding="utf-8")
     assert not (tmp_path / "retrieval.prom").exists()
+
+
+@pytest.mark.parametrize(
+    ("count", "noun", "said"),
+    [(1, "grade", "1 grade"), (2, "grade", "2 grades"), (0, "note", "0 notes")],
+)
+def test_a_count_takes_its_noun_in_the_right_number(count: int, noun: str, said: str) -> None:
+    """One grade, two grades: never "1 grades"."""
+    from monitor.terminal import counted
+
+    assert said == counted(count, noun)
+
+
+def test_baseline_list_has_a_header_over_its_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``baseline list`` names its columns, and each row lines up under them."""
+    from monitor.cli import main
+
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'm.db'}}}\n"
+        "suites:\n  lark:\n    evalset: {bundled: larkfield}\n"
+        "    search: {kind: replay, bundled: larkfield/keyword}\n"
+        "    baseline: {bundled_run: larkfield/rerank}\n"
+    )
+    main(["baseline", "set", "--suite", "lark", "--config", str(config)])
+    capsys.readouterr()
+    main(["baseline", "list", "--config", str(config)])
+    header, row = capsys.readouterr().out.splitlines()
+    assert (["suite", "run", "pinned", "(UTC)"], "lark", header.index("run")) == (
+        header.split(),
+        row.split()[0],
+        row.index("1 "),
+    )

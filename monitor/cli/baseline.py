@@ -192,10 +192,13 @@ def list_baselines(args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    for b in baselines:
-        print(f"{b.suite:<24} run {b.run_id:<8} pinned {b.pinned_at:%Y-%m-%d %H:%M:%S} UTC")
     if not baselines:
         print("no baseline pinned yet")
+        return 0
+    width = max(24, *(len(b.suite) for b in baselines))
+    print(f"{'suite':<{width}} {'run':<8} pinned (UTC)")
+    for b in baselines:
+        print(f"{b.suite:<{width}} {b.run_id:<8} {b.pinned_at:%Y-%m-%d %H:%M:%S}")
     return 0
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
+from monitor.terminal import counted
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -146,7 +147,8 @@ def add_command(args: argparse.Namespace) -> int:
             who=args.who or getpass.getuser(),
             override=args.override,
         )
-    print(f"layer {layer.layer_id} added to {suite.name}: {layer.size} grades from {layer.source}")
+    size = counted(layer.size, "grade")
+    print(f"layer {layer.layer_id} added to {suite.name}: {size} from {layer.source}")
     return 0
 
 

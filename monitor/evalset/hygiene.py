@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol
 
 from monitor.evalset.corpus import Corpus
 from monitor.evalset.model import EvalSet
+from monitor.terminal import counted
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -128,7 +129,10 @@ class CheckReport:
         for finding in self.findings:
             lines.append(f"{finding.severity:<7}  {finding.check:<{width}}  {finding.message}")
         c = self.counts()
-        lines.append(f"{c['error']} errors, {c['warning']} warnings, {c['info']} notes")
+        lines.append(
+            f"{counted(c['error'], 'error')}, {counted(c['warning'], 'warning')}, "
+            f"{counted(c['info'], 'note')}"
+        )
         return "\n".join(lines)
 
 
