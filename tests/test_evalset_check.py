@@ -160,3 +160,13 @@ def test_the_run_report_shows_each_drop_rule_with_the_check_figure(
     line = next(x for x in capsys.readouterr().out.splitlines() if "recall@5 max_drop:" in x)
     drop = power["recall@5"]["minimal_detectable_drop"]
     assert f"59 answerable queries detects drops of {drop:.2f} or more with 80% power" in line
+
+
+def test_stats_reads_a_suites_eval_set_or_the_bundled_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a PATH, stats shows the default suite's set (Larkfield), or --suite's."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert 0 == main(["evalset", "stats", "--format", "json"])
+    assert 67 == json.loads(capsys.readouterr().out)["queries"]

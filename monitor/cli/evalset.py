@@ -15,7 +15,7 @@ from monitor.errors import UsageError
 
 if TYPE_CHECKING:
     from monitor.compare.power import PowerFigure
-    from monitor.config.model import SuiteConfig
+    from monitor.config.model import MonitorConfig, SuiteConfig
     from monitor.evalset.hygiene import CheckReport
     from monitor.store import RunRecord
 
@@ -43,9 +43,12 @@ def register(subparsers: Any) -> None:
     stats = actions.add_parser(
         "stats",
         help="queries, judgments, grades, metadata values and fingerprint of an eval set",
-        description="Show what an eval set file holds.",
+        description="Show what an eval set holds: a file (PATH), a suite's (--config, "
+        "--suite), or without either the default config's (the bundled set).",
     )
-    stats.add_argument("path", type=Path, metavar="PATH", help="an eval set file")
+    stats.add_argument("path", nargs="?", type=Path, metavar="PATH", help="an eval set file")
+    stats.add_argument("--config", type=Path, metavar="FILE", help="the YAML config file")
+    stats.add_argument("--suite", help="the suite whose eval set to show")
     _add_format(stats)
     stats.set_defaults(handler=run_stats)
 
@@ -79,18 +82,23 @@ def run_check(args: argparse.Namespace) -> int:
     return int(ExitCode.QUALITY_GATE) if report.has_errors else int(ExitCode.OK)
 
 
+def _suite(args: argparse.Namespace, config: MonitorConfig) -> SuiteConfig:
+    """Return the suite ``--suite`` names in ``config``, or its only suite."""
+    if args.suite is None:
+        if len(config.suites) != 1:
+            raise UsageError(f"--suite is needed: {config.source} has {', '.join(config.suites)}")
+        (suite,) = config.suites.values()
+        return suite
+    return config.suite(args.suite)
+
+
 def _check_suite(args: argparse.Namespace) -> CheckReport:
     from monitor.evalset.corpus import load_corpus
     from monitor.evalset.hygiene import Finding, check_evalset
     from monitor.evalset.suite import load_evalset
 
     config = load(args)
-    if args.suite is None:
-        if len(config.suites) != 1:
-            raise UsageError(f"--suite is needed: {config.source} has {', '.join(config.suites)}")
-        (suite,) = config.suites.values()
-    else:
-        suite = config.suite(args.suite)
+    suite = _suite(args, config)
     evalset = load_evalset(suite.evalset)
     figures, note = suite_power(suite, store_target(args, config))
     notes = [] if note is None else [Finding("power", "info", note)]
@@ -169,8 +177,15 @@ def run_stats(args: argparse.Namespace) -> int:
     """Print what an eval set holds; return 0."""
     from monitor.evalset import EvalSet
     from monitor.evalset.hygiene import evalset_stats
+    from monitor.evalset.suite import load_evalset
 
-    stats = evalset_stats(EvalSet.load(args.path))
+    if args.path is not None:
+        if args.suite is not None or args.config is not None:
+            raise UsageError("give an eval set PATH or --config/--suite, not both")
+        evalset = EvalSet.load(args.path)
+    else:
+        evalset = load_evalset(_suite(args, load(args)).evalset)
+    stats = evalset_stats(evalset)
     if args.format == "json":
         json.dump(stats.to_dict(), sys.stdout)
         sys.stdout.write("\n")
