@@ -171,3 +171,26 @@ def test_malformed_unit_suffixes_are_refused(name: str) -> None:
 def test_metric_lists_keep_unit_suffixes_apart() -> None:
     """A comma-separated list keeps each unit metric a metric of its own."""
     assert 3 == len(parse_metrics("recall@5,recall@5[section],recall@5[section:units]"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["-m", "recall@5[section]", "--unit-cut", "units"],
+            "name the cut with it, as recall@5[section:units]",
+        ),
+        (["-m", "recall@5", "--unit-cut", "units"], "--unit-cut goes with --unit"),
+    ],
+)
+def test_a_unit_cut_that_would_apply_to_nothing_is_refused_naming_the_spelling(
+    tmp_path: Path, argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--unit-cut was silently ignored for a metric naming its unit: now exit 2 saying how."""
+    from monitor.cli import main
+
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.txt").write_text("q1 Q0 d1 1 1.0 x\n")
+    files = ["--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt")]
+    assert 2 == main(["evaluate", *files, *argv])
+    assert said in capsys.readouterr().err

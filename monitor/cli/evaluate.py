@@ -70,8 +70,8 @@ def add_unit_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unit-cut",
         choices=("passages", "units"),
-        default="passages",
-        help="cut at k returned passages (default) or at k distinct units",
+        help="cut at k returned passages (default) or at k distinct units (with --unit; a "
+        "metric naming its unit names its cut too: recall@5[section:units])",
     )
     parser.add_argument(
         "--corpus",
@@ -88,10 +88,19 @@ def unit_metrics(args: argparse.Namespace) -> tuple[Any, Any]:
     from monitor.metrics.spec import default_metrics, parse_metrics
 
     metrics = default_metrics() if args.metrics is None else parse_metrics(args.metrics)
+    named = [m for m in metrics if m.unit is not None]
+    if args.unit_cut is not None and (args.unit is None or named):
+        if not named:
+            raise UsageError("--unit-cut goes with --unit (or a metric naming its unit)")
+        example = replace(named[0], unit_cut=args.unit_cut)
+        raise UsageError(
+            f"--unit-cut does not apply to {named[0]}, which names its unit: name the cut "
+            f"with it, as {example}"
+        )
     if args.unit is not None:
+        cut = args.unit_cut or "passages"
         metrics = tuple(
-            m if m.unit is not None else replace(m, unit=args.unit, unit_cut=args.unit_cut)
-            for m in metrics
+            m if m.unit is not None else replace(m, unit=args.unit, unit_cut=cut) for m in metrics
         )
     corpus = Corpus.load(args.corpus) if args.corpus is not None else None
     if corpus is None and any(m.unit is not None for m in metrics):
