@@ -289,6 +289,8 @@ class Comparison:
     segments: tuple[SegmentChange, ...] = ()
     warnings: tuple[str, ...] = ()
     primary_metric: str | None = None
+    #: What the run did beside the comparison that is not a problem (a judge's round).
+    notes: tuple[str, ...] = ()
     invariants: tuple[InvariantOutcome, ...] = ()
     #: Judgment coverage against the baseline at each k a quality rule reads.
     coverage: tuple[CoverageChange, ...] = ()
@@ -355,6 +357,7 @@ class Comparison:
             "worse_queries": [diff.to_dict() for diff in self.worse_queries],
             "segments": [segment.to_dict() for segment in self.segments],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "invariants": [invariant.to_dict() for invariant in self.invariants],
             "coverage": [change.to_dict() for change in self.coverage],
             "overlap": None if self.overlap is None else self.overlap.to_dict(lazy_rows=lazy_rows),

@@ -229,11 +229,13 @@ def compare_stored(
         comparison = compare_with_baseline(suite, record, baseline, evalset, history=history)
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
-    notes: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
+    warned: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
     if result is not None:  # kept whenever the suite has a judge
-        notes += judge_after_run(suite, store, frozen, record, result)
-    if notes:
-        comparison = replace(comparison, warnings=(*comparison.warnings, *notes))
+        judged = judge_after_run(suite, store, frozen, record, result)
+        warned += judged.warnings
+        comparison = replace(comparison, notes=(*comparison.notes, *judged.notes))
+    if warned:
+        comparison = replace(comparison, warnings=(*comparison.warnings, *warned))
     record_rule_flags(store, suite.name, run_id, comparison)
     record_overlap(store, suite.name, run_id, comparison.overlap)
     record_verdict(store, suite.name, run_id, comparison)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from monitor.evalset import EvalSet
 from monitor.judgments.judges import JudgeError, build_judge, judge_holes, judge_source
@@ -14,6 +14,7 @@ from monitor.judgments.todo import DocText
 from monitor.logs import get_logger
 from monitor.secrets import suite_scrubber
 from monitor.store import RunLabels, RunRecord, Store
+from monitor.terminal import counted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,19 +70,28 @@ def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:
     return text_of
 
 
+class JudgeLines(NamedTuple):
+    """What a judge's round says in the report: ``notes`` (how many pairs it graded, the
+    rule metrics under human labels only and with its labels) and ``warnings`` (its
+    failures and refused answers)."""
+
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
 def judge_after_run(
     suite: SuiteConfig, store: Store, frozen: EvalSet, record: RunRecord, result: RunResult
-) -> tuple[str, ...]:
+) -> JudgeLines:
     """Let the suite's judge grade the run's label holes; return lines for the report.
 
-    The lines say how many pairs the judge graded and the rule metrics under human labels
-    only and with the judge's labels. A judge that fails is logged and reported in a line,
-    with the suite's secrets (the judge's headers and URL credentials among them) masked:
-    the run itself stands.
+    The notes say how many pairs the judge graded and the rule metrics under human labels
+    only and with the judge's labels. A judge that fails is logged and reported in a
+    warning, with the suite's secrets (the judge's headers and URL credentials among them)
+    masked: the run itself stands.
     """
     config = suite.judge
     if config is None:
-        return ()
+        return JudgeLines()
     try:
         judge = build_judge(config)
         try:
@@ -103,19 +113,22 @@ def judge_after_run(
     except JudgeError as error:
         said = suite_scrubber(suite)(str(error))
         log.error("judge_failed", suite=suite.name, error=said)
-        return (f"judge failed: {said}",)
-    lines = []
+        return JudgeLines(warnings=(f"judge failed: {said}",))
+    notes: list[str] = []
+    warnings: list[str] = []
     layer = graded.layer
     if layer is not None:
-        lines.append(f"judge {config.judge_id} graded {layer.size} pairs (layer {layer.layer_id})")
+        pairs = counted(layer.size, "pair")
+        notes.append(f"judge {config.judge_id} graded {pairs} (layer {layer.layer_id})")
     if graded.refused:
         said = suite_scrubber(suite)(str(graded.first_refusal))
         log.error("judge_answers_refused", suite=suite.name, refused=graded.refused, first=said)
-        lines.append(
-            f"judge failed: judge {config.judge_id!r}: {graded.refused} answers refused, "
-            f"never stored (first: {said})"
+        warnings.append(
+            f"judge failed: judge {config.judge_id!r}: {counted(graded.refused, 'answer')} "
+            f"refused, never stored (first: {said})"
         )
-    return (*lines, *label_views(store, suite, frozen, record))
+    notes += label_views(store, suite, frozen, record)
+    return JudgeLines(tuple(notes), tuple(warnings))
 
 
 def label_views(

@@ -153,6 +153,8 @@ def render_comparison(
                 f"  {seg.value:<16} n={seg.n:<4} {seg.baseline:.3f} -> {seg.current:.3f} "
                 f"({seg.delta:+.3f}; contributes {seg.contribution:+.4f}){flag}"
             )
+    if comparison.notes:
+        lines += ["", *(f"note: {n}" for n in comparison.notes)]
     if comparison.warnings:
         lines += ["", *(f"warning: {w}" for w in comparison.warnings)]
     # Query texts and ids come from the eval set and the backend: keep them from driving the
