@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import settings
@@ -72,3 +75,51 @@ def _spool_in_the_tests_own_folder(
     """Keep the alert spool and the eval-set cache of every test out of the user's folders."""
     monkeypatch.setenv("MONITOR_SPOOL_DIR", str(tmp_path_factory.mktemp("spool")))
     monkeypatch.setenv("MONITOR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+#: How long a test's own threads get to end after it, before they count as left running.
+THREAD_GRACE_SECONDS = 2.0
+
+#: Names of the worker threads that a server a whole module shares may keep between its
+#: tests (see :func:`threads_kept_by_a_shared_server`).
+_shared_pools: set[str] = set()
+
+
+def lingering(before: set[threading.Thread], grace: float) -> list[threading.Thread]:
+    """Return the threads started since ``before`` still alive after a ``grace``-second join."""
+    deadline = time.monotonic() + grace
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in left if t.is_alive()]
+
+
+@contextmanager
+def threads_kept_by_a_shared_server(name: str) -> Iterator[None]:
+    """Let a module-scoped server keep its pool of worker threads called ``name`` between
+    tests; when the server has stopped, fail if any of them is still running."""
+    before = set(threading.enumerate())
+    _shared_pools.add(name)
+    try:
+        yield
+    finally:
+        _shared_pools.discard(name)
+    left = [t for t in lingering(before, THREAD_GRACE_SECONDS) if t.name == name]
+    if left:
+        pytest.fail(f"{len(left)} {name}(s) outlived their server", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_outlives_its_test() -> Iterator[None]:
+    """Fail a test that leaves a thread it started running, daemon or not.
+
+    A thread left behind goes on into the next tests: a scheduler's abandoned run that
+    reaches a real ``run_suite`` while another module measures the garbage collector, a
+    server still holding a port. Each test joins or stops what it starts.
+    """
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in lingering(before, THREAD_GRACE_SECONDS) if t.name not in _shared_pools]
+    if left:
+        names = ", ".join(sorted(f"{t.name} (daemon={t.daemon})" for t in left))
+        pytest.fail(f"the test left {len(left)} thread(s) running: {names}", pytrace=False)
