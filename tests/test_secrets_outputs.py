@@ -129,6 +129,7 @@ def leaks(outputs: dict[str, bytes]) -> set[tuple[str, str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_format", ["json", "logfmt"])
 def test_a_run_with_failing_queries_shows_no_secret_in_any_output(
     tmp_path: Path,
