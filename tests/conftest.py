@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -100,10 +100,16 @@ THREAD_GRACE_SECONDS = 2.0
 _shared_pools: set[str] = set()
 
 
-def lingering(before: set[threading.Thread], grace: float) -> list[threading.Thread]:
-    """Return the threads started since ``before`` still alive after a ``grace``-second join."""
+def lingering(
+    before: set[threading.Thread], grace: float, *, kept: Iterable[str] = ()
+) -> list[threading.Thread]:
+    """Return the threads started since ``before`` still alive after a ``grace``-second join,
+    leaving out (and not waiting for) those called by a name in ``kept``."""
     deadline = time.monotonic() + grace
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    names = set(kept)
+    left = [
+        t for t in threading.enumerate() if t not in before and t.is_alive() and t.name not in names
+    ]
     for thread in left:
         thread.join(max(0.0, deadline - time.monotonic()))
     return [t for t in left if t.is_alive()]
@@ -134,7 +140,7 @@ def _no_thread_outlives_its_test() -> Iterator[None]:
     """
     before = set(threading.enumerate())
     yield
-    left = [t for t in lingering(before, THREAD_GRACE_SECONDS) if t.name not in _shared_pools]
+    left = lingering(before, THREAD_GRACE_SECONDS, kept=_shared_pools)
     if left:
         names = ", ".join(sorted(f"{t.name} (daemon={t.daemon})" for t in left))
         pytest.fail(f"the test left {len(left)} thread(s) running: {names}", pytrace=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from conftest import lingering
 
@@ -42,3 +43,18 @@ def test_threads_running_before_are_not_counted() -> None:
         release.set()
         thread.join()
     assert [] == left
+
+
+def test_a_kept_pool_thread_is_neither_reported_nor_waited_for() -> None:
+    """A thread named as a shared server's pool is left out at once, without the grace."""
+    before = set(threading.enumerate())
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait, name="pool worker", daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        left = lingering(before, grace=5.0, kept={"pool worker"})
+    finally:
+        release.set()
+        thread.join()
+    assert ([], True) == (left, time.monotonic() - started < 1.0)
