@@ -6,7 +6,8 @@ a screenshot of it::
 
     python3 scripts/render_gate_summary.py jobs/ci/gate-summary.png
 
-Needs markdown-it-py and Debian's chromium (`apt-get install chromium`).
+Needs markdown-it-py (the `docs` extra: `pip install -e '.[docs]'`) and Debian's chromium
+(`apt-get install chromium`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -65,10 +70,77 @@ def _no_log_handler_outlives_its_test() -> Iterator[None]:
         root.removeHandler(handler)
 
 
+@pytest.fixture(scope="session")
+def _folders_of_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return the folder that holds each test's spool and cache folders."""
+    return tmp_path_factory.mktemp("folders")
+
+
 @pytest.fixture(autouse=True)
 def _spool_in_the_tests_own_folder(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    _folders_of_the_tests: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Keep the alert spool and the eval-set cache of every test out of the user's folders."""
-    monkeypatch.setenv("MONITOR_SPOOL_DIR", str(tmp_path_factory.mktemp("spool")))
-    monkeypatch.setenv("MONITOR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    """Keep the alert spool and the eval-set cache of every test out of the user's folders.
+
+    ``tempfile.mkdtemp`` rather than ``tmp_path_factory.mktemp``: the latter lists the whole
+    base folder to number each new one, which over thousands of tests grows quadratic.
+    """
+    own = Path(tempfile.mkdtemp(dir=_folders_of_the_tests))
+    (own / "spool").mkdir()
+    (own / "cache").mkdir()
+    monkeypatch.setenv("MONITOR_SPOOL_DIR", str(own / "spool"))
+    monkeypatch.setenv("MONITOR_CACHE_DIR", str(own / "cache"))
+
+
+#: How long a test's own threads get to end after it, before they count as left running.
+THREAD_GRACE_SECONDS = 2.0
+
+#: Names of the worker threads that a server a whole module shares may keep between its
+#: tests (see :func:`threads_kept_by_a_shared_server`).
+_shared_pools: set[str] = set()
+
+
+def lingering(
+    before: set[threading.Thread], grace: float, *, kept: Iterable[str] = ()
+) -> list[threading.Thread]:
+    """Return the threads started since ``before`` still alive after a ``grace``-second join,
+    leaving out (and not waiting for) those called by a name in ``kept``."""
+    deadline = time.monotonic() + grace
+    names = set(kept)
+    left = [
+        t for t in threading.enumerate() if t not in before and t.is_alive() and t.name not in names
+    ]
+    for thread in left:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in left if t.is_alive()]
+
+
+@contextmanager
+def threads_kept_by_a_shared_server(name: str) -> Iterator[None]:
+    """Let a module-scoped server keep its pool of worker threads called ``name`` between
+    tests; when the server has stopped, fail if any of them is still running."""
+    before = set(threading.enumerate())
+    _shared_pools.add(name)
+    try:
+        yield
+    finally:
+        _shared_pools.discard(name)
+    left = [t for t in lingering(before, THREAD_GRACE_SECONDS) if t.name == name]
+    if left:
+        pytest.fail(f"{len(left)} {name}(s) outlived their server", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_thread_outlives_its_test() -> Iterator[None]:
+    """Fail a test that leaves a thread it started running, daemon or not.
+
+    A thread left behind goes on into the next tests: a scheduler's abandoned run that
+    reaches a real ``run_suite`` while another module measures the garbage collector, a
+    server still holding a port. Each test joins or stops what it starts.
+    """
+    before = set(threading.enumerate())
+    yield
+    left = lingering(before, THREAD_GRACE_SECONDS, kept=_shared_pools)
+    if left:
+        names = ", ".join(sorted(f"{t.name} (daemon={t.daemon})" for t in left))
+        pytest.fail(f"the test left {len(left)} thread(s) running: {names}", pytrace=False)

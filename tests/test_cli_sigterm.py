@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from monitor.alerts.testing import RecordingReceiver
+from monitor.cli import main
 from monitor.cli.exits import ExitCode
 from monitor.cli.run import KILLED_BY_SIGTERM
 from monitor.store import open_store
@@ -166,6 +167,7 @@ def fired_rules(receiver: RecordingReceiver) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runner", RUNNERS.values(), ids=RUNNERS.keys())
 def test_sigterm_records_a_terminated_run_and_exits_3(
     workdir: Path, receiver: RecordingReceiver, runner: str
@@ -184,6 +186,7 @@ def test_sigterm_records_a_terminated_run_and_exits_3(
     assert "terminated" in run.log()
 
 
+@pytest.mark.slow
 def test_sigterm_releases_the_lock_so_the_next_run_starts_at_once(
     workdir: Path, receiver: RecordingReceiver
 ) -> None:
@@ -199,6 +202,7 @@ def test_sigterm_releases_the_lock_so_the_next_run_starts_at_once(
     assert ["ok", "failed"] == [stored.status for stored in runs(workdir)]
 
 
+@pytest.mark.slow
 def test_sigterm_sends_the_failure_alert_and_writes_the_failure_gauges(
     workdir: Path, receiver: RecordingReceiver
 ) -> None:
@@ -214,6 +218,7 @@ def test_sigterm_sends_the_failure_alert_and_writes_the_failure_gauges(
     assert [0.0] == [float(value) for value in success]
 
 
+@pytest.mark.slow
 def test_suites_not_yet_started_fail_as_terminated_without_a_query(
     workdir: Path, receiver: RecordingReceiver
 ) -> None:
@@ -231,6 +236,7 @@ def test_suites_not_yet_started_fail_as_terminated_without_a_query(
     assert ["run_terminated", "run_terminated"] == [rule for _, rule in fired_rules(receiver)]
 
 
+@pytest.mark.slow
 def test_a_completed_run_resolves_the_terminated_alert(
     workdir: Path, receiver: RecordingReceiver
 ) -> None:
@@ -244,6 +250,7 @@ def test_a_completed_run_resolves_the_terminated_alert(
     assert [("firing", "run_terminated"), ("resolved", "run_terminated")] == fired_rules(receiver)
 
 
+@pytest.mark.slow
 def test_a_second_sigterm_ends_the_run_at_once(workdir: Path, receiver: RecordingReceiver) -> None:
     """A search that hangs as it closes holds the first SIGTERM; the second ends it with 143."""
     write_config(workdir, receiver, RUNNERS["one worker"])
@@ -257,6 +264,7 @@ def test_a_second_sigterm_ends_the_run_at_once(workdir: Path, receiver: Recordin
     assert "a second SIGTERM came" in run.log()
 
 
+@pytest.mark.slow
 def test_the_run_ends_at_once_when_the_shutdown_grace_runs_out(
     workdir: Path, receiver: RecordingReceiver
 ) -> None:
@@ -273,10 +281,12 @@ def test_the_run_ends_at_once_when_the_shutdown_grace_runs_out(
 
 @pytest.mark.parametrize("grace", ["-1", "nan", "inf"])
 def test_a_shutdown_grace_that_is_not_a_duration_is_a_usage_error(
-    workdir: Path, receiver: RecordingReceiver, grace: str
+    workdir: Path, receiver: RecordingReceiver, grace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--shutdown-grace takes a finite number of seconds >= 0: anything else exits 2."""
     write_config(workdir, receiver, RUNNERS["one worker"])
-    run = Run(workdir, "--shutdown-grace", grace, slow=0.0)
-    assert ExitCode.USAGE == run.wait()
-    assert "--shutdown-grace must be a number of seconds >= 0" in run.log()
+    config = str(workdir / "monitor.yaml")
+    # In-process: the option is refused before any signal handler or run is set up.
+    code = main(["run", "--no-progress", "--config", config, "--shutdown-grace", grace])
+    assert ExitCode.USAGE == code
+    assert "--shutdown-grace must be a number of seconds >= 0" in capsys.readouterr().err

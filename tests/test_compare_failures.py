@@ -138,10 +138,10 @@ def test_the_regression_text_says_how_many_failed_queries_were_left_out() -> Non
     assert "Left out: 18 queries the search failed for" in text
 
 
-# -- 600 queries against a search service on 127.0.0.1 ---------------------------------------
+# -- 200 queries against a search service on 127.0.0.1 ---------------------------------------
 
-N = 600
-FAILING = frozenset(f"text {i}" for i in range(0, N, 33))  # 19 of 600: 3.2%
+N = 200
+FAILING = frozenset(f"text {i}" for i in range(0, N, 33))  # 7 of 200: 3.5%
 
 
 class Service(ThreadingHTTPServer):

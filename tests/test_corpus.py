@@ -26,8 +26,8 @@ TSV = "id\tdoc_id\tsection\ttext\np1\td\ts\tfirst\np2\t\t\tx\n"
         ("c.jsonl", JSONL.encode()),
         ("c.csv", CSV.encode()),
         ("c.tsv", TSV.encode()),
-        ("c.jsonl.gz", gzip.compress(JSONL.encode())),
-        ("c.csv.gz", gzip.compress(CSV.encode())),
+        ("c.jsonl.gz", gzip.compress(JSONL.encode(), mtime=0)),
+        ("c.csv.gz", gzip.compress(CSV.encode(), mtime=0)),
     ],
 )
 def test_every_corpus_format_reads_the_same_passages(

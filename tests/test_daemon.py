@@ -20,7 +20,11 @@ import yaml
 
 from monitor.store import open_store
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POSIX signals")
+#: Each test starts a daemon process and waits for its scheduled runs: seconds each.
+pytestmark = [
+    pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="needs POSIX signals"),
+    pytest.mark.slow,
+]
 
 #: The bundled suite: the Larkfield eval set replayed through its saved keyword run.
 BUNDLED = {

@@ -54,6 +54,7 @@ class SlowRun:
         raise RuntimeError("not measured")  # the daemon contains it; only the start counts
 
 
+@pytest.mark.slow
 def test_twenty_suites_due_at_once_all_run_and_none_is_missed(tmp_path: Path) -> None:
     """With 20 suites due at the same instant and runs longer than the grace, none is missed."""
     run = SlowRun(seconds=3.0)

@@ -70,6 +70,10 @@ def make(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
     yield build
     for daemon in made:
         daemon.shutdown()
+    # A run that shutdown abandoned goes on in the scheduler's pool: wait it out here, so
+    # that it cannot run on into the next test.
+    for daemon in made:
+        until(lambda d=daemon: not any(s.running for s in d.snapshot().suites.values()), 15.0)
 
 
 class Recorder:
@@ -80,6 +84,11 @@ class Recorder:
         self.error = error
         self.release = threading.Event()
         self.block = block
+
+    def abandon(self) -> None:
+        """Release a blocked run that shutdown abandoned: it fails instead of running on."""
+        self.error = SearchBackendError("abandoned at shutdown")
+        self.release.set()
 
     def __call__(
         self,
@@ -347,7 +356,7 @@ def test_shutdown_abandons_a_run_that_outlasts_the_grace(
     try:
         assert ("demo",) == daemon.shutdown()
     finally:
-        run.release.set()
+        run.abandon()
     assert ["the grace period of 0.1 s ran out"] == [e["reason"] for e in abandoned_events(caplog)]
 
 
@@ -364,7 +373,7 @@ def test_a_second_stop_request_abandons_the_run_and_says_so(
     try:
         assert ("demo",) == daemon.shutdown()
     finally:
-        run.release.set()
+        run.abandon()
     assert time.monotonic() - started < 5.0
     assert ["a second stop request came"] == [e["reason"] for e in abandoned_events(caplog)]
 
@@ -380,7 +389,7 @@ def test_an_abandoned_runs_lock_is_said_to_be_taken_over_on_this_host(
     try:
         daemon.shutdown()
     finally:
-        run.release.set()
+        run.abandon()
     (event,) = abandoned_events(caplog)
     assert (socket.gethostname(), os.getpid()) == (event["host"], event["pid"])
     assert event["lock"].startswith("taken over at once by the suite's next run on this host")

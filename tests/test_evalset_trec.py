@@ -74,13 +74,15 @@ def test_duplicate_pair_names_both_lines() -> None:
 
 @pytest.mark.slow
 def test_a_million_lines_load_in_well_under_two_seconds(tmp_path: Path) -> None:
-    """A qrels file of one million lines loads in under 2 s (about 0.6 s on a laptop)."""
+    """A qrels file of one million lines loads in under 2 s of CPU (about 0.6 s on a laptop)."""
     lines = [f"q{q} 0 doc{q * 131 + d} {d % 3}\n" for q in range(10_000) for d in range(100)]
     path = tmp_path / "big.qrels"
     path.write_text("".join(lines), encoding="utf-8")
-    start = time.perf_counter()
+    # CPU time, not wall time: the other tests and processes sharing the cores must not
+    # make the reader look slow.
+    start = time.process_time()
     qrels = read_trec_qrels(path)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert (10_000, 1_000_000) == (len(qrels), sum(len(j) for j in qrels.values()))
     assert elapsed < 2.0, f"took {elapsed:.2f} s"
 

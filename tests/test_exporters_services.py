@@ -183,6 +183,7 @@ def test_a_first_run_that_fails_creates_its_group(stack: Stack) -> None:
     )
 
 
+@pytest.mark.slow
 def test_every_dashboard_query_runs_on_prometheus(stack: Stack) -> None:
     """Prometheus accepts each dashboard query, and the panels show a pushed run's data."""
     suite = suite_name()

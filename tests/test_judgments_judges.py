@@ -66,11 +66,12 @@ class ChatServer:
 @pytest.fixture
 def chat() -> Iterator[ChatServer]:
     server = ChatServer()
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield server
     server.server.shutdown()
     server.server.server_close()
+    thread.join(timeout=5)
 
 
 def test_the_http_judge_sends_a_chat_completion_and_reads_the_grade(chat: ChatServer) -> None:

@@ -45,11 +45,12 @@ class EchoServer:
 @pytest.fixture
 def echo() -> Iterator[EchoServer]:
     server = EchoServer()
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield server
     server.server.shutdown()
     server.server.server_close()
+    thread.join(timeout=5)
 
 
 def write_config(tmp_path: Path, judge: str) -> Path:

@@ -10,6 +10,7 @@ import is knowledge of the other stage all the same.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,10 +255,11 @@ def _owner(dotted: str, names: set[str]) -> str | None:
     return dotted or None
 
 
-def edges() -> list[Edge]:
-    """Return every import between two modules of the package."""
+@functools.cache
+def edges() -> tuple[Edge, ...]:
+    """Return every import between two modules of the package (read once per test run)."""
     known = modules()
-    return [edge for name, path in known.items() for edge in imports(name, path, known)]
+    return tuple(edge for name, path in known.items() for edge in imports(name, path, known))
 
 
 def within(module: str, package: str) -> bool:

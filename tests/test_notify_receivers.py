@@ -7,7 +7,9 @@ through real sockets and httpx's real transport.
 
 from __future__ import annotations
 
+import http.client
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,6 +257,30 @@ def test_secrets_stay_out_of_the_outbox_and_its_errors(db: Path, clock: ManualCl
 
 
 # --- outage and recovery -------------------------------------------------------------------
+
+
+def test_a_stopped_receiver_answers_nothing_on_a_connection_opened_before() -> None:
+    """Stopping ends the kept-alive connections too: the next request on one is not recorded,
+    and no thread of the receiver is left running."""
+    before = set(threading.enumerate())
+    receiver = RecordingReceiver().start()
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+
+    def post() -> None:
+        connection.request("POST", "/hook", body=b"{}")
+        connection.getresponse().read()
+
+    try:
+        post()
+        receiver.stop()
+        with pytest.raises(ConnectionError):
+            post()
+    finally:
+        connection.close()
+    assert (1, []) == (
+        len(receiver.requests),
+        [t.name for t in threading.enumerate() if t not in before],
+    )
 
 
 def test_an_outage_is_bridged_by_the_outbox(db: Path, clock: ManualClock) -> None:

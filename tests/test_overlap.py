@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -28,6 +29,19 @@ except ImportError:  # pragma: no cover - the reference test alone is skipped
     rbo = None
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_tqdm_monitor_thread() -> Iterator[None]:
+    """Keep the reference's progress bars (tqdm) from starting their monitor thread, which
+    would run on after the test."""
+    with pytest.MonkeyPatch.context() as patch:
+        if rbo is not None:
+            import tqdm
+
+            patch.setattr(tqdm.tqdm, "monitor_interval", 0)
+        yield
+
 
 rankings = st.lists(st.sampled_from([f"d{i}" for i in range(15)]), max_size=12, unique=True)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unavailable
+from conftest import threads_kept_by_a_shared_server, unavailable
 
 from monitor.config import default_config
 from monitor.job import run_suite
@@ -59,13 +59,15 @@ def _serving(settings: WebSettings, host: str) -> Iterator[str]:
     config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="error")
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not instance.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://{host}:{port}"
-    instance.should_exit = True
-    thread.join(timeout=10)
+    # Starlette renders in AnyIO's worker threads, which end with the server's event loop.
+    with threads_kept_by_a_shared_server("AnyIO worker thread"):
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not instance.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield f"http://{host}:{port}"
+        instance.should_exit = True
+        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,10 @@ comparison::
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
+import socket
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -190,6 +192,42 @@ class ReceivedRequest:
 Answer: TypeAlias = "int | tuple[int, Mapping[str, str], bytes]"
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    """A threading HTTP server whose close also ends the connections it still holds open.
+
+    A client's keep-alive connection would otherwise go on being served by its handler
+    thread after the port is closed: a stopped receiver would still answer, and the thread
+    would outlive the receiver.
+    """
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], handler: type[http.server.BaseHTTPRequestHandler]):
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        """Close the port, end every open connection and join the handler threads."""
+        with self._open_lock:
+            still_open = list(self._open)
+        for connection in still_open:
+            with contextlib.suppress(OSError):  # the client closed it meanwhile
+                connection.shutdown(socket.SHUT_RDWR)
+        super().server_close()
+
+
 class RecordingReceiver:
     """An HTTP server on 127.0.0.1 (a free port) that records requests and answers them.
 
@@ -205,7 +243,7 @@ class RecordingReceiver:
         self.requests: list[ReceivedRequest] = []
         self.accepted: list[ReceivedRequest] = []
         self._lock = threading.Lock()
-        self._server: http.server.ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
@@ -218,8 +256,7 @@ class RecordingReceiver:
         """Listen (on the port used before, if any) and serve in a thread."""
         if self._server is not None:
             return self
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", self.port), self._handler())
         self.port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(
@@ -229,7 +266,7 @@ class RecordingReceiver:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the port."""
+        """Stop serving, close the port and end the connections still open."""
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
