@@ -505,4 +505,4 @@ def test_judgments_add_reads_grades_from_a_pipe(
             handle.read()
     writer.join()
     out = capsys.readouterr().out
-    assert (0, True) == (code, out.strip().endswith("1 grades from grades.jsonl")), out
+    assert (0, True) == (code, out.strip().endswith("1 grade from grades.jsonl")), out

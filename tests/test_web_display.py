@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from conftest import threads_kept_by_a_shared_server
 from starlette.testclient import TestClient
 
 from monitor.config import default_config
@@ -29,7 +30,11 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     with open_store(path) as store:
         run_suite(default_config().suite(SUITE), store, progress=False)
     settings = WebSettings(config=default_config(), store=lambda: open_store(path), warm=False)
-    with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
+    # Starlette renders in AnyIO's worker threads, which end with the client's event loop.
+    with (
+        threads_kept_by_a_shared_server("AnyIO worker thread"),
+        TestClient(create_app(settings), base_url="http://127.0.0.1") as c,
+    ):
         yield c
 
 
