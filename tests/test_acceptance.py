@@ -95,3 +95,19 @@ def test_a_run_whose_clock_is_five_minutes_ahead_does_not_take_a_running_holders
     assert (0, True) == (second.code, "is locked by pid" in second.err), second.err
     assert 0 == done.code, done.err
     assert [(1, "ok"), (2, "ok")] == list(runs(line.store))
+
+
+def test_a_full_disk_under_the_store_loses_nothing_and_alerts_until_it_is_freed(
+    line: Timeline,
+) -> None:
+    """The store's files cannot grow (a full disk): the run exits 1 with store_unwritable
+    sent outside the store, no run is half written, and the next run, with room again,
+    stores its run beside the earlier ones and resolves the alert."""
+    before = list(runs(line.store))
+    full = line.run(file_limit=4096)
+    after_full = list(runs(line.store))
+    freed = line.run()
+    assert (1, [("firing", "store_unwritable")]) == (full.code, full.told), full.err
+    assert before == after_full
+    assert (0, [("resolved", "store_unwritable")]) == (freed.code, freed.told), freed.err
+    assert [*before, (before[-1][0] + 1, "ok")] == list(runs(line.store))

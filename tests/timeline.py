@@ -4,7 +4,8 @@ A :class:`Timeline` holds a real search service and a real webhook receiver on 1
 a suite watching them, and a store; each step runs ``python -m monitor run`` as a separate
 process, as cron or a CronJob would, with the faults of that moment set first: the backend
 ``up``, ``down`` (HTTP 503), ``empty`` (no hits) or ``held`` (answering once released); the
-receiver up or down; and the process's wall clock stepped (libfaketime, its offset read from
+receiver up or down; the files the process writes capped in size (a full disk, for the
+store); and the process's wall clock stepped (libfaketime, its offset read from
 a file on every call, so that a step can come mid-run: :attr:`Backend.on_query` writes it
 when the Nth query arrives; only the steps that ask for a clock run under it). The
 monotonic clock is left alone, as the kernel leaves it when the wall clock steps. Each step
@@ -17,12 +18,15 @@ from __future__ import annotations
 import glob
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -207,9 +211,13 @@ class Timeline:
             )
         return env
 
-    def start(self, *args: str, clock: str | None = None) -> subprocess.Popen[str]:
+    def start(
+        self, *args: str, clock: str | None = None, file_limit: int | None = None
+    ) -> subprocess.Popen[str]:
         """Start ``run`` (or the command ``args`` name) in the background; its wall clock is
-        the timeline's (:meth:`step_clock`), or its own at offset ``clock``."""
+        the timeline's (:meth:`step_clock`), or its own at offset ``clock``. With
+        ``file_limit`` no file the process writes may grow past that many bytes (the
+        kernel's RLIMIT_FSIZE: a write past it fails as on a full disk)."""
         own = self.clock_file if self.faked else None
         if clock is not None:
             self._clocks += 1
@@ -221,6 +229,7 @@ class Timeline:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=None if file_limit is None else partial(_limit_files, file_limit),
         )
 
     def finish(self, process: subprocess.Popen[str]) -> Step:
@@ -228,9 +237,9 @@ class Timeline:
         _, err = process.communicate(timeout=120)
         return self._step(process.returncode, err)
 
-    def run(self, *args: str, clock: str | None = None) -> Step:
+    def run(self, *args: str, clock: str | None = None, file_limit: int | None = None) -> Step:
         """Run ``run`` (or the command ``args`` name) to its end; return its step."""
-        return self.finish(self.start(*args, clock=clock))
+        return self.finish(self.start(*args, clock=clock, file_limit=file_limit))
 
     def _step(self, code: int, err: str) -> Step:
         bodies = self.receiver.bodies()
@@ -242,6 +251,13 @@ class Timeline:
         self._told = len(bodies)
         gauges = self.folder / "suite.prom"
         return Step(code, err, told, gauges.read_text() if gauges.exists() else "")
+
+
+def _limit_files(size: int) -> None:
+    """Cap the size of every file this process writes (in the child, before exec): a write
+    past it fails with EFBIG instead of killing the process (SIGXFSZ ignored)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 def runs(store: Path) -> Sequence[tuple[int, str]]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from monitor.cli.exits import ExitCode
     from monitor.compare.power import PowerFigure
     from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.errors import StoreError
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import Published, SuiteOutcome
     from monitor.job.shards import Shard, ShardOutcome
@@ -180,6 +181,30 @@ def load(args: argparse.Namespace) -> MonitorConfig:
     return default_config()
 
 
+def _unopened(
+    suites: list[SuiteConfig],
+    error: StoreError,
+    args: argparse.Namespace,
+    snapshots: list[SuiteSnapshot],
+) -> int:
+    """Report a store that cannot be opened as each suite's failure: its gauges and its
+    store_unwritable alert, as a store failing mid-run does; return exit code 1."""
+    from datetime import datetime, timezone
+
+    from monitor.cli.exits import ExitCode
+    from monitor.job.publish import publish_store_failure
+    from monitor.secrets import suite_scrubber
+
+    for suite in suites:
+        said = suite_scrubber(suite)(str(error))
+        print(f"retrieval-monitor: suite {suite.name}: error: {said}", file=sys.stderr)
+        sinks = [snapshots.append] if args.metrics_out else ()
+        publish_store_failure(suite, error, sinks, clock=lambda: datetime.now(timezone.utc))
+    if args.metrics_out is not None:
+        _write_metrics(args.metrics_out, snapshots)
+    return int(ExitCode.UNEXPECTED)
+
+
 def store_target(args: argparse.Namespace, config: MonitorConfig) -> str:
     """Return the store URL or path: ``--store`` if given, else the config's."""
     if args.store:
@@ -191,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the suites; return the most serious exit code among them."""
     from monitor.cli.exits import ExitCode, classify, most_serious
     from monitor.config import config_hash
-    from monitor.errors import InternalError, MonitorError, UsageError
+    from monitor.errors import InternalError, MonitorError, StoreError, UsageError
     from monitor.job import run_shard, run_suite
     from monitor.report import render_comparison
     from monitor.report.compose import with_power
@@ -208,7 +233,11 @@ def run(args: argparse.Namespace) -> int:
     snapshots: list[SuiteSnapshot] = []
     codes: list[ExitCode] = []
     reports: list[dict[str, Any]] = []
-    with Termination(grace) as termination, open_store(store_target(args, config)) as store:
+    try:
+        opened = open_store(store_target(args, config))
+    except StoreError as error:
+        return _unopened(suites, error, args, snapshots)
+    with Termination(grace) as termination, opened as store:
         for suite in suites:
             where: dict[str, Any] = {}
             try:

@@ -447,3 +447,34 @@ def publish_failure(
         alert(suite, store, None, error, at=finished, notifiers=notifiers, delivery=delivery)
     except MonitorError as failure:
         log.error("failure_alert_failed", suite=suite.name, error=str(failure))
+
+
+class _Unopened:
+    """The store of a run that could not open it: whatever is asked of it raises the error
+    that said so, as a store that fails each call would."""
+
+    def __init__(self, error: StoreError) -> None:
+        self._error = error
+        self.location = error.location
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        def refuse(*args: object, **kwargs: object) -> object:
+            raise self._error
+
+        return refuse
+
+
+def publish_store_failure(
+    suite: SuiteConfig,
+    error: StoreError,
+    sinks: Sequence[Sink] = (),
+    *,
+    clock: Clock,
+    delivery: Delivery | None = None,
+) -> None:
+    """Export the failure gauges of ``suite`` and send its ``store_unwritable`` alert, when
+    the store could not even be opened: the run cannot start, and must still say so."""
+    with suite_notifiers(suite, None) as built:
+        at = clock()
+        unopened: Store = _Unopened(error)  # type: ignore[assignment]
+        publish_failure(suite, unopened, error, at, sinks, built, clock, delivery or Delivery())
