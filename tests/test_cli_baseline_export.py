@@ -57,5 +57,6 @@ def test_export_without_a_baseline_exits_2(
         ]
     )
     assert 2 == code
-    assert "has no baseline; pin one with `baseline set`" in capsys.readouterr().err
+    expected = f"`retrieval-monitor baseline set --config {config.absolute()} --suite larkfield`"
+    assert f"has no baseline; pin one with {expected}" in capsys.readouterr().err
     assert not path.exists()

@@ -9,6 +9,7 @@ default).
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,3 +236,47 @@ def test_a_sharded_run_whose_parts_answered_nothing_is_not_measured(
     codes = [run(config, "--shard", f"{i}/2", "--attempt", "a1") for i in range(2)]
     status, error = latest_error(tmp_path)
     assert ([0, 3], "failed", True) == (codes, status, "NotMeasured: measured 0 of 59" in error)
+
+
+def pin_an_outage_as_older_versions_did(tmp_path: Path, config: Path) -> None:
+    """Store an ok run that measured nothing and pin it straight in the database, as a store
+    written before such runs failed may hold."""
+    import sqlite3
+    from dataclasses import replace as changed
+
+    from monitor.store.records import QueryRecord
+    from tests.test_store import make_run
+
+    failed = QueryRecord("Q01", {}, (), ("d1",), 0.1, error_type="HTTPError", error_message="503")
+    outage = changed(make_run("larkfield", queries=(failed,)), means={"ndcg@10": math.nan})
+    with open_store(tmp_path / "monitor.db") as store:
+        run_id = store.save_run(outage)
+    with sqlite3.connect(tmp_path / "monitor.db") as db:
+        db.execute(
+            "INSERT INTO baselines (suite, run_id, pinned_at) VALUES ('larkfield', ?, ?)"
+            " ON CONFLICT (suite) DO UPDATE SET run_id = excluded.run_id",
+            (run_id, "2030-01-01T00:00:00.000000+00:00"),
+        )
+
+
+def test_a_pinned_baseline_that_measured_nothing_is_never_exported_or_gated_against(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``baseline export`` and ``gate`` refuse a pinned outage (exit 2), naming the command
+    that pins a run that measured."""
+    config = write_config(tmp_path, "{kind: replay, bundled: larkfield/rerank}")
+    assert 0 == run(config)
+    pin_an_outage_as_older_versions_did(tmp_path, config)
+    capsys.readouterr()
+    out = tmp_path / "baseline.json"
+    export = ["baseline", "export", "--config", str(config), "--suite", "larkfield"]
+    exported = main([*export, "--output", str(out)])
+    said = capsys.readouterr().err
+    gated = main(
+        [
+            *("gate", "--config", str(config), "--suite", "larkfield", "--no-progress"),
+            *("--candidate", "replay:larkfield/keyword"),
+        ]
+    )
+    assert (2, False, True) == (exported, out.exists(), "measured nothing" in said)
+    assert (2, True) == (gated, "measured nothing" in capsys.readouterr().err)

@@ -158,6 +158,7 @@ def export_baseline(args: argparse.Namespace) -> int:
     """Write the suite's baseline run, with what it was measured on, as a baseline file."""
     from monitor.config import config_hash
     from monitor.gate.baseline_file import write_baseline
+    from monitor.job.measurable import measured_anything
     from monitor.store import open_store
 
     config = load(args)
@@ -165,8 +166,15 @@ def export_baseline(args: argparse.Namespace) -> int:
     with open_store(store_target(args, config)) as store:
         run = store.get_baseline(suite.name)
         pinned = next((b for b in store.list_baselines() if b.suite == suite.name), None)
+    where = "" if suite.config_file is None else f" --config {suite.config_file}"
+    pin = f"`retrieval-monitor baseline set{where} --suite {suite.name}`"
     if run is None:
-        raise UsageError(f"suite {suite.name!r} has no baseline; pin one with `baseline set`")
+        raise UsageError(f"suite {suite.name!r} has no baseline; pin one with {pin}")
+    if not measured_anything(run.means):
+        raise UsageError(
+            f"suite {suite.name!r}: baseline run {run.run_id} measured nothing (pinned before "
+            f"such runs failed); pin a run that measured with {pin}, then export it"
+        )
     write_baseline(
         args.output,
         replace(run, config_hash=config_hash(suite)),

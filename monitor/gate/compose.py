@@ -19,7 +19,7 @@ from monitor.errors import UsageError
 from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
 from monitor.gate.records import GateResult, gate_verdict
-from monitor.job.measurable import check_measured
+from monitor.job.measurable import check_measured, measured_anything
 from monitor.job.path import compare_with_baseline, measure, search_suite
 from monitor.judgments import align_baseline
 from monitor.judgments.suite import suite_evalset
@@ -133,6 +133,11 @@ def gate_suite(
                 baseline, notes = replace(baseline, run=aligned.baseline), (aligned.note,)
     if baseline is None:
         baseline = _seed(suite, evalset, config_hash)
+    if not measured_anything(baseline.run.means):
+        raise UsageError(
+            f"suite {suite.name!r}: the baseline ({baseline.source}) measured nothing, so "
+            "every candidate would pass it; pin and export a run that measured"
+        )
     if baseline.run.evalset_fingerprint != evalset.fingerprint:
         raise EvalSetMismatchError(
             suite.name, baseline.source, baseline.run.evalset_fingerprint, evalset.fingerprint

@@ -20,13 +20,19 @@ import numpy as np
 from monitor.errors import NotMeasured
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from numpy.typing import NDArray
 
     from monitor.config.model import SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.runner import RunResult
+
+
+def measured_anything(means: Mapping[str, float]) -> bool:
+    """Return whether a run's ``means`` hold a known value: a run whose every mean is
+    unknown (an outage stored as ok before such runs failed) measured nothing."""
+    return any(not math.isnan(value) for value in means.values())
 
 
 def needed(min_measured: float, answerable: int) -> int:

@@ -12,7 +12,6 @@ neither waits for real time nor sleeps through real backoff.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from monitor.alerts.delivery import Delivery
 from monitor.errors import SearchBackendError, UsageError
 from monitor.evalset import bundled, digests
 from monitor.job.lockskips import suite_lock
-from monitor.job.measurable import check_measured
+from monitor.job.measurable import check_measured, measured_anything
 from monitor.job.outcome import SuiteOutcome
 from monitor.job.path import compare_stored, load_frozen, measure, score_run, search_suite
 from monitor.job.publish import (
@@ -204,7 +203,7 @@ def _seed_baseline(
     None when it measured nothing on ``evalset`` (no answerable query): nothing to pin."""
     name = suite.baseline.bundled_run if suite.baseline else None
     record = seed_record(suite, evalset, config_hash)
-    if all(math.isnan(value) for value in record.means.values()):
+    if not measured_anything(record.means):
         log.warning("baseline_not_pinned", suite=suite.name, run=name, reason="measured nothing")
         return None
     run_id = store.save_run(record)
