@@ -280,3 +280,17 @@ def test_a_pinned_baseline_that_measured_nothing_is_never_exported_or_gated_agai
     )
     assert (2, False, True) == (exported, out.exists(), "measured nothing" in said)
     assert (2, True) == (gated, "measured nothing" in capsys.readouterr().err)
+
+
+def test_a_run_against_a_pinned_outage_says_it_has_no_baseline_to_compare_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose pinned baseline measured nothing is not 'ok' against it: no baseline, and
+    a warning saying why."""
+    config = write_config(tmp_path, "{kind: replay, bundled: larkfield/keyword}")
+    assert 0 == run(config)
+    pin_an_outage_as_older_versions_did(tmp_path, config)
+    capsys.readouterr()
+    assert 0 == run(config)
+    out = capsys.readouterr().out
+    assert (True, True) == ("verdict: no baseline yet" in out, "baseline measured nothing" in out)

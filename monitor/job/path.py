@@ -30,6 +30,7 @@ from monitor.errors import InternalError, UsageError
 from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
+from monitor.job.measurable import measured_anything
 from monitor.job.outcome import SuiteOutcome
 from monitor.judgments import align_baseline, labels_of
 from monitor.judgments.suite import judge_after_run
@@ -222,6 +223,9 @@ def compare_stored(
     # A baseline measured with other judgments of the same queries is re-scored, not lost.
     corpus = corpus_for(suite.evalset, suite.metrics)
     stored = store.get_baseline(suite.name)
+    unmeasured = stored is not None and not measured_anything(stored.means)
+    if unmeasured:  # an outage pinned before such runs failed: nothing to compare with
+        stored = None
     aligned = align_baseline(store, stored, evalset, frozen, corpus=corpus, current=labels)
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
@@ -230,6 +234,11 @@ def compare_stored(
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
     warned: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
+    if unmeasured:
+        warned += (
+            "the pinned baseline measured nothing (an outage pinned before such runs "
+            "failed): compared with no baseline; pin a run that measured",
+        )
     if result is not None:  # kept whenever the suite has a judge
         judged = judge_after_run(suite, store, frozen, record, result)
         warned += judged.warnings
