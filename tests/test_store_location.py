@@ -62,3 +62,13 @@ def test_the_psycopg_driver_url_the_config_accepts_opens_postgres() -> None:
     """``postgresql+psycopg://`` reaches PostgreSQL (a connection error), not a usage error."""
     with pytest.raises(StoreError):
         open_store("postgresql+psycopg://monitor@127.0.0.1:1/monitor")
+
+
+def test_a_store_path_naming_a_folder_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--store`` naming a folder is exit 2, saying a file was expected, never exit 1."""
+    from monitor.cli import main
+
+    assert 2 == main(["baseline", "list", "--store", str(tmp_path)])
+    assert "is a folder; expected a SQLite file" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from monitor.errors import StoreError
+from monitor.errors import StoreError, UsageError
 from monitor.store.base import Store
 from monitor.store.dialect import POSTGRES, SQLITE
 from monitor.store.location import redact, store_location
@@ -53,6 +53,8 @@ def open_sqlite(path: Path) -> SqlStore:
         needed = ".".join(map(str, _SQLITE_MINIMUM))
         found = sqlite3.sqlite_version
         raise StoreError(location, f"needs SQLite {needed} or newer, found {found}")
+    if not memory and path.is_dir():
+        raise UsageError(f"store {location}: is a folder; expected a SQLite file (or a URL)")
     try:
         if not memory:
             path.parent.mkdir(parents=True, exist_ok=True)
