@@ -215,3 +215,15 @@ def test_eval_set_queries_meet_the_logs_by_their_normalised_key() -> None:
     """A Larkfield query shouted with extra spaces has the key of its text in the set."""
     text = next(iter(bundled.larkfield_evalset())).text
     assert query_key(text) == query_key(f"  {text.upper()}  ")
+
+
+def test_from_clicks_without_the_database_names_the_command_that_makes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --db that does not exist is exit 2 saying how to make it, and no file is left."""
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "none.duckdb"
+    code = main(["judgments", "from-clicks", "--suite", "larkfield", "--store",
+                 str(tmp_path / "monitor.db"), "--db", str(missing)])  # fmt: skip
+    assert (2, False) == (code, missing.exists())
+    assert "retrieval-monitor logs import" in capsys.readouterr().err

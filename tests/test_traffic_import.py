@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib
 from collections.abc import Callable
 from pathlib import Path
@@ -223,3 +224,29 @@ def test_without_duckdb_the_error_names_the_traffic_extra(
     err = capsys.readouterr().err
     assert (2, 1) == (code, len(err.strip().splitlines()))
     assert "pip install 'retrieval-monitor[traffic]'" in err
+
+
+def test_gzip_compressed_parquet_reads_as_parquet(tmp_path: Path) -> None:
+    """A ``.parquet.gz`` log is decompressed and read as Parquet."""
+    write_parquet(tmp_path / "q.parquet", QUERIES)
+    (tmp_path / "q.parquet.gz").write_bytes(gzip.compress((tmp_path / "q.parquet").read_bytes()))
+    write_ndjson(tmp_path / "e.ndjson", EVENTS)
+    assert 5 == imported(tmp_path, tmp_path / "q.parquet.gz", tmp_path / "e.ndjson").searches_stored
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expected"),
+    [
+        ("q.ndjson.gz", gzip.compress(b"\n" * 5000)[:-8], "cannot read"),
+        ("q.ndjson", b'{"user_query": "caf\xe9"}\n', "expected UTF-8 text"),
+        ("q.parquet", b"PAR1 not really", "expected a Parquet file"),
+    ],
+)
+def test_a_file_that_cannot_be_read_whole_is_an_error_even_under_skip_bad(
+    tmp_path: Path, name: str, data: bytes, expected: str
+) -> None:
+    """A truncated gzip, non-UTF-8 text or a broken Parquet file is never skipped as a row."""
+    (tmp_path / name).write_bytes(data)
+    write_ndjson(tmp_path / "e.ndjson", EVENTS)
+    with pytest.raises(UsageError, match=f"{name}: {expected}"):
+        imported(tmp_path, tmp_path / name, tmp_path / "e.ndjson", skip_bad=10)

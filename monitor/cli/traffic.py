@@ -257,7 +257,7 @@ def from_clicks_command(args: argparse.Namespace) -> int:
     for query in frozen:
         by_key.setdefault(query_key(query.text), []).append(query.id)
     with store:
-        connection = connect(args.db)
+        connection = connect(args.db, create=False)
         try:
             graded = click_grades(connection, settings, span)
             matched = [item for item in graded if item.query_key in by_key]

@@ -44,14 +44,15 @@ def duckdb() -> Any:
         raise UsageError(f"the traffic commands need DuckDB: {INSTALL}") from None
 
 
-def connect(path: Path, *, read_only: bool = False) -> Connection:
-    """Open the traffic database at ``path`` (created with its tables unless ``read_only``).
+def connect(path: Path, *, read_only: bool = False, create: bool = True) -> Connection:
+    """Open the traffic database at ``path`` (created with its tables unless ``read_only``
+    or not ``create``).
 
-    A missing file opened ``read_only`` raises UsageError naming it and the command that
-    makes one; a file that is not a DuckDB database raises UsageError naming it.
+    A missing file opened ``read_only`` or without ``create`` raises UsageError naming it and
+    the command that makes one; a file that is not a DuckDB database raises UsageError.
     """
     module = duckdb()
-    if read_only and not path.is_file():
+    if (read_only or not create) and not path.is_file():
         raise UsageError(
             f"{path}: no traffic database there; make one with: retrieval-monitor logs import "
             f"--queries FILE --events FILE --db {path}"

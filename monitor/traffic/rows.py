@@ -14,7 +14,9 @@ flat column or key spelled with dots (``object.object_id``), as CSV and flat JSO
 In CSV, ``query_response_hit_ids`` is a JSON list or ids separated by commas. Timestamps are
 ISO 8601 (a time without zone is UTC). An event without a ``query_id`` is not about a search:
 it is counted and left out. A bad row raises InputError naming the file and its line (its
-1-based row for Parquet), or is counted and skipped by a :class:`Skipper` with a cap.
+1-based row for Parquet), or is counted and skipped by a :class:`Skipper` with a cap; a
+file that cannot be read as a whole (not UTF-8, not Parquet, a truncated ``.gz``) is an
+error that is never skipped.
 """
 
 from __future__ import annotations
@@ -121,8 +123,8 @@ def records(path: Path) -> Iterator[tuple[int, Mapping[str, Any] | InputError]]:
                 yield from _csv_records(path, text)
             else:
                 yield from _json_records(path, text)
-        except UnicodeDecodeError as error:
-            yield 0, InputError(path, "UTF-8 text", found=str(error))
+        except UnicodeDecodeError as error:  # the rest of the file is unreadable: never skipped
+            raise UsageError(f"{path}: expected UTF-8 text, found {error.reason}") from None
 
 
 def _json_records(path: Path, text: io.TextIOBase) -> Iterator[tuple[int, Any]]:
@@ -152,13 +154,14 @@ def _csv_records(path: Path, text: io.TextIOBase) -> Iterator[tuple[int, Any]]:
 
 
 def _parquet_records(path: Path) -> Iterator[tuple[int, Any]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as error:
-        yield 0, InputError(path, "a Parquet file", found=str(error))
-        return
+        with open_input(path) as raw:
+            table = pq.read_table(pa.BufferReader(raw.read()))
+    except (pa.ArrowException, ValueError) as error:  # the whole file: never skipped
+        raise UsageError(f"{path}: expected a Parquet file, found {error}") from None
     yield from enumerate(table.to_pylist(), 1)
 
 
@@ -273,8 +276,10 @@ def _read(path: Path, skipper: Skipper, add: Callable[[Mapping[str, Any]], None]
                 skipper.reject(InputError(path, bad.expected, line=number, found=bad.found))
     except FileNotFoundError:
         raise UsageError(f"{path}: no such log file") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror or error}") from None
+    except (OSError, EOFError) as error:  # unreadable, or a corrupt or truncated .gz
+        raise UsageError(
+            f"{path}: cannot read: {getattr(error, 'strerror', None) or error}"
+        ) from None
 
 
 def _add_query(record: Mapping[str, Any], columns: QueryColumns) -> None:
