@@ -165,6 +165,17 @@ def test_skip_bad_counts_and_skips_bad_rows_up_to_its_cap(tmp_path: Path) -> Non
     assert (1, 2) == (summary.bad_rows_skipped, summary.events_stored)
 
 
+def test_the_summary_names_the_first_skipped_row(tmp_path: Path) -> None:
+    """What ``logs import`` prints under --skip-bad says where the first skipped row was."""
+    write_ndjson(tmp_path / "q.ndjson", QUERIES)
+    (tmp_path / "e.ndjson").write_text("[]\n")
+    summary = imported(tmp_path, tmp_path / "q.ndjson", tmp_path / "e.ndjson", skip_bad=1)
+    assert (
+        f"bad rows skipped: 1 (the first: {tmp_path / 'e.ndjson'}:1: expected a JSON"
+        in (summary.lines()[-1])
+    )
+
+
 def test_more_bad_rows_than_the_cap_is_an_error_naming_the_first(tmp_path: Path) -> None:
     """Past the cap the import stops, naming the cap and the first bad row."""
     write_ndjson(tmp_path / "q.ndjson", QUERIES)

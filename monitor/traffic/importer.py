@@ -39,6 +39,7 @@ class ImportSummary:
     events_stored: int
     events_without_query_id: int
     bad_rows_skipped: int
+    first_bad_row: str | None = None
 
     @property
     def events_left_out(self) -> int:
@@ -49,12 +50,13 @@ class ImportSummary:
         """Return the summary as the lines ``logs import`` prints."""
         return [
             f"searches: {self.searches_read} read, {self.searches_stored} stored, "
-            f"{self.rare_searches} dropped as rare ({self.rare_queries} queries below the "
-            f"distinct-client floor), {self.searches_known} already stored",
+            f"{self.rare_searches} dropped as rare (queries below the distinct-client floor: "
+            f"{self.rare_queries}), {self.searches_known} already stored",
             f"events: {self.events_read} read, {self.events_stored} stored, "
             f"{self.events_left_out} of searches not stored, "
             f"{self.events_without_query_id} without a query_id",
-            f"bad rows skipped: {self.bad_rows_skipped}",
+            f"bad rows skipped: {self.bad_rows_skipped}"
+            + (f" (the first: {self.first_bad_row})" if self.first_bad_row else ""),
         ]
 
 
@@ -212,6 +214,7 @@ def _store(
         events_stored=events_stored,
         events_without_query_id=events.without_query,
         bad_rows_skipped=skipper.skipped,
+        first_bad_row=None if skipper.first is None else str(skipper.first),
     )
 
 

@@ -14,8 +14,8 @@ the document is not in that list):
   (no data when no search was clicked).
 - ``reformulation_rate``: searches followed, by the same ``client_id`` in the same
   ``application`` within the reformulation gap (300 s by default), by a search with another
-  query key, over searches. The next search is the client's next one in time: a repeat of
-  the same key in between ends the chain.
+  query key, over searches. The next search is the client's next one in the window: a
+  repeat of the same key in between ends the chain.
 
 A window without searches is no data (:class:`NoTrafficError`), never a rate of 0.
 """
