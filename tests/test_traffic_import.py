@@ -261,3 +261,33 @@ def test_a_file_that_cannot_be_read_whole_is_an_error_even_under_skip_bad(
     write_ndjson(tmp_path / "e.ndjson", EVENTS)
     with pytest.raises(UsageError, match=f"{name}: {expected}"):
         imported(tmp_path, tmp_path / name, tmp_path / "e.ndjson", skip_bad=10)
+
+
+def test_a_document_listed_twice_keeps_its_first_place_and_the_others_theirs(
+    tmp_path: Path,
+) -> None:
+    """In a hit list a, b, a, c the document c was shown at rank 4, not 3."""
+    write_ndjson(tmp_path / "q.ndjson", [{**row, "query_response_hit_ids": ["a", "b", "a", "c"]}
+                                         for row in QUERIES])  # fmt: skip
+    write_ndjson(tmp_path / "e.ndjson", EVENTS)
+    imported(tmp_path, tmp_path / "q.ndjson", tmp_path / "e.ndjson")
+    assert [(1, "a"), (2, "b"), (4, "c")] == stored(
+        tmp_path, "SELECT rank, doc FROM impressions WHERE query_id = 'q0' ORDER BY rank"
+    )
+
+
+def test_a_float_ordinal_from_a_pandas_parquet_reads_as_a_whole_number_or_missing(
+    tmp_path: Path,
+) -> None:
+    """Ordinals 2.0 and NaN (pandas' missing integer) read as 2 and as no position."""
+    write_ndjson(tmp_path / "q.ndjson", QUERIES)
+    write_parquet(tmp_path / "e.parquet", [
+        {"action_name": "click", "query_id": "q1", "object.object_id": "d2",
+         "event_attributes.position.ordinal": 2.0, "timestamp": "2026-11-01T00:00:00Z"},
+        {"action_name": "click", "query_id": "q3", "object.object_id": "d1",
+         "event_attributes.position.ordinal": float("nan"), "timestamp": "2026-11-01T00:00:00Z"},
+    ])  # fmt: skip
+    imported(tmp_path, tmp_path / "q.ndjson", tmp_path / "e.parquet")
+    assert [("q1", 2), ("q3", None)] == stored(
+        tmp_path, "SELECT query_id, position FROM events ORDER BY query_id"
+    )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -221,10 +222,12 @@ def _timestamp(record: Mapping[str, Any]) -> datetime:
 def _ordinal(record: Mapping[str, Any]) -> int | None:
     name = "event_attributes.position.ordinal"
     found = value(record, name)
-    if found is None or found == "":
-        return None
+    if found is None or found == "" or (isinstance(found, float) and math.isnan(found)):
+        return None  # NaN: a missing value of a numeric column written by pandas
     if isinstance(found, str) and found.strip().isdigit():
         return int(found)
+    if isinstance(found, float) and found.is_integer():
+        found = int(found)
     if isinstance(found, bool) or not isinstance(found, int) or found < 0:
         raise _Bad(name, "a whole number >= 0", found)
     return found
@@ -301,9 +304,12 @@ def _add_query(record: Mapping[str, Any], columns: QueryColumns) -> None:
     columns.epoch_s.append(stamp.replace(tzinfo=timezone.utc).timestamp())
     columns.client_id.append(client)
     columns.application.append(application)
-    shown = list(dict.fromkeys(hits))  # a document listed twice was shown at its first place
-    columns.hits.append(len(shown))
-    for rank, doc in enumerate(shown, 1):
+    columns.hits.append(len(hits))
+    shown: set[str] = set()
+    for rank, doc in enumerate(hits, 1):
+        if doc in shown:  # a document listed twice was seen at its first place; the others keep
+            continue  # the places they were shown at
+        shown.add(doc)
         columns.shown_query_id.append(query_id)
         columns.shown_rank.append(rank)
         columns.shown_doc.append(doc)
