@@ -156,21 +156,24 @@ def keep_grades(
 ) -> None:
     """Store ``grades`` with their counts in ``click_grades``, under each eval-set query id
     ``queries`` gives their key, as layer ``layer_id`` of ``suite``."""
-    for item in grades:
-        for query_id in queries.get(item.query_key, ()):
-            connection.execute(
-                "INSERT INTO click_grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    layer_id,
-                    suite,
-                    query_id,
-                    item.query_key,
-                    item.doc,
-                    item.impressions,
-                    item.clicks,
-                    item.expected,
-                    item.score,
-                    item.confidence,
-                    item.grade,
-                ],
-            )
+    values = [
+        [
+            layer_id,
+            suite,
+            query_id,
+            item.query_key,
+            item.doc,
+            item.impressions,
+            item.clicks,
+            item.expected,
+            item.score,
+            item.confidence,
+            item.grade,
+        ]
+        for item in grades
+        for query_id in queries.get(item.query_key, ())
+    ]
+    if values:
+        connection.executemany(
+            "INSERT INTO click_grades VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values
+        )

@@ -26,6 +26,9 @@ class Connection(Protocol):
     def execute(self, query: str, parameters: object = ...) -> Any:
         """Run ``query`` with ``parameters``; return the connection (its cursor)."""
 
+    def executemany(self, query: str, parameters: object = ...) -> Any:
+        """Run ``query`` once for each parameter list of ``parameters``."""
+
     def register(self, view_name: str, python_object: object) -> Any:
         """Make ``python_object`` (an Arrow table) readable as the view ``view_name``."""
 
