@@ -226,4 +226,4 @@ def test_from_clicks_without_the_database_names_the_command_that_makes_it(
     code = main(["judgments", "from-clicks", "--suite", "larkfield", "--store",
                  str(tmp_path / "monitor.db"), "--db", str(missing)])  # fmt: skip
     assert (2, False) == (code, missing.exists())
-    assert "retrieval-monitor logs import" in capsys.readouterr().err
+    assert "no traffic database there; `logs import` with `--db" in capsys.readouterr().err

@@ -187,4 +187,4 @@ def test_a_missing_database_names_the_command_that_makes_one(
 ) -> None:
     """Reading a database that does not exist says how to make it, exit 2."""
     assert 2 == main(["logs", "metrics", "--db", str(tmp_path / "none.duckdb")])
-    assert "retrieval-monitor logs import --queries FILE" in capsys.readouterr().err
+    assert "no traffic database there; `logs import` with `--db" in capsys.readouterr().err

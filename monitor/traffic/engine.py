@@ -52,13 +52,14 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True) -> Conn
     or not ``create``).
 
     A missing file opened ``read_only`` or without ``create`` raises UsageError naming it and
-    the command that makes one; a file that is not a DuckDB database raises UsageError.
+    the command that makes one (not as a line to run: only the user knows the log files); a
+    file that is not a DuckDB database raises UsageError.
     """
     module = duckdb()
     if (read_only or not create) and not path.is_file():
         raise UsageError(
-            f"{path}: no traffic database there; make one with: retrieval-monitor logs import "
-            f"--queries FILE --events FILE --db {path}"
+            f"{path}: no traffic database there; `logs import` with `--db {path}` and the "
+            "query and event logs makes it"
         )
     try:
         connection: Connection = module.connect(str(path), read_only=read_only)
