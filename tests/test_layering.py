@@ -47,7 +47,7 @@ FRONTENDS = ("monitor.cli", "monitor.daemon", "monitor.web", "monitor.report", "
 #: The stages in the order the data flows; a stage may import its own layer's and earlier ones.
 FLOW: tuple[tuple[str, ...], ...] = (
     ("monitor.config",),
-    ("monitor.evalset",),
+    ("monitor.evalset", "monitor.traffic"),
     ("monitor.search",),
     ("monitor.run",),
     ("monitor.runner",),
@@ -77,6 +77,11 @@ RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "monitor.evalset",
         later("monitor.evalset"),
         "an eval set is data: it knows nothing of how it is searched, scored or compared",
+    ),
+    (
+        "monitor.traffic",
+        (*later("monitor.traffic"), "monitor.evalset"),
+        "traffic logs are data beside the eval set: the CLI joins them to suites and layers",
     ),
     (
         "monitor.search",

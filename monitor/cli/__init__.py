@@ -26,6 +26,7 @@ from monitor.cli import (
     run,
     serve,
     store,
+    traffic,
 )
 from monitor.cli.exits import ExitCode, exit_code
 from monitor.cli.version import VersionAction
@@ -43,6 +44,7 @@ _COMMANDS = (
     gate,
     evalset,
     judgments,
+    traffic,
     serve,
     store,
 )

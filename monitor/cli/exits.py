@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from monitor import errors
+from monitor.traffic.errors import NoTrafficError
 
 
 class ExitCode(IntEnum):
@@ -64,7 +65,8 @@ _MEANINGS: Final = MappingProxyType(
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
-            "threshold was passed but the change is not significant"
+            "threshold was passed but the change is not significant; or `logs metrics` found "
+            "no search in its window (no data, never a rate of 0)"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "
@@ -102,6 +104,7 @@ class ErrorCode:
 #: Exit code of each error family; the first matching row wins, so subclasses come first.
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = (
     ErrorCode(errors.StoreLockedError, ExitCode.OK, "skipped"),
+    ErrorCode(NoTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
     ErrorCode(errors.SearchBackendError, ExitCode.BACKEND),
     ErrorCode(errors.SearchSetupError, ExitCode.USAGE),
     ErrorCode(errors.NotifierSetupError, ExitCode.USAGE),

@@ -82,6 +82,10 @@ def register(subparsers: Any) -> None:
     )
     export.set_defaults(handler=export_command)
 
+    from monitor.cli.traffic import register_from_clicks
+
+    register_from_clicks(actions)
+
 
 def _open(args: argparse.Namespace) -> tuple[SuiteConfig, Store, EvalSet]:
     from monitor.evalset.suite import load_evalset

@@ -1,0 +1,292 @@
+"""``retrieval-monitor logs import|metrics`` and ``judgments from-clicks``: production traffic.
+
+The logs are kept in a DuckDB database file named by ``--db`` (made by ``logs import``), not
+in the monitor's store: they are many more rows than runs, and DuckDB aggregates them in
+place. ``judgments from-clicks`` reads that file and adds the grades to the suite's
+judgment layers in the store, as ``judgments add`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from monitor.cli.run import add_config_options, load, store_target
+
+if TYPE_CHECKING:
+    from monitor.traffic.online import OnlineMetrics
+    from monitor.traffic.window import Window
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", type=Path, required=True, metavar="PATH", help="the traffic database (DuckDB)"
+    )
+
+
+def _add_window(parser: argparse.ArgumentParser, default: str | None) -> None:
+    told = f"default {default}" if default else "default: every stored search"
+    parser.add_argument(
+        "--window", default=default, metavar="LENGTH", help=f"30m, 24h, 7d or 2w ({told})"
+    )
+    parser.add_argument("--until", metavar="TIME", help="the window's end, ISO 8601 (default: now)")
+    parser.add_argument(
+        "--click-action",
+        default="click",
+        metavar="NAME",
+        help="the action_name of clicks (default click)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``logs`` sub-command with ``import`` and ``metrics``."""
+    from monitor.traffic.importer import MIN_DISTINCT_CLIENTS
+
+    parser = subparsers.add_parser(
+        "logs", help="import query and click logs; online metrics of a window of traffic"
+    )
+    actions = parser.add_subparsers(dest="logs_command", metavar="ACTION", required=True)
+    reading = actions.add_parser(
+        "import",
+        help="read UBI query and event logs (NDJSON, Parquet, CSV; gzip or not) into --db",
+    )
+    reading.add_argument(
+        "--queries",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a query log (repeatable)",
+    )
+    reading.add_argument(
+        "--events",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an event log (repeatable)",
+    )
+    _add_db(reading)
+    reading.add_argument(
+        "--min-distinct-clients",
+        type=int,
+        default=MIN_DISTINCT_CLIENTS,
+        metavar="N",
+        help=f"drop queries fewer clients issued (default {MIN_DISTINCT_CLIENTS})",
+    )
+    reading.add_argument(
+        "--skip-bad",
+        type=int,
+        default=0,
+        metavar="N",
+        help="skip up to N bad rows, counted (default 0: the first is an error)",
+    )
+    reading.set_defaults(handler=import_command)
+    metrics = actions.add_parser(
+        "metrics", help="zero-result rate, CTR, abandonment, ... of a window, per application"
+    )
+    _add_db(metrics)
+    _add_window(metrics, "7d")
+    metrics.add_argument(
+        "--reformulation-gap",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a next search within this many seconds can reformulate (default 300)",
+    )
+    metrics.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    metrics.set_defaults(handler=metrics_command)
+
+
+def register_from_clicks(actions: Any) -> None:
+    """Add ``judgments from-clicks`` to the ``judgments`` actions."""
+    parser = actions.add_parser(
+        "from-clicks", help="grade (query, doc) pairs from click logs and add them as a layer"
+    )
+    add_config_options(parser)
+    parser.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    _add_db(parser)
+    parser.add_argument(
+        "--model", choices=("coec", "ctr_share"), default="coec", help="default: coec"
+    )
+    parser.add_argument(
+        "--max-rank", type=int, default=10, metavar="K", help="count ranks 1..K (default 10)"
+    )
+    parser.add_argument(
+        "--min-impressions",
+        type=int,
+        default=10,
+        metavar="N",
+        help="leave pairs shown fewer times unjudged (default 10)",
+    )
+    parser.add_argument(
+        "--prior", type=float, default=1.0, metavar="X", help="additive prior (default 1)"
+    )
+    parser.add_argument(
+        "--cutoffs",
+        metavar="A,B,...",
+        help="score cut-offs of grades 1, 2, ... (default 0.5,1,2 coec; 0.1,0.25,0.5 ctr_share)",
+    )
+    _add_window(parser, None)
+    parser.add_argument("--who", metavar="NAME", help="who added them (default: your user name)")
+    parser.add_argument(
+        "--override", action="store_true", help="replace grades that conflict with earlier ones"
+    )
+    parser.set_defaults(handler=from_clicks_command)
+
+
+def _window(args: argparse.Namespace) -> Window:
+    from monitor.traffic.window import EVERYTHING, parse_moment, window
+
+    if args.window is None:
+        if args.until is None:
+            return EVERYTHING
+        return type(EVERYTHING)(EVERYTHING.start, parse_moment(args.until))
+    return window(args.window, args.until)
+
+
+def import_command(args: argparse.Namespace) -> int:
+    """Import the logs into the traffic database and print what was stored."""
+    from monitor.traffic.engine import connect
+    from monitor.traffic.importer import import_logs
+
+    connection = connect(args.db)
+    try:
+        summary = import_logs(
+            connection,
+            args.queries,
+            args.events,
+            min_distinct_clients=args.min_distinct_clients,
+            skip_bad=args.skip_bad,
+        )
+    finally:
+        connection.close()
+    for line in summary.lines():
+        print(line)
+    return 0
+
+
+def metrics_command(args: argparse.Namespace) -> int:
+    """Print the online metrics of the window; exit 5 when it holds no search."""
+    from monitor.errors import UsageError
+    from monitor.traffic.engine import connect
+    from monitor.traffic.online import online_metrics
+
+    gap = args.reformulation_gap
+    if not (math.isfinite(gap) and gap >= 0):
+        raise UsageError(f"--reformulation-gap must be a number of seconds >= 0, not {gap}")
+    span = _window(args)
+    connection = connect(args.db, read_only=True)
+    try:
+        found = online_metrics(
+            connection, span, click_action=args.click_action, reformulation_gap=gap
+        )
+    finally:
+        connection.close()
+    if args.format == "json":
+        print(json.dumps(_metrics_json(span, found)))
+    else:
+        print("\n".join(_metrics_text(span, found)))
+    return 0
+
+
+def _metrics_json(span: Window, found: Sequence[OnlineMetrics]) -> dict[str, Any]:
+    return {
+        "window": {"start": f"{span.start.isoformat()}Z", "end": f"{span.end.isoformat()}Z"},
+        "applications": [
+            {
+                "application": item.application,
+                "searches": item.searches,
+                "searches_with_results": item.with_results,
+                **item.values,
+            }
+            for item in found
+        ],
+    }
+
+
+def _metrics_text(span: Window, found: Sequence[OnlineMetrics]) -> list[str]:
+    names = list(found[0].values)
+    heads = ["application", "searches", "with_results", *names]
+    table = [
+        [
+            "(all)" if item.application is None else item.application,
+            str(item.searches),
+            str(item.with_results),
+            *("no data" if v is None else f"{v:.4f}" for v in item.values.values()),
+        ]
+        for item in found
+    ]
+    widths = [max(len(row[i]) for row in [heads, *table]) for i in range(len(heads))]
+    lines = [f"online metrics, {span}"]
+    for row in [heads, *table]:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    return [line.rstrip() for line in lines]
+
+
+def from_clicks_command(args: argparse.Namespace) -> int:
+    """Grade pairs from the clicks and add the grades of eval-set queries as a layer."""
+    from monitor.errors import UsageError
+    from monitor.evalset.suite import load_evalset
+    from monitor.judgments import add_layer
+    from monitor.store import open_store
+    from monitor.traffic.clicks import ClickSettings, click_grades, keep_grades, parse_cutoffs
+    from monitor.traffic.engine import connect
+    from monitor.traffic.keys import query_key
+
+    settings = ClickSettings(
+        model=args.model,
+        max_rank=args.max_rank,
+        min_impressions=args.min_impressions,
+        prior=args.prior,
+        cutoffs=None if args.cutoffs is None else parse_cutoffs(args.cutoffs),
+        click_action=args.click_action,
+    )
+    span = _window(args)
+    source = f"{settings.source} window={span.label}"
+    config = load(args)
+    suite = config.suite(args.suite)
+    frozen = load_evalset(suite.evalset)
+    store = open_store(store_target(args, config))
+    by_key: dict[str, list[str]] = {}
+    for query in frozen:
+        by_key.setdefault(query_key(query.text), []).append(query.id)
+    with store:
+        connection = connect(args.db, create=False)
+        try:
+            graded = click_grades(connection, settings, span)
+            matched = [item for item in graded if item.query_key in by_key]
+            grades: dict[str, dict[str, int]] = {}
+            for item in matched:
+                for query_id in by_key[item.query_key]:
+                    grades.setdefault(query_id, {})[item.doc] = item.grade
+            keys = {item.query_key for item in graded}
+            if not grades:
+                raise UsageError(
+                    f"{args.db}: none of the {len(keys)} click-graded queries is a query of "
+                    f"suite {suite.name!r} (matched by normalised text); nothing to add"
+                )
+            layer = add_layer(
+                store,
+                suite.name,
+                grades,
+                frozen=frozen,
+                source=source,
+                who=args.who or getpass.getuser(),
+                override=args.override,
+            )
+            keep_grades(connection, layer.layer_id or 0, suite.name, matched, by_key)
+        finally:
+            connection.close()
+    unmatched = len(keys - set(by_key))
+    print(
+        f"layer {layer.layer_id} added to {suite.name}: {layer.size} grades from {source}; "
+        f"graded queries not in the eval set: {unmatched}; the counts and confidence of each "
+        f"grade are in table click_grades of {args.db}"
+    )
+    return 0

@@ -1,0 +1,31 @@
+"""The errors of the traffic stage."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from monitor.errors import MonitorError
+
+if TYPE_CHECKING:
+    from monitor.traffic.window import Window
+
+
+class NoTrafficError(MonitorError):
+    """A window holds no search: its metrics are no data, not 0."""
+
+    def __init__(
+        self, window: Window, first: datetime | None, last: datetime | None, searches: int
+    ) -> None:
+        self.window = window
+        self.first = first
+        self.last = last
+        self.searches = searches
+        if not searches or first is None or last is None:
+            held = "the database holds no search"
+        else:
+            held = (
+                f"the database holds {searches} searches from {first:%Y-%m-%dT%H:%M:%S}Z "
+                f"to {last:%Y-%m-%dT%H:%M:%S}Z"
+            )
+        super().__init__(f"no data: no search from {window} ({held})")

@@ -1,0 +1,100 @@
+"""Online metrics of a window of traffic, overall and per ``application``.
+
+Definitions (a *search* is one logged query; a *click* an event whose ``action_name`` is the
+click action, ``click`` by default; a click's rank is the clicked document's 1-based place in
+the search's ``query_response_hit_ids``, or its ``event_attributes.position.ordinal`` when
+the document is not in that list):
+
+- ``zero_result_rate``: searches that showed no result, over searches.
+- ``ctr``: searches with at least one click, over searches.
+- ``ctr@k`` (k = 1, 3, 5): searches with a click at rank k or better, over searches.
+- ``abandonment``: searches that showed results and got no click, over searches that
+  showed results (no data when none did).
+- ``mean_first_click_position``: the mean rank of each clicked search's best-ranked click
+  (no data when no search was clicked).
+- ``reformulation_rate``: searches followed, by the same ``client_id`` in the same
+  ``application`` within the reformulation gap (300 s by default), by a search with another
+  query key, over searches. The next search is the client's next one in the window: a
+  repeat of the same key in between ends the chain.
+
+A window without searches is no data (:class:`NoTrafficError`), never a rate of 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from monitor.traffic import sql
+from monitor.traffic.engine import Connection, rows
+from monitor.traffic.errors import NoTrafficError
+from monitor.traffic.window import Window
+
+#: The metrics by their canonical name, with the SQL column each is read from.
+METRICS: Final = {
+    "zero_result_rate": "zero_result_rate",
+    "ctr": "ctr",
+    "ctr@1": "ctr_at_1",
+    "ctr@3": "ctr_at_3",
+    "ctr@5": "ctr_at_5",
+    "abandonment": "abandonment",
+    "mean_first_click_position": "mean_first_click_position",
+    "reformulation_rate": "reformulation_rate",
+}
+
+#: The click action and reformulation gap (seconds) used unless told otherwise.
+CLICK_ACTION = "click"
+REFORMULATION_GAP = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineMetrics:
+    """The online metrics of one application (``None``: every application) in a window.
+
+    ``values`` maps each name of :data:`METRICS` to its value, ``None`` when it has no data.
+    """
+
+    application: str | None
+    searches: int
+    with_results: int
+    values: Mapping[str, float | None]
+
+
+def online_metrics(
+    connection: Connection,
+    window: Window,
+    *,
+    click_action: str = CLICK_ACTION,
+    reformulation_gap: float = REFORMULATION_GAP,
+) -> list[OnlineMetrics]:
+    """Return the metrics of ``window``: overall first, then each application by name.
+
+    Raise NoTrafficError (with the span the database holds) when the window has no search.
+    """
+    found = rows(
+        connection,
+        sql.ONLINE_METRICS,
+        {
+            "start": window.start,
+            "end": window.end,
+            "click_action": click_action,
+            "gap_seconds": float(reformulation_gap),
+        },
+    )
+    if not found or not found[0]["searches"]:  # the overall row is there even for no search
+        first, last, searches = connection.execute(sql.SPAN).fetchone()
+        raise NoTrafficError(window, first, last, int(searches))
+    return [
+        OnlineMetrics(
+            application=None if row["overall"] else str(row["application"]),
+            searches=int(row["searches"]),
+            with_results=int(row["with_results"]),
+            values={name: _number(row[column]) for name, column in METRICS.items()},
+        )
+        for row in found
+    ]
+
+
+def _number(found: object) -> float | None:
+    return None if found is None else float(found)  # type: ignore[arg-type]

@@ -1,0 +1,74 @@
+"""The time window a traffic command reads: a length such as ``7d`` ending at a moment.
+
+Times are UTC without a zone, as the traffic database keeps them. A window holds the
+searches with ``start <= timestamp < end``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from monitor.errors import UsageError
+
+_LENGTH = re.compile(r"([1-9][0-9]*)([mhdw])")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The span ``[start, end)`` of a traffic command, in UTC without a zone."""
+
+    start: datetime
+    end: datetime
+
+    def __str__(self) -> str:
+        return f"{_moment(self.start)} to {_moment(self.end)}"
+
+    @property
+    def label(self) -> str:
+        """Return the window as ``start/end`` (ISO 8601), or ``all`` for every search."""
+        if self == EVERYTHING:
+            return "all"
+        if self.start == EVERYTHING.start:
+            return f"until {_moment(self.end)}"
+        return f"{_moment(self.start)}/{_moment(self.end)}"
+
+
+def _moment(moment: datetime) -> str:
+    return f"{moment.isoformat(timespec='seconds')}Z"
+
+
+def parse_length(text: str) -> timedelta:
+    """Return the window length ``text`` (``30m``, ``24h``, ``7d``, ``2w``) as a timedelta."""
+    match = _LENGTH.fullmatch(text.strip())
+    if match is None:
+        raise UsageError(f"--window: expected a length such as 30m, 24h, 7d or 2w, found {text!r}")
+    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+
+
+def parse_moment(text: str, option: str = "--until") -> datetime:
+    """Return the ISO 8601 time ``text`` as UTC without a zone (no zone means UTC)."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{option}: expected an ISO 8601 time such as 2026-11-30T00:00:00Z, found {text!r}"
+        ) from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def window(length: str, until: str | None = None, *, now: datetime | None = None) -> Window:
+    """Return the window of ``length`` ending at ``until`` (default: ``now``, the clock's)."""
+    if until is not None:
+        end = parse_moment(until)
+    else:
+        end = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
+    return Window(end - parse_length(length), end)
+
+
+#: The window of every stored search.
+EVERYTHING = Window(datetime(1, 1, 1), datetime(9999, 12, 31))
