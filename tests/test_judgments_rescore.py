@@ -335,3 +335,18 @@ def test_rescoring_a_unit_metric_counts_units_through_the_corpus() -> None:
         queries=(QueryRecord("q1", {}, retrieved_ids=("p1", "p4")),),
     )
     assert 0.5 == rescore(run, evalset, corpus=corpus).means["recall@2[section]"]
+
+
+def test_list_lines_its_columns_up_under_their_names(
+    larkfield: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each layer's row starts its who and source columns where the header names them,
+    whatever the width of the name."""
+    round_trip(larkfield)
+    capsys.readouterr()
+    assert 0 == main(["judgments", "list", "--suite", "larkfield", "--store", str(larkfield)])
+    header, row = capsys.readouterr().out.splitlines()[1:3]
+    assert (header.index("who"), header.index("source")) == (
+        row.index("tester"),
+        row.index("filled.csv"),
+    )

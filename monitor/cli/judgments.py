@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
-from monitor.terminal import counted
+from monitor.terminal import counted, printable
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -180,13 +180,27 @@ def list_command(args: argparse.Namespace) -> int:
         print(json.dumps({"suite": suite.name, "judgments_version": version, "layers": rows}))
         return 0
     print(f"suite {suite.name}: judgments {version}")
-    print("layer  kind   grades  override  created_at                 who  source")
-    for row in rows:
-        print(
-            f"{row['layer_id']:>5}  {row['kind']:<5}  {row['grades']:>6}  "
-            f"{'yes' if row['override'] else 'no':<8}  {row['created_at']:<25}  "
-            f"{row['who']}  {row['source']}"
-        )
+    table = [
+        [
+            str(row["layer_id"]),
+            str(row["kind"]),
+            str(row["grades"]),
+            "yes" if row["override"] else "no",
+            f"{layer.created_at:%Y-%m-%d %H:%M:%S}",
+            printable(str(row["who"])),
+            printable(str(row["source"])),
+        ]
+        for row, layer in zip(rows, layers, strict=True)
+    ]
+    header = ["layer", "kind", "grades", "override", "created (UTC)", "who", "source"]
+    widths = [max(len(cells[i]) for cells in [header, *table]) for i in range(len(header))]
+    right = {0, 2}  # numbers line up on their last digit
+    for cells in [header, *table]:
+        padded = [
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        print("  ".join(padded).rstrip())
     return 0
 
 
