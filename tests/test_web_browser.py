@@ -257,8 +257,9 @@ def _run_mean(driver: Any, metric: str) -> float:
 def test_a_grade_button_round_trip_rescores_the_run(
     server: str, browser: Any, store_path: Path
 ) -> None:
-    """Grading an unjudged document adds a layer with its labeler, and the run page's
-    figures become those of the run re-scored under the new judgments."""
+    """Grading an unjudged document of the baseline's column adds a layer with its labeler,
+    takes its buttons off both columns, and the run page's figures become those of the run
+    re-scored under the new judgments."""
     from selenium.webdriver.common.by import By
 
     from monitor.report import compose_report
@@ -266,7 +267,15 @@ def test_a_grade_button_round_trip_rescores_the_run(
     browser.get(server + "/suites/larkfield/runs/2")
     before = _run_mean(browser, "recall@10")
     browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
-    group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
+    current = {
+        group.get_attribute("data-doc")
+        for group in browser.find_elements(By.CSS_SELECTOR, "#ranking-current .label-buttons")
+    }
+    group = next(
+        group
+        for group in browser.find_elements(By.CSS_SELECTOR, "#ranking-baseline .label-buttons")
+        if group.get_attribute("data-doc") in current
+    )
     doc = group.get_attribute("data-doc")
     labeler = browser.find_element(By.ID, "labeler")
     labeler.clear()
@@ -274,6 +283,7 @@ def test_a_grade_button_round_trip_rescores_the_run(
     group.find_element(By.CSS_SELECTOR, 'button[data-grade="2"]').click()
     _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
     assert [] == _console_errors(browser)
+    assert [] == browser.find_elements(By.CSS_SELECTOR, f'.label-buttons[data-doc="{doc}"] button')
 
     with open_store(store_path) as store:
         layers = store.layers(SUITE)
