@@ -244,6 +244,44 @@ def test_the_simulator_recomputed_shows_counts_as_integers_linked_to_definitions
     )
 
 
+def _open_simulator(driver: Any, url: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    root = driver.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    return root
+
+
+def test_the_simulator_redraws_each_documents_text(server: str, browser: Any) -> None:
+    """The ranking the script draws shows every document's passage text."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    items = browser.find_elements(By.CSS_SELECTOR, "#docs li")
+    assert [True] * 10 == [bool(i.find_elements(By.CSS_SELECTOR, ".doctext")) for i in items]
+
+
+def test_adding_a_missing_relevant_document_puts_it_last_and_recomputes(
+    server: str, browser: Any
+) -> None:
+    """The add button of a relevant document the ranking lacks appends it, graded relevant,
+    takes it off the list of missing ones, and recomputes the figures."""
+    from selenium.webdriver.common.by import By
+
+    root = _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    browser.find_element(By.CSS_SELECTOR, '#missing li[data-id="d9a5bd8ea531"] button').click()
+    _wait(lambda: root.get_attribute("data-computed") == "1")
+    last = browser.find_element(By.CSS_SELECTOR, "#docs li:last-child")
+    missing = browser.find_elements(By.CSS_SELECTOR, "#missing li")
+    assert ("d9a5bd8ea531", "1", 11, ["b47ef9ac1993"]) == (
+        last.get_attribute("data-id"),
+        last.get_attribute("data-grade"),
+        len(browser.find_elements(By.CSS_SELECTOR, "#docs li")),
+        [item.get_attribute("data-id") for item in missing],
+    )
+
+
 def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 

@@ -1,5 +1,5 @@
 """What the simulator page and the query page offer a reader: each document's text, the
-relevant documents the ranking lacks, the cut at k, and grade buttons in both rankings.
+relevant documents the ranking lacks, and grade buttons in both rankings.
 
 The store is filled by running the embedded default suite through the job, as `run` does:
 run 1 is the seeded rerank baseline, run 2 the keyword run that lost Q34's relevant
@@ -63,6 +63,40 @@ def _attribute(text: str, name: str) -> Any:
     found = re.search(f'data-{name}="([^"]*)"', root)
     assert found is not None
     return json.loads(html.unescape(found.group(1)))
+
+
+def test_the_simulator_shows_each_ranked_documents_text(client: TestClient) -> None:
+    """Every document of Q34's ranking is shown with its passage text."""
+    items = _items(client.get(SIMULATOR).text, "docs")
+    assert [True] * 10 == ['<div class="doctext">' in item for item in items]
+
+
+def test_the_simulator_gives_its_script_the_documents_texts(client: TestClient) -> None:
+    """The texts the script redraws the ranking with cover the ranking and its missing documents."""
+    text = client.get(SIMULATOR).text
+    texts = _attribute(text, "texts")
+    seed = _attribute(text, "seed")
+    assert {*(doc["id"] for doc in seed["docs"]), *LOST} == set(texts)
+
+
+def test_the_simulator_lists_the_relevant_documents_the_ranking_lacks(client: TestClient) -> None:
+    """Q34's two relevant documents missing from run 2's ranking are listed, each with an add
+    button."""
+    items = _items(client.get(SIMULATOR).text, "missing")
+    assert LOST == [re.search(r'data-id="(\w+)"', item).group(1) for item in items]  # type: ignore[union-attr]
+    assert all('class="add-missing"' in item for item in items)
+
+
+def test_the_simulator_gives_its_script_the_judged_relevant_documents(client: TestClient) -> None:
+    """The script is told every document judged relevant, with its grade."""
+    assert [{"id": doc, "grade": 1} for doc in LOST] == _attribute(
+        client.get(SIMULATOR).text, "relevant"
+    )
+
+
+def test_a_blank_simulator_lists_no_missing_documents(client: TestClient) -> None:
+    """Without a query the simulator has no list of missing documents."""
+    assert 'id="missing"' not in client.get("/simulator").text
 
 
 def test_the_baseline_ranking_has_grade_buttons_on_its_unjudged_documents(

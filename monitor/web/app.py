@@ -315,29 +315,29 @@ class _Pages:
         params = request.query_params
 
         def build() -> Response:
-            seed: dict[str, Any] = {"docs": [], "k": 10, "relevant_in_collection": 0}
-            source = None
+            from monitor.web.simulate import (
+                parse_simulation,
+                relevant_of,
+                seed_of,
+                simulate,
+                texts_of,
+            )
+
+            view = None
             if "suite" in params and "run" in params and "query" in params:
                 view = self.views.query_page(
                     params["suite"], _int_value(params["run"], "run"), params["query"]
                 )
-                grades = [max(row.grade or 0, 0) for row in view.current_rows]
-                docs = [
-                    {"id": row.doc_id, "grade": grade}
-                    for row, grade in zip(view.current_rows, grades, strict=True)
-                ]
-                relevant = sum(1 for grade in view.judgments.values() if grade >= 1)
-                seed = {
-                    "docs": docs,
-                    "k": min(max(len(docs), 1), 10),
-                    "relevant_in_collection": max(relevant, sum(1 for g in grades if g >= 1)),
-                }
-                source = view
-            from monitor.web.simulate import parse_simulation, simulate
-
+            seed = seed_of(view)
             first = simulate(parse_simulation(seed))
             return self.page(
-                "simulator.html", seed=json.dumps(seed), source=source, result=first, sim=seed
+                "simulator.html",
+                seed=json.dumps(seed),
+                source=view,
+                result=first,
+                sim=seed,
+                texts=json.dumps(texts_of(view)),
+                relevant=json.dumps(relevant_of(view)),
             )
 
         return await self._guarded(build)
