@@ -282,6 +282,31 @@ def test_adding_a_missing_relevant_document_puts_it_last_and_recomputes(
     )
 
 
+_CUT = """
+const items = [...document.querySelectorAll('#docs li')];
+return items.flatMap((item, i) => item.classList.contains('cut')
+  ? [[i + 1, getComputedStyle(item).borderBottomWidth, getComputedStyle(item, '::after').content]]
+  : []);
+"""
+
+
+def test_the_cut_line_follows_k(server: str, browser: Any) -> None:
+    """A labelled line is drawn below position k, and moves when k changes."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    before = browser.execute_script(_CUT)
+    k = browser.find_element(By.ID, "k")
+    browser.execute_script(
+        "arguments[0].value = '3'; arguments[0].dispatchEvent(new Event('change'))", k
+    )
+    _wait(lambda: browser.execute_script(_CUT) != before)
+    assert ([[10, "3px", '"cut at k = 10"']], [[3, "3px", '"cut at k = 3"']]) == (
+        before,
+        browser.execute_script(_CUT),
+    )
+
+
 def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 

@@ -1,5 +1,5 @@
 """What the simulator page and the query page offer a reader: each document's text, the
-relevant documents the ranking lacks, and grade buttons in both rankings.
+relevant documents the ranking lacks, the cut at k, and grade buttons in both rankings.
 
 The store is filled by running the embedded default suite through the job, as `run` does:
 run 1 is the seeded rerank baseline, run 2 the keyword run that lost Q34's relevant
@@ -97,6 +97,12 @@ def test_the_simulator_gives_its_script_the_judged_relevant_documents(client: Te
 def test_a_blank_simulator_lists_no_missing_documents(client: TestClient) -> None:
     """Without a query the simulator has no list of missing documents."""
     assert 'id="missing"' not in client.get("/simulator").text
+
+
+def test_the_simulator_marks_the_cut_after_position_k(client: TestClient) -> None:
+    """With k = 10, the tenth document of the ranking alone carries the cut."""
+    items = _items(client.get(SIMULATOR).text, "docs")
+    assert [10] == [rank for rank, item in enumerate(items, 1) if 'class="cut"' in item]
 
 
 def test_the_baseline_ranking_has_grade_buttons_on_its_unjudged_documents(

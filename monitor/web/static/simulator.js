@@ -67,8 +67,11 @@
   function render() {
     list.replaceChildren();
     state.docs.forEach((doc, index) => {
+      const classes = [doc.grade >= 1 ? "relevant" : "nonrelevant"];
+      if (index + 1 === state.k) { classes.push("cut"); }
       const item = el("li", { draggable: "true", "data-id": doc.id, "data-grade": String(doc.grade),
-                              class: doc.grade >= 1 ? "relevant" : "nonrelevant" });
+                              class: classes.join(" ") });
+      if (index + 1 === state.k) { item.dataset.cut = "cut at k = " + state.k; }
       item.append(el("span", { class: "rank" }, String(index + 1) + "."), " ",
                   el("code", {}, doc.id), " ");
       const up = el("button", { type: "button", class: "up", title: "move up" }, "\u2191");
