@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -23,12 +24,21 @@ SUITE = "larkfield"
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    """The app over a store holding the baseline (run 1) and the regressed run (run 2)."""
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the baseline (run 1) and the regressed run (run 2)."""
     path = tmp_path_factory.mktemp("display") / "m.db"
     with open_store(path) as store:
         run_suite(default_config().suite(SUITE), store, progress=False)
-    settings = WebSettings(config=default_config(), store=lambda: open_store(path), warm=False)
+    return path
+
+
+@pytest.fixture
+def client(store_path: Path) -> Iterator[TestClient]:
+    """The app over that store, started and stopped per test so that its worker threads
+    end with the test that started them."""
+    settings = WebSettings(
+        config=default_config(), store=lambda: open_store(store_path), warm=False
+    )
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         yield c
 
