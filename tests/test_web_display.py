@@ -19,6 +19,7 @@ from monitor.job import run_suite
 from monitor.metrics.spec import MEASURES
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
+from monitor.web.app import figure_text
 
 SUITE = "larkfield"
 
@@ -48,10 +49,31 @@ def _rule_cells(text: str, rule: str) -> list[str]:
     return re.findall(r'<td class="num">([^<]*)</td>', row)
 
 
-def test_a_latency_rule_shows_its_figure_in_milliseconds(client: TestClient) -> None:
-    """The p95 latency rule's current value carries its unit, ms."""
+def test_a_sub_millisecond_latency_rule_shows_its_figure_in_microseconds(
+    client: TestClient,
+) -> None:
+    """The demo's p95 latency, well under a millisecond, reads in µs instead of a rounded ms."""
     text = client.get(f"/suites/{SUITE}/runs/2").text
-    assert re.fullmatch(r"[0-9.,]+ ms", _rule_cells(text, "latency_p95_seconds_max")[1])
+    assert re.fullmatch(r"[0-9]+\.[0-9]+ µs", _rule_cells(text, "latency_p95_seconds_max")[1])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "signed", "expected"),
+    [
+        (0.25, False, "250.0 ms"),
+        (2.5, False, "2,500.0 ms"),
+        (0.001, False, "1.0 ms"),
+        (0.00053, False, "530.0 µs"),
+        (5.3e-7, False, "0.530 µs"),
+        (-2.1e-5, True, "-21.0 µs"),
+        (0.0, True, "+0.0 ms"),
+    ],
+)
+def test_a_latency_figure_reads_in_ms_or_under_one_ms_in_us(
+    seconds: float, signed: bool, expected: str
+) -> None:
+    """A latency figure is in milliseconds, in microseconds below one millisecond."""
+    assert expected == figure_text(seconds, "latency_p95_seconds", signed=signed)
 
 
 def test_a_rate_rule_shows_its_figure_in_percent(client: TestClient) -> None:

@@ -451,7 +451,7 @@ def _environment() -> Environment:
     env.filters["num"] = _num
     env.filters["signed"] = _signed
     env.filters["when"] = _when
-    env.filters["figure"] = _figure
+    env.filters["figure"] = figure_text
     env.globals["unit_label"] = unit_label
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
@@ -470,15 +470,19 @@ def _signed(value: float | None, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
-def _figure(value: float | None, figure: str, *, signed: bool = False) -> str:
-    """Return a rule's figure in its unit: latency (``*_seconds``) in ms, rates (``*_rate``)
-    in percent, scores as they are."""
+def figure_text(value: float | None, figure: str, *, signed: bool = False) -> str:
+    """Return a rule's figure in its unit: latency (``*_seconds``) in ms (µs under one
+    millisecond), rates (``*_rate``) in percent, scores as they are."""
     if value is None or math.isnan(value):
         return "-"
     sign = "+" if signed else ""
     if figure.endswith("_seconds"):
         ms = value * 1000
-        return f"{ms:{sign},.1f} ms" if abs(ms) >= 1 else f"{ms:{sign}.3f} ms"
+        if abs(ms) >= 1 or value == 0:
+            return f"{ms:{sign},.1f} ms"
+        # Under a millisecond, microseconds: 0.00053 s read as "0.001 ms" doubled it.
+        us = value * 1e6
+        return f"{us:{sign}.1f} µs" if abs(us) >= 1 else f"{us:{sign}.3f} µs"
     if figure.endswith("_rate"):
         return f"{value * 100:{sign}.2f}%"
     return f"{value:{sign}.4f}"
