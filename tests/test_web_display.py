@@ -104,6 +104,12 @@ def test_the_suites_page_gives_the_last_run_its_verdict(client: TestClient) -> N
     )
 
 
+def test_a_suite_without_a_schedule_reads_as_not_scheduled(client: TestClient) -> None:
+    """Served without the daemon, a suite's next run says it is not scheduled, not "-"."""
+    cell = client.get("/").text.split('<td class="next-run">', 1)[1].split("</td>", 1)[0]
+    assert "not scheduled" == cell
+
+
 def _simulator_rows(text: str) -> dict[str, str]:
     rows = re.findall(
         r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">[^<]*</a></td>'
