@@ -124,3 +124,15 @@ def test_no_grade_buttons_without_labeling(store_path: Path) -> None:
     )
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as c:
         assert "label-buttons" not in c.get(QUERY).text
+
+
+def test_each_grade_button_says_what_its_grade_means(client: TestClient) -> None:
+    """The four grade buttons of a document carry titles from not relevant to most relevant."""
+    text = client.get(QUERY).text
+    group = text.split('class="label-buttons"', 1)[1].split("</span>", 1)[0]
+    assert [
+        "grade 0: not relevant",
+        "grade 1: relevant",
+        "grade 2: more relevant",
+        "grade 3: most relevant",
+    ] == re.findall(r'title="([^"]*)"', group)
