@@ -110,6 +110,13 @@ def test_a_suite_without_a_schedule_reads_as_not_scheduled(client: TestClient) -
     assert "not scheduled" == cell
 
 
+def test_a_query_pages_fall_reads_in_red_as_on_the_run_page(client: TestClient) -> None:
+    """Q34's mrr@10 delta, a fall, carries the class that colours falls red."""
+    text = client.get(f"/suites/{SUITE}/runs/2/queries/Q34").text
+    row = text.split("<td>mrr@10</td>", 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num neg">-1.0000</td>' in row
+
+
 def _simulator_rows(text: str) -> dict[str, str]:
     rows = re.findall(
         r'<tr data-metric="([^"]+)"><td><a href="([^"]+)">[^<]*</a></td>'
