@@ -136,3 +136,10 @@ def test_each_grade_button_says_what_its_grade_means(client: TestClient) -> None
         "grade 2: more relevant",
         "grade 3: most relevant",
     ] == re.findall(r'title="([^"]*)"', group)
+
+
+def test_the_query_pages_judged_documents_show_their_texts(client: TestClient) -> None:
+    """Each of Q34's judged documents, both missing from run 2's ranking, shows its text."""
+    table = client.get(QUERY).text.split('id="judgments"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td><code>.*?</tr>", table)
+    assert [True, True] == ['<div class="doctext">' in row for row in rows]

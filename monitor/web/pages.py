@@ -107,3 +107,5 @@ class QueryPage:
     metric_names: tuple[str, ...]
     #: The documents judged relevant that the current ranking lacks, best grade first.
     missing: tuple[DocRow, ...] = ()
+    #: The text of each judged document, where the suite has one.
+    judged_texts: Mapping[str, str] = field(default_factory=dict)

@@ -271,6 +271,7 @@ class Views:
             lost=lost,
             metric_names=names,
             missing=missing,
+            judged_texts={doc: text for doc in judgments if (text := text_of(doc))},
         )
 
     def warm(self) -> None:
