@@ -307,6 +307,26 @@ def test_the_cut_line_follows_k(server: str, browser: Any) -> None:
     )
 
 
+def test_a_k_beyond_the_ranking_says_every_document_is_above_the_cut(
+    server: str, browser: Any
+) -> None:
+    """With k past the last document no line is drawn and a note says every document is
+    above the cut."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    k = browser.find_element(By.ID, "k")
+    browser.execute_script(
+        "arguments[0].value = '25'; arguments[0].dispatchEvent(new Event('change'))", k
+    )
+    note = browser.find_element(By.ID, "cut-note")
+    _wait(note.is_displayed)
+    assert (
+        [],
+        "k = 25 is beyond the ranking's 10 documents: every document is above the cut.",
+    ) == (browser.execute_script(_CUT), note.text)
+
+
 def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 

@@ -143,3 +143,9 @@ def test_the_query_pages_judged_documents_show_their_texts(client: TestClient) -
     table = client.get(QUERY).text.split('id="judgments"', 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr><td><code>.*?</tr>", table)
     assert [True, True] == ['<div class="doctext">' in row for row in rows]
+
+
+def test_a_blank_simulator_hides_the_note_on_a_k_beyond_the_ranking(client: TestClient) -> None:
+    """A blank list at k = 10 has no cut to speak of: the note is hidden."""
+    note = client.get("/simulator").text.split('id="cut-note"', 1)[1].split(">", 1)[0]
+    assert " hidden" in note

@@ -13,6 +13,7 @@
   const judged = JSON.parse(root.dataset.relevant || "[]");
   const missingList = document.getElementById("missing");
   const missingNone = document.getElementById("missing-none");
+  const cutNote = document.getElementById("cut-note");
   const list = document.getElementById("docs");
   const kInput = document.getElementById("k");
   const rInput = document.getElementById("relevant");
@@ -104,6 +105,14 @@
     });
     kInput.value = String(state.k);
     rInput.value = String(state.relevant);
+    // A blank list has no cut to speak of; a ranking shorter than k has no line to draw.
+    const count = state.docs.length;
+    const beyond = count > 0 && state.k > count;
+    cutNote.hidden = !beyond;
+    cutNote.textContent = beyond
+      ? "k = " + state.k + " is beyond the ranking's " + count
+        + (count === 1 ? " document" : " documents") + ": every document is above the cut."
+      : "";
     renderMissing();
   }
 
