@@ -20,6 +20,7 @@ from monitor.metrics.spec import MEASURES
 from monitor.store import open_store
 from monitor.web import WebSettings, create_app
 from monitor.web.app import figure_text
+from monitor.web.definitions import as_html
 
 SUITE = "larkfield"
 
@@ -162,3 +163,22 @@ def test_no_simulator_row_points_to_definitions_without_a_link(client: TestClien
         "see the metric definitions" in text,
         formula.startswith("trec_eval&#39;s bpref"),
     )
+
+
+def test_the_definitions_page_sets_docstring_literals_as_code(client: TestClient) -> None:
+    """The metric modules' ``literals`` read as code on the page, with no backticks left."""
+    text = client.get("/definitions").text
+    assert (0, True) == (text.count("``"), "<code>num_rel</code>" in text)
+
+
+@pytest.mark.parametrize(
+    ("docstring", "expected"),
+    [
+        ("the ``<b>`` tag", "the <code>&lt;b&gt;</code> tag"),
+        ("for one query::\n\n  AP", "for one query:\n\n  AP"),
+        ("an unpaired `` <i>", "an unpaired `` &lt;i&gt;"),
+    ],
+)
+def test_a_docstring_is_escaped_with_its_literals_as_code(docstring: str, expected: str) -> None:
+    """A docstring's text is escaped, its literals set as code, a closing :: read as one colon."""
+    assert expected == str(as_html(docstring))

@@ -441,6 +441,7 @@ def _environment() -> Environment:
     from markupsafe import Markup
 
     from monitor.report.svg import trend_chart, unit_label
+    from monitor.web import definitions
     from monitor.web.charts import sparkline
 
     env = Environment(
@@ -452,6 +453,7 @@ def _environment() -> Environment:
     env.filters["signed"] = _signed
     env.filters["when"] = _when
     env.filters["figure"] = figure_text
+    env.filters["docstring"] = definitions.as_html
     env.globals["unit_label"] = unit_label
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
