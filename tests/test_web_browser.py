@@ -244,6 +244,89 @@ def test_the_simulator_recomputed_shows_counts_as_integers_linked_to_definitions
     )
 
 
+def _open_simulator(driver: Any, url: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    root = driver.find_element(By.ID, "simulator")
+    _wait(lambda: root.get_attribute("data-ready") == "1")
+    return root
+
+
+def test_the_simulator_redraws_each_documents_text(server: str, browser: Any) -> None:
+    """The ranking the script draws shows every document's passage text."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    items = browser.find_elements(By.CSS_SELECTOR, "#docs li")
+    assert [True] * 10 == [bool(i.find_elements(By.CSS_SELECTOR, ".doctext")) for i in items]
+
+
+def test_adding_a_missing_relevant_document_puts_it_last_and_recomputes(
+    server: str, browser: Any
+) -> None:
+    """The add button of a relevant document the ranking lacks appends it, graded relevant,
+    takes it off the list of missing ones, and recomputes the figures."""
+    from selenium.webdriver.common.by import By
+
+    root = _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    browser.find_element(By.CSS_SELECTOR, '#missing li[data-id="d9a5bd8ea531"] button').click()
+    _wait(lambda: root.get_attribute("data-computed") == "1")
+    last = browser.find_element(By.CSS_SELECTOR, "#docs li:last-child")
+    missing = browser.find_elements(By.CSS_SELECTOR, "#missing li")
+    assert ("d9a5bd8ea531", "1", 11, ["b47ef9ac1993"]) == (
+        last.get_attribute("data-id"),
+        last.get_attribute("data-grade"),
+        len(browser.find_elements(By.CSS_SELECTOR, "#docs li")),
+        [item.get_attribute("data-id") for item in missing],
+    )
+
+
+_CUT = """
+const items = [...document.querySelectorAll('#docs li')];
+return items.flatMap((item, i) => item.classList.contains('cut')
+  ? [[i + 1, getComputedStyle(item).borderBottomWidth, getComputedStyle(item, '::after').content]]
+  : []);
+"""
+
+
+def test_the_cut_line_follows_k(server: str, browser: Any) -> None:
+    """A labelled line is drawn below position k, and moves when k changes."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    before = browser.execute_script(_CUT)
+    k = browser.find_element(By.ID, "k")
+    browser.execute_script(
+        "arguments[0].value = '3'; arguments[0].dispatchEvent(new Event('change'))", k
+    )
+    _wait(lambda: browser.execute_script(_CUT) != before)
+    assert ([[10, "3px", '"cut at k = 10"']], [[3, "3px", '"cut at k = 3"']]) == (
+        before,
+        browser.execute_script(_CUT),
+    )
+
+
+def test_a_k_beyond_the_ranking_says_every_document_is_above_the_cut(
+    server: str, browser: Any
+) -> None:
+    """With k past the last document no line is drawn and a note says every document is
+    above the cut."""
+    from selenium.webdriver.common.by import By
+
+    _open_simulator(browser, f"{server}/simulator?suite=larkfield&run=2&query=Q34")
+    k = browser.find_element(By.ID, "k")
+    browser.execute_script(
+        "arguments[0].value = '25'; arguments[0].dispatchEvent(new Event('change'))", k
+    )
+    note = browser.find_element(By.ID, "cut-note")
+    _wait(note.is_displayed)
+    assert (
+        [],
+        "k = 25 is beyond the ranking's 10 documents: every document is above the cut.",
+    ) == (browser.execute_script(_CUT), note.text)
+
+
 def _run_mean(driver: Any, metric: str) -> float:
     from selenium.webdriver.common.by import By
 
@@ -257,8 +340,9 @@ def _run_mean(driver: Any, metric: str) -> float:
 def test_a_grade_button_round_trip_rescores_the_run(
     server: str, browser: Any, store_path: Path
 ) -> None:
-    """Grading an unjudged document adds a layer with its labeler, and the run page's
-    figures become those of the run re-scored under the new judgments."""
+    """Grading an unjudged document of the baseline's column adds a layer with its labeler,
+    takes its buttons off both columns, and the run page's figures become those of the run
+    re-scored under the new judgments."""
     from selenium.webdriver.common.by import By
 
     from monitor.report import compose_report
@@ -266,7 +350,15 @@ def test_a_grade_button_round_trip_rescores_the_run(
     browser.get(server + "/suites/larkfield/runs/2")
     before = _run_mean(browser, "recall@10")
     browser.get(server + "/suites/larkfield/runs/2/queries/Q34")
-    group = browser.find_element(By.CSS_SELECTOR, ".label-buttons")
+    current = {
+        group.get_attribute("data-doc")
+        for group in browser.find_elements(By.CSS_SELECTOR, "#ranking-current .label-buttons")
+    }
+    group = next(
+        group
+        for group in browser.find_elements(By.CSS_SELECTOR, "#ranking-baseline .label-buttons")
+        if group.get_attribute("data-doc") in current
+    )
     doc = group.get_attribute("data-doc")
     labeler = browser.find_element(By.ID, "labeler")
     labeler.clear()
@@ -274,6 +366,7 @@ def test_a_grade_button_round_trip_rescores_the_run(
     group.find_element(By.CSS_SELECTOR, 'button[data-grade="2"]').click()
     _wait(lambda: "recorded" in browser.find_element(By.ID, "label-status").text)
     assert [] == _console_errors(browser)
+    assert [] == browser.find_elements(By.CSS_SELECTOR, f'.label-buttons[data-doc="{doc}"] button')
 
     with open_store(store_path) as store:
         layers = store.layers(SUITE)

@@ -315,29 +315,29 @@ class _Pages:
         params = request.query_params
 
         def build() -> Response:
-            seed: dict[str, Any] = {"docs": [], "k": 10, "relevant_in_collection": 0}
-            source = None
+            from monitor.web.simulate import (
+                parse_simulation,
+                relevant_of,
+                seed_of,
+                simulate,
+                texts_of,
+            )
+
+            view = None
             if "suite" in params and "run" in params and "query" in params:
                 view = self.views.query_page(
                     params["suite"], _int_value(params["run"], "run"), params["query"]
                 )
-                grades = [max(row.grade or 0, 0) for row in view.current_rows]
-                docs = [
-                    {"id": row.doc_id, "grade": grade}
-                    for row, grade in zip(view.current_rows, grades, strict=True)
-                ]
-                relevant = sum(1 for grade in view.judgments.values() if grade >= 1)
-                seed = {
-                    "docs": docs,
-                    "k": min(max(len(docs), 1), 10),
-                    "relevant_in_collection": max(relevant, sum(1 for g in grades if g >= 1)),
-                }
-                source = view
-            from monitor.web.simulate import parse_simulation, simulate
-
+            seed = seed_of(view)
             first = simulate(parse_simulation(seed))
             return self.page(
-                "simulator.html", seed=json.dumps(seed), source=source, result=first, sim=seed
+                "simulator.html",
+                seed=json.dumps(seed),
+                source=view,
+                result=first,
+                sim=seed,
+                texts=json.dumps(texts_of(view)),
+                relevant=json.dumps(relevant_of(view)),
             )
 
         return await self._guarded(build)
@@ -441,6 +441,7 @@ def _environment() -> Environment:
     from markupsafe import Markup
 
     from monitor.report.svg import trend_chart, unit_label
+    from monitor.web import definitions
     from monitor.web.charts import sparkline
 
     env = Environment(
@@ -451,7 +452,8 @@ def _environment() -> Environment:
     env.filters["num"] = _num
     env.filters["signed"] = _signed
     env.filters["when"] = _when
-    env.filters["figure"] = _figure
+    env.filters["figure"] = figure_text
+    env.filters["docstring"] = definitions.as_html
     env.globals["unit_label"] = unit_label
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
@@ -470,15 +472,19 @@ def _signed(value: float | None, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
-def _figure(value: float | None, figure: str, *, signed: bool = False) -> str:
-    """Return a rule's figure in its unit: latency (``*_seconds``) in ms, rates (``*_rate``)
-    in percent, scores as they are."""
+def figure_text(value: float | None, figure: str, *, signed: bool = False) -> str:
+    """Return a rule's figure in its unit: latency (``*_seconds``) in ms (µs under one
+    millisecond), rates (``*_rate``) in percent, scores as they are."""
     if value is None or math.isnan(value):
         return "-"
     sign = "+" if signed else ""
     if figure.endswith("_seconds"):
         ms = value * 1000
-        return f"{ms:{sign},.1f} ms" if abs(ms) >= 1 else f"{ms:{sign}.3f} ms"
+        if abs(ms) >= 1 or value == 0:
+            return f"{ms:{sign},.1f} ms"
+        # Under a millisecond, microseconds: 0.00053 s read as "0.001 ms" doubled it.
+        us = value * 1e6
+        return f"{us:{sign}.1f} µs" if abs(us) >= 1 else f"{us:{sign}.3f} µs"
     if figure.endswith("_rate"):
         return f"{value * 100:{sign}.2f}%"
     return f"{value:{sign}.4f}"

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 #: Where a measure's definition is shown.
 PAGE = "/definitions"
@@ -49,6 +53,25 @@ def summary(measure: str) -> str:
             if definition.measure == measure:
                 return definition.summary
     return ""
+
+
+def as_html(text: str) -> Markup:
+    """Return a docstring as the page shows it: every character escaped, each literal
+    (between double backticks) set in ``<code>``, and a paragraph's closing ``::`` (reST's
+    "a literal block follows") read as one colon. Text with an unpaired double backtick
+    is only escaped."""
+    from markupsafe import Markup, escape
+
+    parts = text.split("``")
+    if len(parts) % 2 == 0:
+        return escape(text)
+    out = Markup("")
+    for index, part in enumerate(parts):
+        if index % 2:
+            out += Markup("<code>%s</code>") % part
+        else:
+            out += escape(re.sub(r"::$", ":", part, flags=re.MULTILINE))
+    return out
 
 
 @functools.cache

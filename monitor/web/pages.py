@@ -79,7 +79,7 @@ class DocRow:
     grade: int | None
     baseline_rank: int | None
     current_rank: int | None
-    change: str  # "moved", "lost", "new", "same"
+    change: str  # "moved", "lost", "new", "same"; "missing": judged, in neither ranking
     text: str | None = None
 
     @property
@@ -105,3 +105,7 @@ class QueryPage:
     baseline_rows: tuple[DocRow, ...]
     lost: tuple[DocRow, ...]
     metric_names: tuple[str, ...]
+    #: The documents judged relevant that the current ranking lacks, best grade first.
+    missing: tuple[DocRow, ...] = ()
+    #: The text of each judged document, where the suite has one.
+    judged_texts: Mapping[str, str] = field(default_factory=dict)

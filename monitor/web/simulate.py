@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.errors import UsageError
 from monitor.metrics.spec import COUNTS, MEASURES, Cutoff, Metric
 from monitor.web import definitions
+
+if TYPE_CHECKING:
+    from monitor.web.pages import QueryPage
 
 #: The grades a document may take in the simulator (binary mode uses 0 and 1).
 GRADES = (0, 1, 2, 3)
@@ -84,6 +87,43 @@ def metrics_at(k: int) -> tuple[Metric, ...]:
         Metric(measure) if rule is Cutoff.NONE else Metric(measure, k)
         for measure, rule in MEASURES.items()
     )
+
+
+def seed_of(view: QueryPage | None) -> dict[str, Any]:
+    """Return the simulation a query page starts the simulator with (a blank one for None):
+    the current ranking with its grades (unjudged as 0), k = 10 or the ranking's length when
+    shorter, and R counting every document judged relevant."""
+    if view is None:
+        return {"docs": [], "k": 10, "relevant_in_collection": 0}
+    grades = [max(row.grade or 0, 0) for row in view.current_rows]
+    docs = [
+        {"id": row.doc_id, "grade": grade}
+        for row, grade in zip(view.current_rows, grades, strict=True)
+    ]
+    listed = sum(1 for grade in grades if grade >= 1)
+    relevant = sum(1 for grade in view.judgments.values() if grade >= 1)
+    return {
+        "docs": docs,
+        "k": min(max(len(docs), 1), 10),
+        "relevant_in_collection": max(relevant, listed),
+    }
+
+
+def texts_of(view: QueryPage | None) -> dict[str, str]:
+    """Return the text of each document the simulator shows, where the suite has one."""
+    if view is None:
+        return {}
+    rows = (*view.current_rows, *view.missing)
+    return {row.doc_id: row.text for row in rows if row.text}
+
+
+def relevant_of(view: QueryPage | None) -> list[dict[str, Any]]:
+    """Return the query's documents judged relevant, best grade first, as ``{id, grade}``:
+    those the ranking lacks are offered to add to it."""
+    if view is None:
+        return []
+    judged = sorted(view.judgments.items(), key=lambda item: -item[1])
+    return [{"id": doc, "grade": grade} for doc, grade in judged if grade >= 1]
 
 
 def parse_simulation(data: object) -> Simulation:

@@ -250,6 +250,12 @@ class Views:
             judgments,
             text_of,
         )
+        ranked = set(current.retrieved_ids)
+        missing = tuple(
+            DocRow(doc, grade, None, None, "missing", text_of(doc))
+            for doc, grade in sorted(judgments.items(), key=lambda item: -item[1])
+            if grade >= 1 and doc not in ranked
+        )
         return QueryPage(
             suite=suite.name,
             run_id=run_id,
@@ -264,6 +270,8 @@ class Views:
             baseline_rows=baseline_rows,
             lost=lost,
             metric_names=names,
+            missing=missing,
+            judged_texts={doc: text for doc in judgments if (text := text_of(doc))},
         )
 
     def warm(self) -> None:

@@ -21,7 +21,13 @@
             ? "recorded " + body.doc_id + " = " + body.grade + " by " + result.recorded.who
             : result.error;
         }
-        if (response.ok) { group.replaceChildren(document.createTextNode("graded " + body.grade)); }
+        if (!response.ok) { return; }
+        // The document may stand in both rankings: its buttons go from both once it is graded.
+        for (const same of document.querySelectorAll(".label-buttons")) {
+          if (same.dataset.doc === body.doc_id) {
+            same.replaceChildren(document.createTextNode("graded " + body.grade));
+          }
+        }
       });
     }
   }

@@ -8,6 +8,12 @@
   const state = { docs: seed.docs.map((d) => ({ id: d.id, grade: d.grade })), k: seed.k,
                   relevant: seed.relevant_in_collection, mode: "binary" };
   if (state.docs.some((d) => d.grade > 1)) { state.mode = "graded"; }
+  // Where the suite has them: each document's text, and the documents judged relevant.
+  const texts = JSON.parse(root.dataset.texts || "{}");
+  const judged = JSON.parse(root.dataset.relevant || "[]");
+  const missingList = document.getElementById("missing");
+  const missingNone = document.getElementById("missing-none");
+  const cutNote = document.getElementById("cut-note");
   const list = document.getElementById("docs");
   const kInput = document.getElementById("k");
   const rInput = document.getElementById("relevant");
@@ -34,11 +40,39 @@
     changed();
   }
 
+  function gradeFor(grade) { return state.mode === "binary" ? Math.min(grade, 1) : grade; }
+
+  function withText(item, id) {
+    if (Object.prototype.hasOwnProperty.call(texts, id)) {
+      item.append(el("div", { class: "doctext" }, texts[id]));
+    }
+  }
+
+  function renderMissing() {
+    // The documents judged relevant that the ranking lacks, each with a button adding it last.
+    if (!missingList) { return; }
+    missingList.replaceChildren();
+    const ranked = new Set(state.docs.map((d) => d.id));
+    const missing = judged.filter((d) => !ranked.has(d.id));
+    for (const doc of missing) {
+      const item = el("li", { "data-id": doc.id, "data-grade": String(doc.grade) });
+      const add = el("button", { type: "button", class: "add-missing" }, "add to the ranking");
+      add.addEventListener("click", () => { state.docs.push({ id: doc.id, grade: gradeFor(doc.grade) }); changed(); });
+      item.append(el("code", {}, doc.id), " grade " + doc.grade + " ", add);
+      withText(item, doc.id);
+      missingList.append(item);
+    }
+    if (missingNone) { missingNone.hidden = missing.length > 0; }
+  }
+
   function render() {
     list.replaceChildren();
     state.docs.forEach((doc, index) => {
+      const classes = [doc.grade >= 1 ? "relevant" : "nonrelevant"];
+      if (index + 1 === state.k) { classes.push("cut"); }
       const item = el("li", { draggable: "true", "data-id": doc.id, "data-grade": String(doc.grade),
-                              class: doc.grade >= 1 ? "relevant" : "nonrelevant" });
+                              class: classes.join(" ") });
+      if (index + 1 === state.k) { item.dataset.cut = "cut at k = " + state.k; }
       item.append(el("span", { class: "rank" }, String(index + 1) + "."), " ",
                   el("code", {}, doc.id), " ");
       const up = el("button", { type: "button", class: "up", title: "move up" }, "\u2191");
@@ -63,6 +97,7 @@
       const remove = el("button", { type: "button", class: "remove", title: "remove" }, "\u00d7");
       remove.addEventListener("click", () => { state.docs.splice(index, 1); changed(); });
       item.append(" ", remove);
+      withText(item, doc.id);
       item.addEventListener("dragstart", () => { dragged = index; });
       item.addEventListener("dragover", (event) => event.preventDefault());
       item.addEventListener("drop", (event) => { event.preventDefault(); if (dragged !== null) { move(dragged, index); } dragged = null; });
@@ -70,6 +105,15 @@
     });
     kInput.value = String(state.k);
     rInput.value = String(state.relevant);
+    // A blank list has no cut to speak of; a ranking shorter than k has no line to draw.
+    const count = state.docs.length;
+    const beyond = count > 0 && state.k > count;
+    cutNote.hidden = !beyond;
+    cutNote.textContent = beyond
+      ? "k = " + state.k + " is beyond the ranking's " + count
+        + (count === 1 ? " document" : " documents") + ": every document is above the cut."
+      : "";
+    renderMissing();
   }
 
   function showMetrics(result) {
@@ -129,7 +173,8 @@
     const input = document.getElementById("new-doc");
     const id = input.value.trim() || "doc" + (state.docs.length + 1);
     if (state.docs.some((d) => d.id === id)) { errorBox.textContent = "doc id " + id + " is listed already"; return; }
-    state.docs.push({ id: id, grade: 0 });
+    const known = judged.find((d) => d.id === id);
+    state.docs.push({ id: id, grade: known ? gradeFor(known.grade) : 0 });
     input.value = "";
     changed();
   });
