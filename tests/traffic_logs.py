@@ -69,7 +69,7 @@ def write_ndjson(path: Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     """Write ``rows`` as NDJSON (gzip-compressed when ``path`` ends in .gz); return ``path``."""
     text = "".join(json.dumps(row) + "\n" for row in rows)
     if path.suffix == ".gz":
-        path.write_bytes(gzip.compress(text.encode("utf-8")))
+        path.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     else:
         path.write_text(text, encoding="utf-8")
     return path
