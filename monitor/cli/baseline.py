@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
+from monitor.config.model import config_option
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def set_baseline(args: argparse.Namespace) -> int:
             if latest is None and suite.baseline is not None and suite.baseline.bundled_run:
                 latest = _seeded(suite, store)  # the suite's seed, as its first run pins it
             if latest is None or latest.run_id is None:
-                where = "" if suite.config_file is None else f" --config {suite.config_file}"
+                where = config_option(suite.config_file)
                 raise UsageError(
                     f"suite {args.suite!r} has no ok run to pin; run "
                     f"`retrieval-monitor run{where} --suite {args.suite}` first"
@@ -166,7 +167,7 @@ def export_baseline(args: argparse.Namespace) -> int:
     with open_store(store_target(args, config)) as store:
         run = store.get_baseline(suite.name)
         pinned = next((b for b in store.list_baselines() if b.suite == suite.name), None)
-    where = "" if suite.config_file is None else f" --config {suite.config_file}"
+    where = config_option(suite.config_file)
     pin = f"`retrieval-monitor baseline set{where} --suite {suite.name}`"
     if run is None:
         raise UsageError(f"suite {suite.name!r} has no baseline; pin one with {pin}")

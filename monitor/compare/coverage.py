@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from monitor.config.model import config_option
 from monitor.evalset.columns import ColumnQrels
 from monitor.metrics.ranks import Qrels
 from monitor.metrics.spec import parse_metric
@@ -246,7 +247,7 @@ def depth(metrics: Iterable[str], default: int = 10) -> int:
 def labels_todo(suite: str, run_id: int | None, config_file: Path | None = None) -> str:
     """Return the command that lists the documents of a run waiting for judgments, with the
     ``config_file`` the suite was read from (None: the embedded default)."""
-    config = "" if config_file is None else f" --config {shlex.quote(str(config_file))}"
+    config = config_option(config_file)
     run = "" if run_id is None else f" --run {run_id}"
     return f"retrieval-monitor judgments todo{config} --suite {shlex.quote(suite)}{run}"
 

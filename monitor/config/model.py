@@ -8,6 +8,7 @@ exporter URLs) are held in :class:`Secret`, whose ``repr`` and ``str`` show a ma
 from __future__ import annotations
 
 import hashlib
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -498,6 +499,12 @@ class SuiteConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", _freeze_map(self.labels))
+
+
+def config_option(config_file: Path | None) -> str:
+    """Return `` --config PATH`` for a command the monitor prints, the path quoted for a shell
+    (a suite's ``config_file``), or nothing for the embedded default."""
+    return "" if config_file is None else f" --config {shlex.quote(str(config_file))}"
 
 
 @dataclass(frozen=True, slots=True)

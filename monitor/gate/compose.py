@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from monitor.config.model import config_option
 from monitor.errors import UsageError
 from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
@@ -84,7 +85,7 @@ def _seed(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> Baseline:
 
     name = suite.baseline.bundled_run if suite.baseline is not None else None
     if not name:
-        config = "" if suite.config_file is None else f" --config {suite.config_file}"
+        config = config_option(suite.config_file)
         raise UsageError(
             f"suite {suite.name!r} has no baseline: pin one with `retrieval-monitor baseline "
             f"set{config} --suite {suite.name}` after a run, give --baseline-file, or name a "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from monitor.compare import Comparison, RuleOutcome
 from monitor.compare.coverage import held_cutoff, labels_todo
+from monitor.config.model import config_option
 from monitor.metrics.bands import BAND_NAMES, DEFAULT_BANDS, MEANINGS, Band, Bands
 from monitor.report.intervals import METRIC_CI
 from monitor.terminal import printable
@@ -43,7 +44,7 @@ def _verdict(comparison: Comparison, config_file: Path | None) -> str:
         if invariants:
             return "REGRESSION: a rule breached with significant evidence, and an invariant broke"
     if comparison.verdict == "no_baseline":
-        config = "" if config_file is None else f" --config {shlex.quote(str(config_file))}"
+        config = config_option(config_file)
         suite = shlex.quote(comparison.suite)
         return (
             f"no baseline yet: pin this run with `retrieval-monitor baseline set{config} "
