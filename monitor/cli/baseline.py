@@ -17,7 +17,6 @@ from monitor.errors import UsageError
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
     from monitor.store import Store
-    from monitor.store.records import RunRecord
 
 
 def register(subparsers: Any) -> None:
@@ -95,32 +94,30 @@ def set_baseline(args: argparse.Namespace) -> int:
         run_id = args.run
         if run_id is None:
             latest = store.latest_run(args.suite)
+            run_id = None if latest is None else latest.run_id
             if latest is None and suite.baseline is not None and suite.baseline.bundled_run:
-                latest = _seeded(suite, store)  # the suite's seed, as its first run pins it
-            if latest is None or latest.run_id is None:
+                run_id = _seeded(suite, store)  # the suite's seed, as its first run pins it
+            if run_id is None:
                 where = config_option(suite.config_file)
                 raise UsageError(
                     f"suite {args.suite!r} has no ok run to pin; run "
                     f"`retrieval-monitor run{where} --suite {args.suite}` first"
                 )
-            run_id = latest.run_id
         pinned = store.set_baseline(args.suite, run_id)
     print(f"suite {pinned.suite}: baseline is now run {pinned.run_id}")
     return 0
 
 
-def _seeded(suite: SuiteConfig, store: Store) -> RunRecord | None:
-    """Store the suite's seed baseline run (``baseline.bundled_run``); return it."""
+def _seeded(suite: SuiteConfig, store: Store) -> int | None:
+    """Store and pin the suite's seed baseline run (``baseline.bundled_run``) as its first
+    run does; return its id (None when it measured nothing)."""
     from monitor.config import config_hash
     from monitor.evalset.suite import load_evalset
-    from monitor.job.suite import seed_record
-    from monitor.judgments import labels_of
+    from monitor.job.suite import seed_baseline
     from monitor.judgments.suite import suite_evalset
 
     evalset = suite_evalset(store, suite, load_evalset(suite.evalset))
-    run_id = store.save_run(seed_record(suite, evalset, config_hash(suite)))
-    store.set_run_labels(run_id, labels_of(evalset))
-    return store.get_run(run_id)
+    return seed_baseline(suite, store, evalset, config_hash(suite))
 
 
 def show_baseline(args: argparse.Namespace) -> int:

@@ -179,7 +179,7 @@ def seed_unpinned(suite: SuiteConfig, store: Store, evalset: EvalSet, config_has
         and suite.baseline.bundled_run
         and store.get_baseline(suite.name) is None
     ):
-        _seed_baseline(suite, store, evalset, config_hash)
+        seed_baseline(suite, store, evalset, config_hash)
 
 
 def seed_record(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> RunRecord:
@@ -196,7 +196,7 @@ def seed_record(suite: SuiteConfig, evalset: EvalSet, config_hash: str) -> RunRe
     return run_record(suite, evalset, config_hash, result, evaluation, pipeline=name)
 
 
-def _seed_baseline(
+def seed_baseline(
     suite: SuiteConfig, store: Store, evalset: EvalSet, config_hash: str
 ) -> int | None:
     """Store the bundled run the suite names as its first baseline; return the run id, or
