@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -35,6 +37,36 @@ def unavailable(reason: str) -> None:
     if services_required():
         pytest.fail(f"required service unavailable: {reason}")
     pytest.skip(reason)
+
+
+#: Where Debian's chromium-driver package puts the driver.
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@contextmanager
+def chromium(width: int, height: int, *, console_log: bool = False) -> Iterator[Any]:
+    """Yield a headless Chromium driven by selenium in a ``width`` x ``height`` window
+    (keeping the console log with ``console_log``); skip, or fail where services are
+    required, when selenium, Chromium or its driver is missing."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        unavailable("selenium is not installed")
+    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
+        unavailable("Chromium or chromedriver is not installed")
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(argument)
+    if console_log:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.binary_location = shutil.which("chromium") or "chromium"
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        driver.set_window_size(width, height)
+        yield driver
+    finally:
+        driver.quit()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

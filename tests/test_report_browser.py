@@ -6,13 +6,11 @@ Marked ``browser``: skipped without Chromium and its driver, failed instead unde
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unavailable
+from conftest import chromium
 
 from monitor.config import default_config
 from monitor.job import run_suite
@@ -22,28 +20,14 @@ from monitor.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMEDRIVER = "/usr/bin/chromedriver"
 WINDOW = (1385, 900)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless Chromium in a 1385x900 window."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        unavailable("selenium is not installed")
-    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
-        unavailable("Chromium or chromedriver is not installed")
-    options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(argument)
-    options.binary_location = shutil.which("chromium") or "chromium"
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_window_size(*WINDOW)
-    yield driver
-    driver.quit()
+    with chromium(*WINDOW) as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import socket
 import threading
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import threads_kept_by_a_shared_server, unavailable
+from conftest import chromium, threads_kept_by_a_shared_server
 
 from monitor.config import default_config
 from monitor.job import run_suite
@@ -31,7 +30,6 @@ from monitor.web.simulate import Simulation, metrics_at
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SUITE = "larkfield"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 TOKEN = "browser-s3cret"
 
 
@@ -102,22 +100,8 @@ def signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless Chromium that keeps the console log."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        unavailable("selenium is not installed")
-    if shutil.which("chromium") is None or not Path(CHROMEDRIVER).exists():
-        unavailable("Chromium or chromedriver is not installed")
-    options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    options.binary_location = shutil.which("chromium") or "chromium"
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_window_size(1400, 1000)
-    yield driver
-    driver.quit()
+    with chromium(1400, 1000, console_log=True) as driver:
+        yield driver
 
 
 def _console_errors(driver: Any) -> list[str]:
