@@ -27,18 +27,11 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from monitor.alerts.testing import RecordingReceiver
-
-QUERIES = 40
-EVALSET = "\n".join(
-    json.dumps({"id": f"q{i}", "query": f"question {i}", "relevant": [f"d{i}"]})
-    for i in range(QUERIES)
-)
+from tests.test_job_outage import EVALSET, SearchService
 
 
 def faketime_library() -> str | None:
@@ -47,7 +40,7 @@ def faketime_library() -> str | None:
     return found[0] if found else None
 
 
-class Backend(ThreadingHTTPServer):
+class Backend(SearchService):
     """A search service for the ``http`` search kind: query ``question N`` finds ``dN``.
 
     ``mode`` is ``up``, ``down`` (503 for every query), ``empty`` (no hits) or ``held``
@@ -56,21 +49,15 @@ class Backend(ThreadingHTTPServer):
     where a fault is set at a moment of a run.
     """
 
-    daemon_threads = True
-
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(self._answer)
         self.mode = "up"
         self.seen = 0
         self.on_query: Callable[[int], None] = lambda seen: None
         self.release = threading.Event()
         self._lock = threading.Lock()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/search"
-
-    def answer(self, query: str) -> tuple[int, str]:
+    def _answer(self, query: str) -> tuple[int, str]:
         with self._lock:
             self.seen += 1
             seen = self.seen
@@ -83,24 +70,6 @@ class Backend(ThreadingHTTPServer):
             self.release.wait(timeout=30)
         number = query.rsplit(" ", 1)[-1]
         return 200, json.dumps({"hits": [{"id": f"d{number}", "score": 1.0}]})
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Backend
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep the test output quiet."""
-
-    def do_GET(self) -> None:
-        query = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
-        status, body = self.server.answer(query)
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
 
 @dataclass(frozen=True)
