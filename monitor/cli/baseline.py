@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.cli import arguments
 from monitor.cli.run import add_config_options, load, store_target
-from monitor.config.model import config_option
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
@@ -98,6 +97,8 @@ def set_baseline(args: argparse.Namespace) -> int:
             if latest is None and suite.baseline is not None and suite.baseline.bundled_run:
                 run_id = _seeded(suite, store)  # the suite's seed, as its first run pins it
             if run_id is None:
+                from monitor.config.model import config_option
+
                 where = config_option(suite.config_file)
                 raise UsageError(
                     f"suite {args.suite!r} has no ok run to pin; run "
@@ -164,6 +165,8 @@ def export_baseline(args: argparse.Namespace) -> int:
     with open_store(store_target(args, config)) as store:
         run = store.get_baseline(suite.name)
         pinned = next((b for b in store.list_baselines() if b.suite == suite.name), None)
+    from monitor.config.model import config_option
+
     where = config_option(suite.config_file)
     pin = f"`retrieval-monitor baseline set{where} --suite {suite.name}`"
     if run is None:
