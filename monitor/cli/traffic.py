@@ -140,6 +140,77 @@ def register_from_clicks(actions: Any) -> None:
     parser.set_defaults(handler=from_clicks_command)
 
 
+def register_sample(actions: Any) -> None:
+    """Add ``evalset sample`` to the ``evalset`` actions."""
+    from monitor.cli.arguments import count, integer, output_file
+    from monitor.traffic.sample import METHODS
+
+    parser = actions.add_parser(
+        "sample",
+        help="sample an eval set's queries from a window of traffic (a new version of a file)",
+        description="Sample query keys from the traffic database into an eval set file, each "
+        "with its searches, inclusion probability and stratum. An existing --output is kept "
+        "as its next numbered version (NAME.v1.jsonl, ...) before the new one is written.",
+    )
+    parser.add_argument(
+        "--from", dest="db", type=Path, required=True, metavar="LOGS", help="the traffic database"
+    )
+    parser.add_argument("--method", choices=METHODS, required=True, help="how keys are drawn")
+    parser.add_argument("--size", type=count, required=True, metavar="N", help="queries")
+    parser.add_argument("--seed", type=integer(what="a seed"), default=0, metavar="S", help="0")
+    parser.add_argument(
+        "--window", metavar="LENGTH", help="30m, 24h, 7d or 2w (default: every stored search)"
+    )
+    parser.add_argument("--until", metavar="TIME", help="the window's end, ISO 8601 (default: now)")
+    parser.add_argument(
+        "--output", type=output_file, required=True, metavar="FILE", help="the eval set to write"
+    )
+    parser.set_defaults(handler=sample_command)
+
+
+def sample_command(args: argparse.Namespace) -> int:
+    """Write the sampled eval set, keeping the file it replaces as a numbered version."""
+    from monitor.evalset.formats import format_of
+    from monitor.evalset.model import EvalSet
+    from monitor.traffic.engine import connect
+    from monitor.traffic.sample import draw, population
+
+    span = _window(args)
+    format_of(args.output)  # an output whose format is unknown fails before any work
+    connection = connect(args.db, read_only=True, create=False)
+    try:
+        pop = population(connection, span)
+    finally:
+        connection.close()
+    sample = draw(pop, args.method, args.size, args.seed)
+    name = f"traffic sample: {args.method}, seed {args.seed}, window {span.label}"
+    kept = _keep_version(args.output)
+    EvalSet(name, sample.queries()).save(args.output)
+    print(
+        f"{args.output}: {len(sample.chosen)} of {len(pop)} query keys "
+        f"({int(pop.searches.sum())} searches, {span}) by {args.method}, seed {args.seed}"
+    )
+    if len(sample.chosen) < args.size:
+        print(f"warning: the window has {len(pop)} query keys, fewer than --size {args.size}")
+    if kept is not None:
+        print(f"the earlier version is kept as {kept}")
+    print("its queries are unjudged: judge them with `judgments from-clicks` or the labeling queue")
+    return 0
+
+
+def _keep_version(path: Path) -> Path | None:
+    """Rename an existing ``path`` to its next free ``STEM.vN.SUFFIXES``; return that name."""
+    if not path.exists():
+        return None
+    suffixes = "".join(path.suffixes)
+    stem = path.name[: len(path.name) - len(suffixes)] if suffixes else path.name
+    number = 1
+    while (kept := path.with_name(f"{stem}.v{number}{suffixes}")).exists():
+        number += 1
+    path.rename(kept)
+    return kept
+
+
 def _window(args: argparse.Namespace) -> Window:
     from monitor.traffic.window import EVERYTHING, parse_moment, window
 

@@ -221,3 +221,20 @@ WHERE p.impressions >= $min_impressions AND t.query_clicks > 0
 ORDER BY p.query_key, p.doc
 """
 )
+
+#: The query keys searched in the window: each key's searches and its most frequent raw text
+#: (ties: the smallest), by key.
+POPULATION: Final = """
+WITH texts AS (
+    SELECT query_key, user_query, count(*) AS n
+    FROM queries WHERE ts >= $start AND ts < $end
+    GROUP BY query_key, user_query
+),
+ranked AS (
+    SELECT query_key, user_query,
+        sum(n) OVER (PARTITION BY query_key) AS searches,
+        row_number() OVER (PARTITION BY query_key ORDER BY n DESC, user_query) AS place
+    FROM texts
+)
+SELECT query_key, user_query, searches FROM ranked WHERE place = 1 ORDER BY query_key
+"""
