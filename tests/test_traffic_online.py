@@ -88,6 +88,8 @@ EXPECTED = {
         "abandonment": 1 / 4,
         "mean_first_click_position": 3.0,
         "reformulation_rate": 1 / 5,
+        # s1: ranks 2 and 3 (b twice is one rank), s2: rank 1, s5: rank 6.
+        "paulscore": (0.5 + 0.25 + 1 + 0.5**5) / 5,
     },
     "web": {
         "zero_result_rate": 1 / 3,
@@ -98,6 +100,7 @@ EXPECTED = {
         "abandonment": 0.0,
         "mean_first_click_position": 1.5,
         "reformulation_rate": 1 / 3,
+        "paulscore": (0.5 + 0.25 + 1) / 3,
     },
     "app": {
         "zero_result_rate": 0.0,
@@ -108,6 +111,7 @@ EXPECTED = {
         "abandonment": 1 / 2,
         "mean_first_click_position": 6.0,
         "reformulation_rate": 0.0,
+        "paulscore": 0.5**5 / 2,
     },
 }
 

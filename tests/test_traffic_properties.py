@@ -27,7 +27,7 @@ def test_the_query_key_ignores_case_and_runs_of_white_space(text: str, space: st
 
 @pytest.mark.parametrize("seed", [4, 5])
 def test_every_rate_is_in_0_1_and_the_first_click_at_least_1(tmp_path: Path, seed: int) -> None:
-    """Rates of generated traffic lie in [0, 1]; the mean first-click rank is at least 1."""
+    """Rates lie in [0, 1], PaulScore below 1 / (1 - F), the mean first-click rank at least 1."""
     pytest.importorskip("duckdb")
     from monitor.traffic.engine import connect
     from monitor.traffic.importer import import_logs
@@ -48,7 +48,9 @@ def test_every_rate_is_in_0_1_and_the_first_click_at_least_1(tmp_path: Path, see
         connection.close()
     values = dict(overall.values)
     first = values.pop("mean_first_click_position")
-    assert (True, True) == (
+    paul = values.pop("paulscore")
+    assert (True, True, True) == (
         all(value is not None and 0.0 <= value <= 1.0 for value in values.values()),
         first is not None and math.isfinite(first) and first >= 1.0,
+        paul is not None and 0.0 <= paul < 1 / (1 - 0.5),
     )

@@ -95,6 +95,7 @@ def reference_metrics(queries: list[dict[str, Any]], events: list[dict[str, Any]
                 sum(min(ranks[i]) for i in clicked) / len(clicked) if clicked else None
             ),
             "reformulation_rate": share([i for i in ids if following[i]], ids),
+            "paulscore": sum(sum(0.5 ** (r - 1) for r in set(ranks[i])) for i in ids) / len(ids),
         }
     return out
 

@@ -99,6 +99,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="a next search within this many seconds can reformulate (default 300)",
     )
+    metrics.add_argument(
+        "--paulscore-factor",
+        type=float,
+        default=0.5,
+        metavar="F",
+        help="PaulScore's factor, above 0 and below 1 (default 0.5)",
+    )
     metrics.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     metrics.set_defaults(handler=metrics_command)
 
@@ -251,11 +258,18 @@ def metrics_command(args: argparse.Namespace) -> int:
     gap = args.reformulation_gap
     if not (math.isfinite(gap) and gap >= 0):
         raise UsageError(f"--reformulation-gap must be a number of seconds >= 0, not {gap}")
+    factor = args.paulscore_factor
+    if not 0.0 < factor < 1.0:
+        raise UsageError(f"--paulscore-factor must be above 0 and below 1, not {factor}")
     span = _window(args)
     connection = connect(args.db, read_only=True)
     try:
         found = online_metrics(
-            connection, span, click_action=args.click_action, reformulation_gap=gap
+            connection,
+            span,
+            click_action=args.click_action,
+            reformulation_gap=gap,
+            paulscore_factor=factor,
         )
     finally:
         connection.close()

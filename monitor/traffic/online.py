@@ -16,6 +16,11 @@ the document is not in that list):
   ``application`` within the reformulation gap (300 s by default), by a search with another
   query key, over searches. The next search is the client's next one in the window: a
   repeat of the same key in between ends the chain.
+- ``paulscore``: the mean over searches of ``sum(F ** (rank - 1))`` over the distinct ranks
+  clicked in each search (0 for a search without clicks), with the factor ``F`` (0.5 by
+  default) as Wikimedia's search metrics define it: a click at rank 1 counts 1, at rank 2
+  ``F``, and so on, so the score rewards clicks high in the list. It lies in
+  ``[0, 1 / (1 - F))``.
 
 A window without searches is no data (:class:`NoTrafficError`), never a rate of 0.
 """
@@ -41,11 +46,14 @@ METRICS: Final = {
     "abandonment": "abandonment",
     "mean_first_click_position": "mean_first_click_position",
     "reformulation_rate": "reformulation_rate",
+    "paulscore": "paulscore",
 }
 
 #: The click action and reformulation gap (seconds) used unless told otherwise.
 CLICK_ACTION = "click"
 REFORMULATION_GAP = 300.0
+#: PaulScore's factor unless told otherwise.
+PAULSCORE_FACTOR = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +75,7 @@ def online_metrics(
     *,
     click_action: str = CLICK_ACTION,
     reformulation_gap: float = REFORMULATION_GAP,
+    paulscore_factor: float = PAULSCORE_FACTOR,
 ) -> list[OnlineMetrics]:
     """Return the metrics of ``window``: overall first, then each application by name.
 
@@ -80,6 +89,7 @@ def online_metrics(
             "end": window.end,
             "click_action": click_action,
             "gap_seconds": float(reformulation_gap),
+            "paul_factor": float(paulscore_factor),
         },
     )
     if not found or not found[0]["searches"]:  # the overall row is there even for no search

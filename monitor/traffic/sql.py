@@ -116,6 +116,11 @@ c AS (
     LEFT JOIN impressions i ON i.query_id = e.query_id AND i.doc = e.object_id
     WHERE e.action_name = $click_action
 ),
+paul AS (
+    SELECT query_id, sum(power($paul_factor, rank - 1)) AS paul
+    FROM (SELECT DISTINCT query_id, rank FROM c WHERE rank IS NOT NULL) d
+    GROUP BY query_id
+),
 per_search AS (
     SELECT s.query_id, s.application, s.hits,
         count(c.query_id) AS clicks, min(c.rank) AS first_rank
@@ -153,8 +158,10 @@ SELECT
     avg(CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1.0 ELSE 0.0 END) END)
         AS abandonment,
     avg(CAST(p.first_rank AS DOUBLE)) AS mean_first_click_position,
-    avg(CAST(r.reformulated AS DOUBLE)) AS reformulation_rate
+    avg(CAST(r.reformulated AS DOUBLE)) AS reformulation_rate,
+    avg(coalesce(paul.paul, 0.0)) AS paulscore
 FROM per_search p JOIN reformulated r ON r.query_id = p.query_id
+LEFT JOIN paul ON paul.query_id = p.query_id
 GROUP BY GROUPING SETS ((p.application), ())
 ORDER BY overall DESC, p.application
 """
