@@ -261,3 +261,29 @@ def test_sample_command_names_a_missing_database(
     )
     assert 2 == code
     assert str(missing) in capsys.readouterr().err
+
+
+def test_a_comparison_of_a_sampled_set_gives_its_traffic_weighted_means() -> None:
+    """A run of a traffic sample is noted with its Hájek means beside the plain ones."""
+    from datetime import datetime, timezone
+
+    from monitor.compare import compare_runs
+    from monitor.store import QueryRecord, RunRecord
+
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    queries = (
+        QueryRecord("a", {"recall@5": 1.0}, ("d1",), ("d1",), 0.1, None),
+        QueryRecord("b", {"recall@5": 0.0}, ("d2",), ("d9",), 0.1, None),
+    )
+    run = RunRecord("s", "p", at, at, queries=queries, means={"recall@5": 0.5})
+    metadata = {
+        "a": {"traffic_searches": 30, "inclusion_probability": 1.0},
+        "b": {"traffic_searches": 2, "inclusion_probability": 0.2},
+    }
+    comparison = compare_runs(run, None, (), metadata=metadata)
+    # weights 30 and 10: (30 * 1 + 10 * 0) / 40
+    assert (
+        "traffic-weighted means (each query weighs its searches over its inclusion "
+        "probability): recall@5 0.7500 (plain 0.5000)",
+    ) == comparison.notes
+    assert () == compare_runs(run, None, (), metadata={"a": {"kind": "x"}}).notes

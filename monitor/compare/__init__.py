@@ -28,7 +28,7 @@ from monitor.compare.coverage import (
 )
 from monitor.compare.diff import labelled_segment_changes, segment_labels, worse_queries
 from monitor.compare.invariants import check_invariants
-from monitor.compare.matched import Matched, metric_values
+from monitor.compare.matched import Matched, metric_values, stored_column
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
 from monitor.compare.records import (
     Comparison,
@@ -183,6 +183,7 @@ def compare_runs(
             "have little power and small drops read as insufficient evidence"
         )
     checked = check_invariants(invariants, current, usable)
+    weighted = traffic_weighted_note(current, metadata or {})
     return Comparison(
         suite=current.suite,
         run_id=current.run_id,
@@ -197,6 +198,35 @@ def compare_runs(
         invariants=checked,
         coverage=changes,
         overlap=overlap,
+        notes=() if weighted is None else (weighted,),
+    )
+
+
+def traffic_weighted_note(
+    run: RunRecord, metadata: Mapping[str, Mapping[str, MetaValue]]
+) -> str | None:
+    """Return the run's traffic-weighted means beside its plain ones, for an eval set sampled
+    from traffic (``evalset sample``: its queries carry ``traffic_searches`` and
+    ``inclusion_probability``), or None for any other set."""
+    columns = run.columns
+    ids = list(columns.query_ids)
+    if not any("inclusion_probability" in metadata.get(qid, {}) for qid in ids):
+        return None
+    from monitor.traffic.sample import weighted_mean
+
+    rows = [metadata.get(qid, {}) for qid in ids]
+    figures = []
+    for metric, plain in run.means.items():
+        values, present = stored_column(columns, metric)
+        kept = [row for row, here in zip(rows, present.tolist(), strict=True) if here]
+        mean = weighted_mean(values[present].tolist(), kept)
+        if mean is not None and plain is not None:
+            figures.append(f"{metric} {mean:.4f} (plain {plain:.4f})")
+    if not figures:
+        return None
+    return (
+        "traffic-weighted means (each query weighs its searches over its inclusion "
+        "probability): " + ", ".join(figures)
     )
 
 

@@ -76,7 +76,7 @@ class Matched:
         found = self._columns.get(key)
         if found is None:
             run = self.baseline if baseline else self.current
-            found = self._columns[key] = _stored_column(run.columns, metric)
+            found = self._columns[key] = stored_column(run.columns, metric)
         return found
 
     def both_answered(self) -> IndexArray:
@@ -129,7 +129,7 @@ def _ids(run: RunRecord) -> Sequence[str]:
 
 def metric_values(run: RunRecord, metric: str) -> FloatArray:
     """Return the values of ``metric`` of the queries of ``run`` that have one, in order."""
-    values, present = _stored_column(run.columns, metric)
+    values, present = stored_column(run.columns, metric)
     return values[present]
 
 
@@ -138,7 +138,7 @@ def judged_not_answered(run: RunRecord) -> int:
     return int(np.count_nonzero(_judged(run) & ~_answered(run)))
 
 
-def _stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, BoolArray]:
+def stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, BoolArray]:
     """Return :meth:`Matched.column` of a run from its columns' matrix."""
     n = len(columns)
     if metric not in columns.metrics:
