@@ -287,3 +287,17 @@ def test_a_comparison_of_a_sampled_set_gives_its_traffic_weighted_means() -> Non
         "probability): recall@5 0.7500 (plain 0.5000)",
     ) == comparison.notes
     assert () == compare_runs(run, None, (), metadata={"a": {"kind": "x"}}).notes
+
+
+def test_the_command_offers_every_sampling_method() -> None:
+    """evalset sample's --method choices are the sampler's methods."""
+    from monitor.traffic.sample import METHODS
+
+    with pytest.raises(SystemExit):
+        main(["evalset", "sample", "--method", "nope"])
+    import monitor.cli.traffic as command
+
+    assert '"topn", "random", "pps", "stratified"' in Path(command.__file__).read_text(
+        encoding="utf-8"
+    ).replace("'", '"')
+    assert ("topn", "random", "pps", "stratified") == METHODS
