@@ -5,10 +5,11 @@ queries.
 checked in SQL (:mod:`monitor.traffic.fast`), or row by row (:mod:`monitor.traffic.rows`)
 when those checks find a row they do not accept, so a bad row's error and ``--skip-bad``
 read as they always did; it keys the staged searches and stores them with the statements
-of :mod:`monitor.traffic.sql` in one transaction. A query key issued by fewer than ``min_distinct_clients`` distinct clients in
-the files imported together is dropped with its impressions and events: rare queries may be
-personal (a name, an address), so they are never stored. A file whose bytes were imported
-before is refused, so no search or click is counted twice.
+of :mod:`monitor.traffic.sql` in one transaction. A query key issued by fewer than
+``min_distinct_clients`` distinct clients in the files imported together is dropped with its
+impressions and events: rare queries may be personal (a name, an address), so they are
+never stored. A file whose bytes were imported before is refused, so no search or click is
+counted twice.
 """
 
 from __future__ import annotations
