@@ -351,30 +351,33 @@ def _parquet_columns(alias: str, column: str | None, kind: Any) -> list[str]:
     return columns
 
 
+class _ByRows(Exception):
+    """The file is one the row reader must read."""
+
+
 def _parquet_field(schema: Any, name: str) -> tuple[str | None, Any]:
     """Return the SQL of the field ``name`` of a Parquet log and its Arrow type, as the row
-    reader finds it: a column of that (dotted) name, else the nested struct fields."""
+    reader finds it: a column of that (dotted) name, else the nested struct fields; (None,
+    None) when it finds none. Raise _ByRows for a struct whose fields repeat a name."""
     import pyarrow as pa
 
     if name in schema.names:
         return _quote(name), schema.field(name).type
-    parts = name.split(".")
-    if len(parts) == 1:
+    first, *rest = name.split(".")
+    if not rest or first not in schema.names:
         return None, None
-    kind: Any = schema
-    expression = ""
-    for part in parts:
-        fields = (
-            kind.names if kind is schema else [kind.field(i).name for i in range(kind.num_fields)]
-        )
-        if part not in fields:
+    kind = schema.field(first).type
+    expression = _quote(first)
+    for part in rest:
+        if not pa.types.is_struct(kind):
+            return None, None  # not a mapping: the row reader finds nothing there
+        names = [kind.field(i).name for i in range(kind.num_fields)]
+        if len(set(names)) != len(names):
+            raise _ByRows
+        if part not in names:
             return None, None
-        kind = schema.field(part).type if kind is schema else kind.field(part).type
-        expression = (
-            _quote(part) if not expression else f"struct_extract({expression}, {_literal(part)})"
-        )
-        if part != parts[-1] and not pa.types.is_struct(kind):
-            return None, None
+        kind = kind.field(part).type
+        expression = f"struct_extract({expression}, {_literal(part)})"
     return expression, kind
 
 
@@ -391,7 +394,10 @@ def _parquet_source(path: Path, fields: dict[str, str]) -> str | None:
         return None
     columns: list[str] = []
     for alias, name in fields.items():
-        column, kind = _parquet_field(schema, name)
+        try:
+            column, kind = _parquet_field(schema, name)
+        except _ByRows:
+            return None
         columns.extend(_parquet_columns(alias, column, kind))
     return f"SELECT false AS guard, {', '.join(columns)} FROM read_parquet({_literal(str(path))})"
 
