@@ -250,7 +250,7 @@ def _json_source(path: Path, fields: dict[str, str]) -> str:
     )
 
 
-def _text_columns(alias: str, column: str | None, *, crlf: bool = False) -> list[str]:
+def _text_columns(alias: str, column: str | None) -> list[str]:
     """Return an adapter's columns of a field read as text (CSV), ``column`` its source."""
     if column is None:
         tag, text = "'missing'", "CAST(NULL AS VARCHAR)"
