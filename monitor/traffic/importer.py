@@ -1,12 +1,15 @@
 """Import query and event logs into the traffic database, once each, keeping only frequent
 queries.
 
-:func:`import_logs` reads the files (:mod:`monitor.traffic.rows`), stages them as Arrow
-tables and stores them with the statements of :mod:`monitor.traffic.sql` in one
-transaction. A query key issued by fewer than ``min_distinct_clients`` distinct clients in
-the files imported together is dropped with its impressions and events: rare queries may be
-personal (a name, an address), so they are never stored. A file whose bytes were imported
-before is refused, so no search or click is counted twice.
+:func:`import_logs` stages each file in temporary tables, read by DuckDB's own readers and
+checked in SQL (:mod:`monitor.traffic.fast`), or row by row (:mod:`monitor.traffic.rows`)
+when those checks find a row they do not accept, so a bad row's error and ``--skip-bad``
+read as they always did; it keys the staged searches and stores them with the statements
+of :mod:`monitor.traffic.sql` in one transaction. A query key issued by fewer than
+``min_distinct_clients`` distinct clients in the files imported together is dropped with its
+impressions and events: rare queries may be personal (a name, an address), so they are
+never stored. A file whose bytes were imported before is refused, so no search or click is
+counted twice.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from monitor.errors import UsageError
-from monitor.traffic import sql
+from monitor.traffic import fast, sql
 from monitor.traffic.engine import Connection
 from monitor.traffic.rows import EventColumns, QueryColumns, Skipper, read_events, read_queries
 
@@ -103,13 +106,104 @@ def import_logs(
     prints = [(path, kind, fingerprint(path)) for path, kind in files]
     _refuse_imported(connection, prints)
     skipper = Skipper(skip_bad)
-    query_columns = QueryColumns()
-    event_columns = EventColumns()
-    read_queries(list(queries), query_columns, skipper)
-    read_events(list(events), event_columns, skipper)
-    return _store(
-        connection, query_columns, event_columns, prints, min_distinct_clients, skipper, clock()
+    for statement in fast.STAGING:
+        connection.execute(statement)
+    try:
+        read = _stage(connection, list(queries), list(events), skipper)
+        fast.key_queries(connection)
+        return _store(connection, read, prints, min_distinct_clients, skipper, clock())
+    finally:
+        for name in _STAGED:
+            connection.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+#: The temporary tables an import stages its rows in.
+_STAGED = ("staged_queries", "new_queries", "new_impressions", "new_events")
+
+
+@dataclass
+class _Read:
+    """What the staging read: searches, events naming a search, events naming none."""
+
+    searches: int = 0
+    events: int = 0
+    without_query: int = 0
+
+
+def _stage(
+    connection: Connection, queries: list[Path], events: list[Path], skipper: Skipper
+) -> _Read:
+    """Stage every file: by DuckDB's readers and SQL checks, or row by row when those find
+    a row they do not accept (so its error and ``--skip-bad`` read as the row reader's)."""
+    read = _Read()
+    for path in queries:
+        staged = fast.stage_queries(connection, path)
+        if staged is None:
+            columns = QueryColumns(seen=fast.staged_ids(connection) if read.searches else set())
+            read_queries([path], columns, skipper)
+            _add_queries(connection, columns)
+            staged = len(columns)
+        read.searches += staged
+    for path in events:
+        counted = fast.stage_events(connection, path)
+        if counted is None:
+            event_columns = EventColumns()
+            read_events([path], event_columns, skipper)
+            _add_events(connection, event_columns)
+            counted = (len(event_columns), event_columns.without_query)
+        read.events += counted[0]
+        read.without_query += counted[1]
+    return read
+
+
+def _add_queries(connection: Connection, queries: QueryColumns) -> None:
+    """Add the searches the row reader checked, and their impressions, to the staging."""
+    import pyarrow as pa
+
+    searches = pa.table(
+        {
+            "query_id": pa.array(queries.query_id, pa.string()),
+            "user_query": pa.array(queries.user_query, pa.string()),
+            "ts": pa.array(queries.ts, pa.timestamp("us")),
+            "epoch_s": pa.array(queries.epoch_s, pa.float64()),
+            "client_id": pa.array(queries.client_id, pa.string()),
+            "application": pa.array(queries.application, pa.string()),
+            "hits": pa.array(queries.hits, pa.int32()),
+        }
     )
+    impressions = pa.table(
+        {
+            "query_id": pa.array(queries.shown_query_id, pa.string()),
+            "rank": pa.array(queries.shown_rank, pa.int32()),
+            "doc": pa.array(queries.shown_doc, pa.string()),
+        }
+    )
+    _append(connection, "staged_queries", searches)
+    _append(connection, "new_impressions", impressions)
+
+
+def _add_events(connection: Connection, events: EventColumns) -> None:
+    """Add the events the row reader checked to the staging."""
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "action_name": pa.array(events.action_name, pa.string()),
+            "query_id": pa.array(events.query_id, pa.string()),
+            "position": pa.array(events.position, pa.int32()),
+            "object_id": pa.array(events.object_id, pa.string()),
+            "ts": pa.array(events.ts, pa.timestamp("us")),
+        }
+    )
+    _append(connection, "new_events", table)
+
+
+def _append(connection: Connection, name: str, table: object) -> None:
+    connection.register("rows_read", table)
+    try:
+        connection.execute(f"INSERT INTO {name} SELECT * FROM rows_read")
+    finally:
+        connection.unregister("rows_read")
 
 
 def _refuse_imported(connection: Connection, prints: list[tuple[Path, str, str]]) -> None:
@@ -130,89 +224,50 @@ def _refuse_imported(connection: Connection, prints: list[tuple[Path, str, str]]
 
 def _store(
     connection: Connection,
-    queries: QueryColumns,
-    events: EventColumns,
+    read: _Read,
     prints: list[tuple[Path, str, str]],
     min_clients: int,
     skipper: Skipper,
     now: datetime,
 ) -> ImportSummary:
-    import pyarrow as pa
-
-    staged = {
-        "new_queries": pa.table(
-            {
-                "query_id": pa.array(queries.query_id, pa.string()),
-                "user_query": pa.array(queries.user_query, pa.string()),
-                "query_key": pa.array(queries.query_key, pa.string()),
-                "ts": pa.array(queries.ts, pa.timestamp("us")),
-                "epoch_s": pa.array(queries.epoch_s, pa.float64()),
-                "client_id": pa.array(queries.client_id, pa.string()),
-                "application": pa.array(queries.application, pa.string()),
-                "hits": pa.array(queries.hits, pa.int32()),
-            }
-        ),
-        "new_impressions": pa.table(
-            {
-                "query_id": pa.array(queries.shown_query_id, pa.string()),
-                "rank": pa.array(queries.shown_rank, pa.int32()),
-                "doc": pa.array(queries.shown_doc, pa.string()),
-            }
-        ),
-        "new_events": pa.table(
-            {
-                "action_name": pa.array(events.action_name, pa.string()),
-                "query_id": pa.array(events.query_id, pa.string()),
-                "position": pa.array(events.position, pa.int32()),
-                "object_id": pa.array(events.object_id, pa.string()),
-                "ts": pa.array(events.ts, pa.timestamp("us")),
-            }
-        ),
-    }
-    for name, table in staged.items():
-        connection.register(name, table)
+    connection.execute("BEGIN TRANSACTION")
     try:
-        connection.execute("BEGIN TRANSACTION")
-        try:
-            known = _count(
-                connection,
-                "SELECT count(*) FROM new_queries WHERE query_id IN (SELECT query_id FROM queries)",
+        known = _count(
+            connection,
+            "SELECT count(*) FROM new_queries WHERE query_id IN (SELECT query_id FROM queries)",
+        )
+        events_before = _count(connection, "SELECT count(*) FROM events")
+        connection.execute(sql.STAGE_FRESH, {"min_clients": min_clients})
+        rare = connection.execute(
+            "SELECT count(DISTINCT query_key), count(*) FROM new_queries WHERE query_key "
+            "NOT IN (SELECT query_key FROM fresh) AND query_id NOT IN "
+            "(SELECT query_id FROM queries)"
+        ).fetchone()
+        stored = _count(connection, "SELECT count(*) FROM fresh")
+        connection.execute(sql.INSERT_QUERIES)
+        connection.execute(sql.INSERT_IMPRESSIONS)
+        connection.execute(sql.INSERT_EVENTS)
+        events_stored = _count(connection, "SELECT count(*) FROM events") - events_before
+        for path, kind, digest in prints:
+            rows_read = read.searches if kind == "queries" else read.events
+            connection.execute(
+                "INSERT INTO imported_files VALUES (?, ?, ?, ?, ?)",
+                [digest, str(path), kind, rows_read, now],
             )
-            events_before = _count(connection, "SELECT count(*) FROM events")
-            connection.execute(sql.STAGE_FRESH, {"min_clients": min_clients})
-            rare = connection.execute(
-                "SELECT count(DISTINCT query_key), count(*) FROM new_queries WHERE query_key "
-                "NOT IN (SELECT query_key FROM fresh) AND query_id NOT IN "
-                "(SELECT query_id FROM queries)"
-            ).fetchone()
-            stored = _count(connection, "SELECT count(*) FROM fresh")
-            connection.execute(sql.INSERT_QUERIES)
-            connection.execute(sql.INSERT_IMPRESSIONS)
-            connection.execute(sql.INSERT_EVENTS)
-            events_stored = _count(connection, "SELECT count(*) FROM events") - events_before
-            for path, kind, digest in prints:
-                rows_read = len(queries) if kind == "queries" else len(events)
-                connection.execute(
-                    "INSERT INTO imported_files VALUES (?, ?, ?, ?, ?)",
-                    [digest, str(path), kind, rows_read, now],
-                )
-            connection.execute("DROP TABLE fresh")
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-    finally:
-        for name in staged:
-            connection.unregister(name)
+        connection.execute("DROP TABLE fresh")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
     return ImportSummary(
-        searches_read=len(queries),
+        searches_read=read.searches,
         searches_stored=stored,
         rare_queries=int(rare[0]),
         rare_searches=int(rare[1]),
         searches_known=known,
-        events_read=len(events),
+        events_read=read.events,
         events_stored=events_stored,
-        events_without_query_id=events.without_query,
+        events_without_query_id=read.without_query,
         bad_rows_skipped=skipper.skipped,
         first_bad_row=None if skipper.first is None else str(skipper.first),
     )
