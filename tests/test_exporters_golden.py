@@ -75,6 +75,7 @@ def successful_run() -> SuiteSnapshot:
         evalset_fingerprint="sha256:0123abcd",
         baseline_run_id=7,
         index_size=1250000,
+        corpus_fingerprint="3f2a9c0e1b7d4a55",
         segments={
             "language": {
                 "de": {"recall@5": 0.7, "ndcg@10": 0.64},

@@ -54,8 +54,9 @@ def check_builds(config: MonitorConfig, *, environ: Mapping[str, str] | None = N
 def check_suite_builds(
     suite: SuiteConfig, source: str, *, environ: Mapping[str, str] | None = None
 ) -> None:
-    """Build and close the plug-ins of ``suite`` (from the file ``source``)."""
-    _search(suite.search, source, f"suites.{suite.name}.search")
+    """Build and close the plug-ins of ``suite`` (from the file ``source``); a suite with
+    ``trigger: on_change`` needs a search that has ``corpus_fingerprint()``."""
+    _search(suite.search, source, f"suites.{suite.name}.search", suite.trigger.on_change)
     if suite.evalset.reference is not None:
         _search(suite.evalset.reference, source, f"suites.{suite.name}.evalset.reference")
     if suite.judge is not None:
@@ -63,16 +64,25 @@ def check_suite_builds(
     _notifiers(suite, source, environ)
 
 
-def _search(config: SearchConfig, source: str, path: str) -> None:
+def _search(config: SearchConfig, source: str, path: str, on_change: bool = False) -> None:
     # Imported here: the search package imports the config's records.
-    from monitor.search import build_search, close_search
+    from monitor.search import build_search, close_search, has_corpus_fingerprint
 
     try:
         search = build_search(config.kind, config.plugin_options())
     except SearchSetupError as error:
         reason = _masked(error.reason, config)
         raise _refused(config.origin, source, path, error.option, reason, "search") from None
-    close_search(search)
+    try:
+        if on_change and not has_corpus_fingerprint(search):
+            raise ConfigError(
+                source,
+                path.removesuffix(".search") + ".trigger",
+                f"a search with corpus_fingerprint() for trigger: on_change (search kind "
+                f"{config.kind!r} has none; use trigger: schedule)",
+            )
+    finally:
+        close_search(search)
 
 
 def _judge(config: JudgeConfig, source: str, path: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from monitor.compare.corpus import corpus_notes
 from monitor.compare.coverage import (
     CoverageChange,
     coverage_changes,
@@ -194,6 +195,7 @@ def compare_runs(
         worse_queries=diffs,
         segments=breakdown,
         warnings=tuple(warnings),
+        notes=corpus_notes(current, baseline),
         primary_metric=primary,
         invariants=checked,
         coverage=changes,

@@ -389,6 +389,7 @@ def _suite(
         pipeline=sections.pipeline(f, e.get("pipeline"), name),
         runner=sections.runner(f, e.get("runner")),
         schedule=sections.schedule(f, e.get("schedule")),
+        trigger=sections.trigger(f, e.get("trigger")),
         rules=rules,
         significance=sections.significance(f, e.get("significance")),
         segments=sections.segments(f, e.get("segments")),

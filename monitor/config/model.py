@@ -199,6 +199,31 @@ class ScheduleConfig:
     timezone: str | None = None
 
 
+#: What starts a run: its schedule, or a change of its search's corpus.
+TriggerKind = Literal["schedule", "on_change"]
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerConfig:
+    """What else starts a run of a suite besides its schedule (``trigger``).
+
+    ``kind`` ``schedule`` (the default): the schedule alone. ``on_change``: the daemon also
+    polls the search's ``corpus_fingerprint()`` every ``poll_interval_seconds`` and runs the
+    suite once it has changed and then held still for ``settle_seconds``, never two such runs
+    closer than ``min_interval_seconds``.
+    """
+
+    kind: TriggerKind = "schedule"
+    poll_interval_seconds: float = 60.0
+    settle_seconds: float = 30.0
+    min_interval_seconds: float = 300.0
+
+    @property
+    def on_change(self) -> bool:
+        """Return whether a change of the corpus starts a run."""
+        return self.kind == "on_change"
+
+
 class Check(str, Enum):
     """What a rule checks; the value is the YAML key that sets its threshold."""
 
@@ -470,6 +495,7 @@ class SuiteConfig:
     pipeline: str
     runner: RunnerConfig = RunnerConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    trigger: TriggerConfig = TriggerConfig()
     rules: tuple[RuleConfig, ...] = ()
     significance: SignificanceConfig = SignificanceConfig()
     segments: tuple[str, ...] = ()

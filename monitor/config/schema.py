@@ -188,6 +188,7 @@ def _suite() -> Schema:
                 }
             ),
             "schedule": _schedule(),
+            "trigger": _trigger(),
             "rules": {"type": ["array", "null"], "items": _rule()},
             "significance": _object(
                 {
@@ -406,6 +407,29 @@ def _schedule() -> Schema:
             {"required": ["interval"], "not": {"required": ["timezone"]}},
         ],
     )
+
+
+def _trigger() -> Schema:
+    wait = {
+        "anyOf": [
+            {"type": "number", "minimum": 0},
+            {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
+            _ENV,
+        ],
+        "description": "0, 30s, 5m, 1h or seconds.",
+    }
+    interval = _schedule()["properties"]["interval"]
+    kinds = {"enum": list(vocab.TRIGGER_KINDS)}
+    return {
+        "anyOf": [
+            kinds,
+            _object(
+                {"kind": kinds, "poll_interval": interval, "settle": wait, "min_interval": wait},
+                required=["kind"],
+            ),
+        ],
+        "description": "on_change: also run when the search's corpus_fingerprint() changes.",
+    }
 
 
 def _rule() -> Schema:

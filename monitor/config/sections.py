@@ -29,6 +29,7 @@ from monitor.config.model import (
     SearchConfig,
     Severity,
     SignificanceConfig,
+    TriggerConfig,
 )
 from monitor.config.nodes import Node
 from monitor.errors import MetricError, UsageError
@@ -255,6 +256,50 @@ def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
             cron=_cron(f, entries["cron"]), interval_seconds=None, timezone=timezone
         )
     return ScheduleConfig(interval_seconds=interval_seconds(f, entries["interval"]))
+
+
+def trigger(f: Fields, node: Node | None) -> TriggerConfig:
+    """Read ``trigger``: ``schedule`` (the default) or ``on_change``, alone or as
+    ``{kind: on_change, poll_interval?, settle?, min_interval?}``; defaults 60s, 30s, 5m."""
+    if node is None:
+        return TriggerConfig()
+    expected = f"a trigger: {' or '.join(vocab.TRIGGER_KINDS)}"
+    entries: Mapping[str, Node] = {}
+    kind_node = node
+    if not isinstance(node.value, str):
+        entries = f.mapping(node, vocab.TRIGGER_KEYS, "kind, poll_interval, settle, min_interval")
+        kind_node = f.require(node, entries, "kind")
+    kind = f.string(kind_node, expected)
+    if kind not in vocab.TRIGGER_KINDS:
+        raise f.error(kind_node, expected, show=True)
+    options = [key for key in vocab.TRIGGER_KEYS if key != "kind" and key in entries]
+    if kind == "schedule":
+        if options:
+            raise f.error(entries[options[0]], f"{options[0]!r} only with kind: on_change")
+        return TriggerConfig()
+    default = TriggerConfig()
+    return TriggerConfig(
+        kind="on_change",
+        poll_interval_seconds=(
+            interval_seconds(f, entries["poll_interval"])
+            if "poll_interval" in entries
+            else default.poll_interval_seconds
+        ),
+        settle_seconds=_wait(f, entries.get("settle"), default.settle_seconds),
+        min_interval_seconds=_wait(f, entries.get("min_interval"), default.min_interval_seconds),
+    )
+
+
+def _wait(f: Fields, node: Node | None, default: float) -> float:
+    """Return a wait in seconds from ``0``, ``30s``, ``5m``, ...: 0 or more, at most a year."""
+    if node is None:
+        return default
+    seconds = vocab.interval_to_seconds(node.value)
+    if seconds is None or not 0 <= seconds <= vocab.MAX_INTERVAL_SECONDS:
+        raise f.error(
+            node, "a wait such as 0, 30s, 5m, 1h or a number of seconds, at most a year", show=True
+        )
+    return seconds
 
 
 def retention(f: Fields, node: Node | None) -> Retention | None:

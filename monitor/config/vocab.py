@@ -8,8 +8,9 @@ tables, which import no plug-in until one is built.
 from __future__ import annotations
 
 import re
+from typing import get_args
 
-from monitor.config.model import Check, RuleConfig
+from monitor.config.model import Check, RuleConfig, TriggerKind
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
@@ -22,6 +23,7 @@ SUITE_KEYS = (
     "k",
     "runner",
     "schedule",
+    "trigger",
     "rules",
     "significance",
     "segments",
@@ -63,6 +65,9 @@ RUNNER_KEYS = (
     "max_lock_skips",
 )
 SCHEDULE_KEYS = ("cron", "interval", "timezone")
+#: Keys of ``trigger``, and its kinds (``trigger: on_change`` alone takes the defaults).
+TRIGGER_KEYS = ("kind", "poll_interval", "settle", "min_interval")
+TRIGGER_KINDS: tuple[TriggerKind, ...] = get_args(TriggerKind)
 SIGNIFICANCE_KEYS = ("alpha", "iterations", "seed", "persistence")
 PERSISTENCE_KEYS = ("breaches", "runs")
 METRICS_GRID_KEYS = ("measures", "k")

@@ -18,6 +18,11 @@ runs and any fault of the job itself.
 
 The job reads the suite's config when it starts, so a reload (:meth:`Daemon.reload`)
 changes the next run of every suite; only a changed schedule touches the scheduler.
+
+A suite with ``trigger: on_change`` also has a poll job (:mod:`monitor.daemon.polls`) on
+a pool of its own, so that polls never wait behind long runs; once its corpus has changed
+and settled, the suite runs through the same :meth:`Daemon.run_job` as on its schedule
+(``trigger=on_change``).
 """
 
 from __future__ import annotations
@@ -34,13 +39,15 @@ from datetime import datetime, timezone
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monitor.daemon.change import watch_job_suite
+from monitor.daemon.polls import POLL_EXECUTOR, CorpusPolls
 from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
 from monitor.daemon.status import DaemonSnapshot, StatusBoard
 from monitor.errors import MonitorError, StoreLockedError, UsageError
 from monitor.logs import get_logger
 
 if TYPE_CHECKING:
-    from monitor.config.model import MonitorConfig, SuiteConfig
+    from monitor.config.model import MonitorConfig, SuiteConfig, TriggerKind
     from monitor.daemon.metrics import MetricsEndpoint
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import SuiteOutcome
@@ -79,6 +86,7 @@ class SuiteRunner(Protocol):
         config_hash: str = "",
         progress: bool | None = None,
         sinks: Sequence[Callable[[SuiteSnapshot], None]] = (),
+        trigger: TriggerKind | None = None,
     ) -> SuiteOutcome: ...
 
 
@@ -91,7 +99,8 @@ class Daemon:
     ``run --metrics-out`` does, so a failed run's last success comes from the store, not
     from what this process has seen. With ``initial_run`` every suite also runs once as soon
     as it is scheduled. ``workers`` (default :func:`pool_size`) is how many suites may run at
-    once. ``run`` and ``open_store`` default to the real ones.
+    once. ``run`` and ``open_store`` default to the real ones; ``clock`` (monotonic seconds)
+    times the waits of the on_change suites (``settle``, ``min_interval``).
     """
 
     def __init__(
@@ -106,6 +115,7 @@ class Daemon:
         workers: int | None = None,
         run: SuiteRunner | None = None,
         open_store: Callable[[str], Store] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if shutdown_grace < 0:
             raise UsageError(f"the shutdown grace must be 0 s or more, not {shutdown_grace}")
@@ -125,6 +135,14 @@ class Daemon:
         self._running: set[str] = set()
         self._idle = threading.Condition()
         self._scheduler: Any = None
+        self._polls = CorpusPolls(
+            open_store=self._store,
+            target=lambda: self._current[1],
+            run=self.run_job,
+            running=self._is_running,
+            stopping=self._stopping,
+            clock=clock,
+        )
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -141,8 +159,13 @@ class Daemon:
 
         config = self._current[0]
         plans = {name: _plan(suite) for name, suite in config.suites.items()}
+        # Built before anything starts: a search that cannot be watched stops the start.
+        watches = self._polls.build(config)
         self._scheduler = BackgroundScheduler(
-            executors={"default": ThreadPoolExecutor(self._workers)}
+            executors={
+                "default": ThreadPoolExecutor(self._workers),
+                POLL_EXECUTOR: ThreadPoolExecutor(pool_size(len(watches))),
+            }
         )
         self._scheduler.add_listener(
             self.on_event,
@@ -150,6 +173,7 @@ class Daemon:
         )
         for name, (trigger, grace) in plans.items():
             self._add_job(name, trigger, grace)
+        self._polls.install(self._scheduler, watches)
         self._scheduler.start()
         log.info(
             "daemon_started",
@@ -158,6 +182,7 @@ class Daemon:
             workers=self._workers,
             initial_run=self._initial_run,
             shutdown_grace_seconds=self._grace,
+            on_change=self._polls.suites or None,
         )
         self._log_schedule(list(plans))
 
@@ -230,6 +255,7 @@ class Daemon:
                     break
                 self._idle.wait(min(remaining, 0.2))
             abandoned = tuple(sorted(self._running))
+        self._polls.close()
         if abandoned:
             log.warning(
                 "shutdown_abandoned",
@@ -260,7 +286,9 @@ class Daemon:
         opens); on any error the running config stays and the error is logged. Suites that
         left the config are unscheduled (a run in progress finishes), new ones scheduled
         (and run at once with ``initial_run``), those with a changed schedule rescheduled.
-        Any other change applies from each suite's next run.
+        A suite whose trigger or search changed gets a new watch of its corpus (its search
+        built again; one that cannot be watched refuses the reload). Any other change
+        applies from each suite's next run.
         """
         if self._reload_config is None or self._scheduler is None:
             return False
@@ -271,6 +299,8 @@ class Daemon:
             target = self._store_target(config)
             if target != current_target:
                 self._store(target).close()
+            # Last: once built, nothing after it may fail and leave their searches open.
+            watches = self._polls.build(config)
         except Exception as error:
             self._board.reloaded(False)
             log.error(
@@ -307,6 +337,7 @@ class Daemon:
             self._scheduler.reschedule_job(name, trigger=trigger)
         for name in added:
             self._add_job(name, *plans[name])
+        self._polls.install(self._scheduler, watches)
         self._board.reloaded(True)
         log.info(
             "config_reloaded",
@@ -321,12 +352,15 @@ class Daemon:
 
     # -- the job ----------------------------------------------------------------------------
 
-    def run_job(self, name: str) -> None:
-        """Run the suite ``name`` once with the current config; log and count how it went.
+    def run_job(self, name: str, trigger: TriggerKind = "schedule") -> bool:
+        """Run the suite ``name`` once with the current config; log and count how it went;
+        return whether it ran (False: unknown suite, shutting down, or already running).
 
         Never raises for a failing suite: every error of the run is caught, logged as
         ``run_failed`` and counted, so the scheduler goes on with the next run. A suite whose
-        store lock another process holds is skipped: counted and logged as ``run_skipped``.
+        store lock another process holds, or that is running here already (a change-run when
+        its schedule comes), is skipped: counted and logged as ``run_skipped``. ``trigger``
+        says what started the run; an ``on_change`` run records it with the run.
         """
         config, target = self._current
         suite = config.suites.get(name)
@@ -334,13 +368,23 @@ class Daemon:
             # Checked under the lock shutdown takes: once it has counted the running suites,
             # no run starts that the process would then wait for on its way out.
             if suite is None or self._stopping.is_set():
-                return
-            self._running.add(name)
+                return False
+            if name in self._running:
+                busy = True
+            else:
+                busy = False
+                self._running.add(name)
+        if busy:
+            self._board.skipped(name)
+            log.warning(
+                "run_skipped", suite=name, trigger=trigger, reason="a run of the suite is going"
+            )
+            return False
         self._board.started(name)
         started = time.monotonic()
-        log.info("run_started", suite=name)
+        log.info("run_started", suite=name, trigger=trigger)
         try:
-            outcome = self._run_suite(suite, target)
+            outcome = self._run_suite(suite, target, trigger)
         except StoreLockedError as error:
             # Another process (a second replica, a manual `run`) is running the suite now:
             # a skip, as for `run`, not a failure. The composer exported nothing for it.
@@ -367,11 +411,15 @@ class Daemon:
             )
         else:
             self._board.succeeded(name, outcome)
+            corpus = outcome.run.stats.get("corpus_fingerprint")
+            self._polls.ran_against(name, corpus if isinstance(corpus, str) else None)
             comparison = outcome.comparison
             log.log(
                 logging.WARNING if comparison.verdict == "evalset_changed" else logging.INFO,
                 "run_finished",
                 suite=name,
+                trigger=trigger,
+                corpus_fingerprint=corpus,
                 run_id=outcome.run_id,
                 verdict=comparison.verdict,
                 regression=comparison.regression,
@@ -383,15 +431,29 @@ class Daemon:
             with self._idle:
                 self._running.discard(name)
                 self._idle.notify_all()
+        return True
 
-    def _run_suite(self, suite: SuiteConfig, target: str) -> SuiteOutcome:
+    def _run_suite(self, suite: SuiteConfig, target: str, trigger: TriggerKind) -> SuiteOutcome:
         from monitor.config import config_hash
         from monitor.job import run_suite
 
         run = self._run or run_suite
         sinks = () if self._metrics is None else (self._metrics.update,)
+        # A scheduled run is recorded as before triggers existed: no trigger is the schedule.
+        extra: dict[str, TriggerKind] = {} if trigger == "schedule" else {"trigger": trigger}
         with self._store(target) as store:
-            return run(suite, store, config_hash=config_hash(suite), progress=False, sinks=sinks)
+            return run(
+                suite,
+                store,
+                config_hash=config_hash(suite),
+                progress=False,
+                sinks=sinks,
+                **extra,
+            )
+
+    def _is_running(self, name: str) -> bool:
+        with self._idle:
+            return name in self._running
 
     def _store(self, target: str) -> Store:
         if self._open_store is not None:
@@ -412,6 +474,10 @@ class Daemon:
         )
 
         name = str(event.job_id)
+        polled = watch_job_suite(name)
+        if polled is not None:
+            self._polls.on_event(polled, event)
+            return
         if event.code == EVENT_JOB_MISSED:
             self._board.missed(name)
             log.warning(
@@ -452,7 +518,11 @@ class Daemon:
         """Return each scheduled suite's next run time (None while paused)."""
         if self._scheduler is None:
             return {}
-        return {str(job.id): job.next_run_time for job in self._scheduler.get_jobs()}
+        return {
+            str(job.id): job.next_run_time
+            for job in self._scheduler.get_jobs()
+            if watch_job_suite(str(job.id)) is None
+        }
 
     def _add_job(self, name: str, trigger: Any, grace: int) -> None:
         options: dict[str, Any] = {}

@@ -142,6 +142,11 @@ def _evalset(snapshot: SuiteSnapshot) -> Iterator[Series]:
         yield (snapshot.evalset_fingerprint, run_id), 1.0
 
 
+def _corpus(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    if snapshot.corpus_fingerprint:
+        yield (snapshot.corpus_fingerprint,), 1.0
+
+
 def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
     for key, by_value in snapshot.segments.items():
         for value, means in by_value.items():
@@ -308,6 +313,15 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         ("fingerprint", "baseline_run_id"),
         "success",
         _evalset,
+    ),
+    Gauge(
+        "retrieval_corpus_fingerprint_info",
+        "The search's corpus (the digest of its corpus_fingerprint()) the latest successful "
+        "run ran against; always 1. A new value annotates a change of the corpus, not of "
+        "quality.",
+        ("fingerprint",),
+        "success",
+        _corpus,
     ),
     Gauge(
         "retrieval_index_size",

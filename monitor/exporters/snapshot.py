@@ -84,6 +84,8 @@ class SuiteSnapshot:
     - ``evalset_fingerprint``, ``baseline_run_id``: which eval set and which baseline the
       figures come from.
     - ``index_size``: documents in the searched index, when the search reports it.
+    - ``corpus_fingerprint``: the digest of the search's ``corpus_fingerprint()`` the run
+      ran against, ``""`` when the search has none.
     - ``segments``: segment key (declared in the config) -> value -> metric name -> mean.
     - ``overlap_k``, ``rbo``, ``jaccard``: the mean rank-biased overlap (p = 0.9) and
       Jaccard of the run's top ``overlap_k`` with the baseline's, None without a baseline.
@@ -119,6 +121,7 @@ class SuiteSnapshot:
     evalset_fingerprint: str = ""
     baseline_run_id: int | None = None
     index_size: int | None = None
+    corpus_fingerprint: str = ""
     segments: Mapping[str, Mapping[str, Mapping[str, float]]] = field(
         default_factory=dict, hash=False
     )
@@ -166,6 +169,10 @@ class SuiteSnapshot:
             _count("baseline_run_id", self.baseline_run_id)
         if self.index_size is not None:
             _count("index_size", self.index_size)
+        if not isinstance(self.corpus_fingerprint, str):
+            raise UsageError("corpus_fingerprint must be a string")
+        if self.corpus_fingerprint:
+            check_value("fingerprint", self.corpus_fingerprint)
         _set(self, "segments", _segments(self.segments, metrics))
         _set(self, "rbo", _ratio("rbo", self.rbo))
         _set(self, "jaccard", _ratio("jaccard", self.jaccard))

@@ -142,6 +142,7 @@ def suite_snapshot(
         evalset_fingerprint=run.evalset_fingerprint,
         baseline_run_id=comparison.baseline_run_id,
         index_size=figures.index_size,
+        corpus_fingerprint=_corpus_fingerprint(run.stats.get("corpus_fingerprint")),
         segments=segments,
         overlap_k=overlap.k if overlap is not None else None,
         rbo=overlap.rbo if overlap is not None else None,
@@ -149,6 +150,12 @@ def suite_snapshot(
         labels_needed=bool(comparison.held) if comparison.coverage else None,
         last_success_at=run.finished_at,
     )
+
+
+def _corpus_fingerprint(value: object) -> str:
+    """Return the corpus fingerprint a run recorded, ``""`` for none (or a stored value that
+    is not a short digest, which no label should carry)."""
+    return value if isinstance(value, str) and 0 < len(value) <= 64 else ""
 
 
 def export(snapshot: SuiteSnapshot, suite: SuiteConfig, sinks: Iterable[Sink] = ()) -> list[str]:

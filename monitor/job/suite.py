@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ from monitor.store.measured import failed_search, run_record
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
-    from monitor.config.model import SuiteConfig
+    from monitor.config.model import SuiteConfig, TriggerKind
     from monitor.evalset import EvalSet
     from monitor.job.publish import Sink
     from monitor.search.base import Search
@@ -70,6 +71,7 @@ def run_suite(
     delivery: Delivery | None = None,
     cancel: threading.Event | None = None,
     keep_outcomes: bool = True,
+    trigger: TriggerKind | None = None,
 ) -> SuiteOutcome:
     """Run ``suite`` once: search, measure, store, compare, export, alert.
 
@@ -80,7 +82,8 @@ def run_suite(
     still exports its failure gauges and raises its monitor-failure alert before the error
     propagates. Without ``keep_outcomes`` the search's outcomes (every hit, as the search
     gave it) are let go once the run is measured and stored: the outcome's ``result`` is
-    then None, and a large run compares with its baseline without holding them.
+    then None, and a large run compares with its baseline without holding them. A
+    ``trigger`` (the daemon's ``on_change``) is recorded with the run's stats as ``trigger``.
     """
     hide_secrets(suite_scrubber(suite))
     delivery = delivery or Delivery()
@@ -90,7 +93,7 @@ def run_suite(
             started = clock()
             try:
                 outcome = _run_locked(
-                    suite, store, config_hash, progress, clock, cancel, keep_outcomes
+                    suite, store, config_hash, progress, clock, cancel, keep_outcomes, trigger
                 )
             except Exception as error:  # a bug too: the failure gauges still go out
                 publish_failure(suite, store, error, started, sinks, built, clock, delivery)
@@ -106,6 +109,7 @@ def _run_locked(
     clock: Clock,
     cancel: threading.Event | None = None,
     keep_outcomes: bool = True,
+    trigger: TriggerKind | None = None,
 ) -> SuiteOutcome:
     started = clock()
     # The eval set is read on a second thread while the search is built (a replay reads its
@@ -152,6 +156,8 @@ def _run_locked(
     finally:
         close_search(search)
 
+    if trigger is not None:
+        result = replace(result, search_stats={**result.search_stats, "trigger": trigger})
     record, evaluation = measure(suite, evalset, config_hash, result)
     # A judge grades the run's hits after the comparison: only then are they still needed.
     # Otherwise they are let go once measured, before the record is saved.

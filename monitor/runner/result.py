@@ -26,7 +26,9 @@ class RunResult:
     queries only (a failure is counted by ``error_rate``; its latency is not a latency of the
     search). ``queries_per_second`` is over the measured run; ``duration_seconds`` is the
     wall time of the whole run, warm-up included. ``retries`` counts the attempts made after a
-    retryable error. ``search_stats`` is what the plug-in's ``stats()`` reported after the run.
+    retryable error. ``search_stats`` is what the plug-in's ``stats()`` reported after the run,
+    with ``corpus_fingerprint`` (the digest of its ``corpus_fingerprint()`` asked before the
+    first query) when the plug-in has one.
     """
 
     outcomes: RunTable

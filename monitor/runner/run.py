@@ -22,6 +22,8 @@ from monitor.search.answers import BulkSearch, answers_in_bulk
 from monitor.search.base import (
     Search,
     answers_in_memory,
+    corpus_fingerprint,
+    fingerprint_digest,
     gives_checked_hits,
     is_async,
     search_stats,
@@ -87,6 +89,8 @@ def run_queries(
     items = _queries(queries)
     _check(k, concurrency, timeout, retries, backoff, deadline, error_budget, warmup)
     warmup = min(warmup, len(items))
+    # Asked before the first query: the corpus the run ran against, not the one after it.
+    corpus = _corpus(search)
     started_at = datetime.now(timezone.utc)
     start = time.perf_counter()
     max_failures = None if error_budget is None else math.floor(error_budget * len(items) + 1e-9)
@@ -195,7 +199,7 @@ def run_queries(
         queries_per_second=rate,
         warmup=warmup,
         retries=tally.retries,
-        search_stats=_stats(search),
+        search_stats={**_stats(search), **corpus},
         label=label,
     )
     _log_summary(result)
@@ -375,6 +379,19 @@ def _stats(search: Search) -> dict[str, MetaValue]:
     except Exception as error:
         logger.warning("search_stats_failed", error_type=type(error).__name__, error=str(error))
         return {"stats_error": f"{type(error).__name__}: {error}"}
+
+
+def _corpus(search: Search) -> dict[str, MetaValue]:
+    """Return ``{"corpus_fingerprint": digest}`` of the plug-in's corpus, ``{}`` without one;
+    a failing ``corpus_fingerprint()`` is logged and recorded, never fatal."""
+    try:
+        fingerprint = corpus_fingerprint(search)
+    except Exception as error:
+        logger.warning(
+            "corpus_fingerprint_failed", error_type=type(error).__name__, error=str(error)
+        )
+        return {"corpus_fingerprint_error": f"{type(error).__name__}: {error}"}
+    return {} if fingerprint is None else {"corpus_fingerprint": fingerprint_digest(fingerprint)}
 
 
 def _log_summary(result: RunResult) -> None:

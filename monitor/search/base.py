@@ -31,11 +31,20 @@ Optional extras, found by name: ``stats()`` returns scalars recorded with the ru
 ``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
 ``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
 reads it), ``index_version`` and ``model_version``; others are recorded as they come.
+
+``corpus_fingerprint()`` returns a mapping of scalars that changes when the searched corpus
+does (a document count, the last update, the index's parameters) and is cheap to ask for:
+the daemon polls it for a suite with ``trigger: on_change``, and every run records
+:func:`fingerprint_digest` of it (:func:`corpus_fingerprint`), so runs tell which corpus
+they ran against. What goes into it is the plug-in's choice; the same corpus must give the
+same mapping.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeVar
@@ -61,6 +70,11 @@ Search: TypeAlias = (
 )
 #: What a plug-in's ``stats()`` reports.
 SearchStats: TypeAlias = Mapping[str, MetaValue]
+#: What a plug-in's ``corpus_fingerprint()`` reports.
+CorpusFingerprint: TypeAlias = Mapping[str, MetaValue]
+
+#: Hex digits of a corpus fingerprint's digest: 64 bits, short enough for a label value.
+DIGEST_HEX_DIGITS = 16
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -221,6 +235,48 @@ def search_stats(search: object) -> dict[str, MetaValue]:
         str(key): value if value is None or isinstance(value, str | int | float) else str(value)
         for key, value in reported.items()
     }
+
+
+def has_corpus_fingerprint(search: object) -> bool:
+    """Return whether ``search`` has a ``corpus_fingerprint()`` to poll."""
+    return callable(getattr(search, "corpus_fingerprint", None))
+
+
+def corpus_fingerprint(search: object) -> dict[str, MetaValue] | None:
+    """Return what ``search.corpus_fingerprint()`` reports, or None when the plug-in has none.
+
+    Keys become strings; values that are not finite scalars are kept as their ``str``, as
+    :func:`search_stats` keeps them. Raise SearchOutputError unless it returns a mapping.
+    """
+    fingerprint = getattr(search, "corpus_fingerprint", None)
+    if not callable(fingerprint):
+        return None
+    reported = fingerprint()
+    if not isinstance(reported, Mapping):
+        raise SearchOutputError("corpus_fingerprint() to return a mapping", found=reported)
+    return {str(key): _scalar(value) for key, value in reported.items()}
+
+
+def fingerprint_digest(fingerprint: Mapping[str, MetaValue]) -> str:
+    """Return the short hex digest of a corpus fingerprint: SHA-256 of its canonical JSON
+    (sorted keys, no spaces, UTF-8), cut to :data:`DIGEST_HEX_DIGITS` digits."""
+    text = json.dumps(
+        {str(key): _scalar(value) for key, value in fingerprint.items()},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_HEX_DIGITS]
+
+
+def _scalar(value: object) -> MetaValue:
+    """Return ``value`` if it is a JSON scalar (a finite number), else its ``str``."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
 
 
 def close_search(search: object) -> None:

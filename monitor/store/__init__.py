@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from monitor.store.backends import open_store
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS, Store
+from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, LayerKind, RunLabels
 from monitor.store.records import (
     Baseline,
@@ -30,6 +31,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Baseline",
     "JudgmentLayer",
+    "KnownCorpus",
     "LayerKind",
     "LockHolder",
     "OutboxMessage",

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from monitor.records import MetaValue
+from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
     Baseline,
@@ -135,6 +137,16 @@ class Store(Protocol):
 
     def delete_state(self, namespace: str, key: str) -> bool:
         """Delete the document under ``namespace``/``key``; return whether there was one."""
+        ...
+
+    def known_corpus(self, suite: str) -> KnownCorpus | None:
+        """Return the corpus fingerprint last stored for ``suite``, or None."""
+        ...
+
+    def set_known_corpus(
+        self, suite: str, fingerprint: str, detail: Mapping[str, MetaValue]
+    ) -> None:
+        """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
         ...
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:

@@ -202,6 +202,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        7,
+        "the corpus fingerprint each on_change suite last saw",
+        (
+            # One row per suite, replaced as the corpus changes: the daemon compares its
+            # first poll with it, so a change made while it was down is noticed.
+            """CREATE TABLE corpus_fingerprints (
+                suite TEXT PRIMARY KEY,
+                fingerprint TEXT NOT NULL,
+                detail {json} NOT NULL,
+                seen_at {ts} NOT NULL
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

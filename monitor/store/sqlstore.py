@@ -17,9 +17,11 @@ from monitor.errors import (
     UsageError,
 )
 from monitor.logs import get_logger
-from monitor.store import columnar, frames, kv, layers, locks, retention, runs
+from monitor.records import MetaValue
+from monitor.store import columnar, fingerprints, frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
+from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
     Baseline,
@@ -294,6 +296,18 @@ class SqlStore:
         """Delete the document under ``namespace``/``key``; return whether there was one."""
         with self._write("deleting state") as tx:
             return kv.delete_state(tx, namespace, key)
+
+    def known_corpus(self, suite: str) -> KnownCorpus | None:
+        """Return the corpus fingerprint last stored for ``suite``, or None."""
+        with self._read("reading a corpus fingerprint") as tx:
+            return fingerprints.get_corpus(tx, suite)
+
+    def set_known_corpus(
+        self, suite: str, fingerprint: str, detail: Mapping[str, MetaValue]
+    ) -> None:
+        """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
+        with self._write("storing a corpus fingerprint") as tx:
+            fingerprints.put_corpus(tx, suite, fingerprint, detail, self._clock())
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:
         """Put a notification in the outbox (replacing an undelivered twin); return its id."""
