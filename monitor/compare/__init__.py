@@ -195,12 +195,11 @@ def compare_runs(
         worse_queries=diffs,
         segments=breakdown,
         warnings=tuple(warnings),
-        notes=corpus_notes(current, baseline),
+        notes=(*corpus_notes(current, baseline), *(() if weighted is None else (weighted,))),
         primary_metric=primary,
         invariants=checked,
         coverage=changes,
         overlap=overlap,
-        notes=() if weighted is None else (weighted,),
     )
 
 
