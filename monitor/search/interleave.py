@@ -65,7 +65,7 @@ class InterleaveSearch:
 
     def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
         """Return the interleaving of both searches' top ``k`` for ``query``."""
-        hits_a, hits_b = _ask(self.a, query, k), _ask(self.b, query, k)
+        hits_a, hits_b = answer(self.a, query, k), answer(self.b, query, k)
         merged = team_draft(
             [hit.id for hit in hits_a],
             [hit.id for hit in hits_b],
@@ -90,7 +90,8 @@ class InterleaveSearch:
         close_search(self.b)
 
 
-def _ask(search: Search, query: Query, k: int) -> tuple[Hit, ...]:
+def answer(search: Search, query: Query, k: int) -> tuple[Hit, ...]:
+    """Return what ``search`` (not async) answers for ``query``, as checked Hits."""
     raw = search(query, k) if wants_query(search) else search(query.text, k)  # type: ignore[arg-type]
     if gives_checked_hits(search) and type(raw) is tuple:
         return raw
