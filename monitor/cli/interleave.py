@@ -175,6 +175,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         k=args.k,
         alpha=args.alpha,
         power=args.power,
+        iterations=args.iterations,
     )
     metric = f"ndcg@{args.k}"
     ndcg = {team: evaluate(judgments, rankings[team], [metric]).means[metric] for team in "ab"}

@@ -30,7 +30,13 @@ from typing import Final, Literal
 
 from monitor.errors import UsageError
 from monitor.traffic.interleave import team_draft
-from monitor.traffic.preference import Outcome, Preference, impressions_needed, outcome_of
+from monitor.traffic.preference import (
+    ITERATIONS,
+    Outcome,
+    Preference,
+    impressions_needed,
+    outcome_of,
+)
 from monitor.traffic.preference import preference as preference_of
 
 ModelKind = Literal["pbm", "cascade"]
@@ -109,9 +115,11 @@ def simulate(
     k: int = 10,
     alpha: float = 0.05,
     power: float = 0.8,
+    iterations: int = ITERATIONS,
 ) -> Simulation:
     """Simulate ``impressions`` interleavings of rankings ``a`` and ``b`` (query id -> ids
-    best first; a query one of them lacks has no results there) clicked by ``model``."""
+    best first; a query one of them lacks has no results there) clicked by ``model``, with
+    ``iterations`` bootstrap resamples for the interval."""
     model = model or ClickModel()
     if impressions < 1:
         raise UsageError(f"--impressions must be 1 or more, not {impressions}")
@@ -133,7 +141,8 @@ def simulate(
         for position in model.clicks(shown, rng):
             counts[merged.teams[position] == "b"] += 1
         outcomes.append(outcome_of(counts[0], counts[1]))
-    found = preference_of(outcomes, [str(n) for n in range(impressions)], seed=seed)
+    sessions = [str(n) for n in range(impressions)]
+    found = preference_of(outcomes, sessions, seed=seed, iterations=iterations)
     share = found.clicked / impressions
     return Simulation(
         preference=found,
