@@ -429,3 +429,45 @@ def test_bad_kind_options_are_named(options: dict[str, object], said: str) -> No
     """A missing or bad search, or an unknown option, is a setup error that names it."""
     with pytest.raises(SearchSetupError, match=said):
         build_search("interleave", options)
+
+
+# -- config ----------------------------------------------------------------------------------
+
+INTERLEAVE_SUITE = """\
+suites:
+  ab:
+    evalset: {{bundled: larkfield}}
+    search:
+      kind: interleave
+      a: {{kind: {kind}, path: runs/a.json}}
+      b: {{kind: replay, bundled: larkfield/rerank}}
+      team_log: teams.jsonl
+"""
+
+
+def test_the_config_reads_both_searches_with_paths_from_its_folder(tmp_path: Path) -> None:
+    """A suite's interleave search resolves its searches' paths and team log like any path."""
+    from monitor.config import load_config
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.json").write_text('{"Q01": ["x"]}')
+    path = tmp_path / "monitor.yaml"
+    path.write_text(INTERLEAVE_SUITE.format(kind="replay"))
+    options = load_config(path).suites["ab"].search.plugin_options()
+    expected = {
+        "a": {"kind": "replay", "path": str(tmp_path / "runs" / "a.json")},
+        "b": {"kind": "replay", "bundled": "larkfield/rerank"},
+        "team_log": str(tmp_path / "teams.jsonl"),
+    }
+    assert expected == options
+
+
+def test_a_bad_kind_of_an_interleaved_search_names_its_line(tmp_path: Path) -> None:
+    """A misspelt kind of search ``a`` is a config error at its line and key path."""
+    from monitor.config import load_config
+    from monitor.errors import ConfigError
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(INTERLEAVE_SUITE.format(kind="replya"))
+    with pytest.raises(ConfigError, match=r"monitor.yaml:6: suites.ab.search.a.kind: .*'replay'"):
+        load_config(path)
