@@ -471,3 +471,18 @@ def test_a_bad_kind_of_an_interleaved_search_names_its_line(tmp_path: Path) -> N
     path.write_text(INTERLEAVE_SUITE.format(kind="replya"))
     with pytest.raises(ConfigError, match=r"monitor.yaml:6: suites.ab.search.a.kind: .*'replay'"):
         load_config(path)
+
+
+def test_the_readme_simulation_prints_what_the_readme_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's interleaving command prints exactly the figures written under it."""
+    import re
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Interleaving two searches\n", 1)[1]
+    found = re.search(r"```sh\n(.*?)\n```\n```text\n(.*?)```", section, re.DOTALL)
+    assert found is not None
+    assert 0 == main(shlex.split(found[1])[1:])
+    assert found[2] == capsys.readouterr().out
