@@ -253,6 +253,14 @@ def test_clicks_are_credited_to_the_team_that_placed_each_document(
     assert scored.sessions[2] != scored.sessions[3]
 
 
+def test_a_replayed_line_of_the_team_log_counts_once(tmp_path: Path) -> None:
+    """The same interleaving logged twice under one query id (a replayed run) is one."""
+    line = Served("s0", "q", 0, Interleaving(("x", "y"), ("a", "b"))).to_line()
+    path = tmp_path / "teams.jsonl"
+    path.write_text(line + line)
+    assert 1 == len(read_team_log(path))
+
+
 def test_score_prints_the_preference_as_json(
     logs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -285,6 +293,7 @@ def test_score_without_any_served_search_in_the_logs_exits_5(
         ('{"query_id": "s1", "ids": ["x"], "teams": ["c"]}', "'teams'"),
         ('{"query_id": "s1", "ids": ["x", "x"], "teams": ["a", "a"]}', "repeated id"),
         ('{"ids": ["x"], "teams": ["a"]}', "'query_id'"),
+        ('{"query_id": "s0", "ids": ["y"], "teams": ["a"]}', "another is on line 1"),
     ],
 )
 def test_a_malformed_team_log_line_is_named(tmp_path: Path, line: str, said: str) -> None:

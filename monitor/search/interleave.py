@@ -82,7 +82,11 @@ class InterleaveSearch:
 
     def stats(self) -> dict[str, MetaValue]:
         """Return the two searches' specs and the seed, recorded with the run."""
-        return {"interleave_a": self.labels[0], "interleave_b": self.labels[1], "seed": self.seed}
+        return {
+            "interleave_a": self.labels[0],
+            "interleave_b": self.labels[1],
+            "interleave_seed": self.seed,
+        }
 
     def close(self) -> None:
         """Close both searches."""

@@ -74,30 +74,29 @@ class TeamLog:
 
 
 def read_team_log(path: Path) -> list[Served]:
-    """Return the interleavings of the team log at ``path``; raise InputError naming the
-    line of the first malformed one or of a query id seen before."""
+    """Return the interleavings of the team log at ``path``, a line repeated word for word
+    (a replayed run) once; raise InputError naming the line of the first malformed one or
+    of another interleaving under a query id seen before."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, "a team log (JSONL); no such file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(path, f"a readable UTF-8 team log: {error}") from None
-    served: list[Served] = []
-    lines: dict[str, int] = {}
+    served: dict[str, tuple[int, Served]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         item = _served(path, number, line)
-        if item.query_id in lines:
+        first = served.setdefault(item.query_id, (number, item))
+        if first[1] != item:  # the same line again is a replay of one impression: kept once
             raise InputError(
                 path,
-                f"each query_id once (first on line {lines[item.query_id]})",
+                f"one interleaving per query_id (another is on line {first[0]})",
                 line=number,
                 found=item.query_id,
             )
-        lines[item.query_id] = number
-        served.append(item)
-    return served
+    return [item for _, item in served.values()]
 
 
 def _served(path: Path, number: int, line: str) -> Served:
