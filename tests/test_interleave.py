@@ -10,9 +10,10 @@ The hand-built logs of the scoring tests (times in seconds after T0):
     s4      B       5000   x(a) p(b)            -                 unclicked
     s5      C       0      x(a) p(b)            z (not served)    unclicked, 1 uncredited
     s6      -       -      x(a)                 (not in the logs) missing
+    s7      D       0      x(a) p(b)            position 2 only   b wins
 
 s1 and s2 are one session of A (60 s apart); s3 and s4 are two sessions of B (5000 s apart).
-The sessions with a click are two ties: A's (a win and a loss) and B's first (a tie).
+The sessions with a click: A's is a tie (a win and a loss), B's first a tie, D's a win for b.
 """
 
 from __future__ import annotations
@@ -146,6 +147,20 @@ def test_the_sign_test_is_the_exact_two_sided_binomial(
     assert expected == pytest.approx(sign_test(wins, losses))
 
 
+@given(wins=st.integers(0, 200), losses=st.integers(0, 200), ties=st.integers(0, 200))
+def test_swapping_the_searches_negates_delta_and_keeps_p(wins: int, losses: int, ties: int) -> None:
+    """Delta lies in [-0.5, 0.5], changes sign when a and b swap; the p-value does not change."""
+    delta = delta_of(wins, losses, ties)
+    swapped = delta_of(losses, wins, ties)
+    if delta is None:
+        assert (0, None) == (wins + losses + ties, swapped)
+    else:
+        assert -0.5 <= delta <= 0.5
+        assert pytest.approx(-delta) == swapped
+    assert sign_test(wins, losses) == sign_test(losses, wins)
+    assert 0 < sign_test(wins, losses) <= 1
+
+
 def test_delta_is_wins_and_half_the_ties_over_clicked_minus_a_half() -> None:
     """Chapelle et al.'s preference: (3 + 2/2) / 6 - 0.5."""
     assert pytest.approx(4 / 6 - 0.5) == delta_of(3, 1, 2)
@@ -182,6 +197,7 @@ SERVED = [
     ("s4", ("x", "p"), ("a", "b")),
     ("s5", ("x", "p"), ("a", "b")),
     ("s6", ("x",), ("a",)),
+    ("s7", ("x", "p"), ("a", "b")),
 ]
 
 
@@ -203,6 +219,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
         search("s3", "q", shown["s3"], client="B", at=at(0)),  # type: ignore[arg-type]
         search("s4", "q", shown["s4"], client="B", at=at(5000)),  # type: ignore[arg-type]
         search("s5", "q", shown["s5"], client="C", at=at(0)),  # type: ignore[arg-type]
+        search("s7", "q", shown["s7"], client="D", at=at(0)),  # type: ignore[arg-type]
     ]
     events = [
         click("s1", "x", 1),
@@ -212,6 +229,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
         click("s3", "x", 1),
         click("s3", "p", 2),
         click("s5", "z", 7),
+        {key: value for key, value in click("s7", "p", 2).items() if key != "object"},
     ]
     team_log = tmp_path / "teams.jsonl"
     team_log.write_text(
@@ -238,7 +256,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
 def test_clicks_are_credited_to_the_team_that_placed_each_document(
     logs: tuple[Path, Path],
 ) -> None:
-    """The hand-built logs give one win, one loss, one tie and two unclicked impressions."""
+    """The hand-built logs give the outcomes of the module docstring's table."""
     from monitor.traffic.engine import connect
     from monitor.traffic.teams import score_clicks
 
@@ -247,7 +265,7 @@ def test_clicks_are_credited_to_the_team_that_placed_each_document(
         scored = score_clicks(connection, read_team_log(logs[0]))
     finally:
         connection.close()
-    assert ("win", "loss", "tie", "unclicked", "unclicked") == scored.outcomes
+    assert ("win", "loss", "tie", "unclicked", "unclicked", "loss") == scored.outcomes
     assert (1, 1) == (scored.missing, scored.uncredited)
     assert scored.sessions[0] == scored.sessions[1]
     assert scored.sessions[2] != scored.sessions[3]
@@ -264,13 +282,14 @@ def test_a_replayed_line_of_the_team_log_counts_once(tmp_path: Path) -> None:
 def test_score_prints_the_preference_as_json(
     logs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``interleave score`` gives the counts, delta 0 and the session figures of the logs."""
+    """``interleave score`` gives the counts, delta and session figures of the logs."""
     code = main(["interleave", "score", "--teams", str(logs[0]), "--logs", str(logs[1]),
                  "--format", "json"])  # fmt: skip
     found = json.loads(capsys.readouterr().out)
     assert 0 == code
-    expected = {"served": 6, "missing": 1, "impressions": 5, "wins_a": 1, "wins_b": 1,
-                "ties": 1, "delta": 0.0, "sessions": 2, "session_ties": 2}  # fmt: skip
+    expected = {"served": 7, "missing": 1, "impressions": 6, "wins_a": 1, "wins_b": 2,
+                "ties": 1, "delta": 1.5 / 4 - 0.5, "sessions": 3, "session_wins_b": 1,
+                "session_ties": 2}  # fmt: skip
     assert expected == {key: found[key] for key in expected}
 
 
