@@ -293,6 +293,18 @@ def test_score_prints_the_preference_as_json(
     assert expected == {key: found[key] for key in expected}
 
 
+def test_score_prints_the_counts_as_text(
+    logs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The text form names what was served, missing and uncredited, then the counts."""
+    assert 0 == main(["interleave", "score", "--teams", str(logs[0]), "--logs", str(logs[1])])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("7 served interleavings, 6 of them in ")
+    assert lines[0].endswith("(1 not); 1 clicks on documents not served")
+    assert lines[1].startswith("impressions 6: a wins 1, b wins 2, ties 1; delta -0.1250 (")
+    assert "preferred: neither (the interval covers 0)" == lines[-1]
+
+
 def test_score_without_any_served_search_in_the_logs_exits_5(
     logs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -243,7 +243,6 @@ def _p(value: float) -> str:
 
 def _evalset(args: argparse.Namespace) -> EvalSet:
     """Return the eval set of --judgments, of --config/--suite, or of the default config."""
-    from monitor.cli.evalset import _suite
     from monitor.cli.run import load
     from monitor.evalset import EvalSet
     from monitor.evalset.suite import load_evalset
@@ -252,7 +251,14 @@ def _evalset(args: argparse.Namespace) -> EvalSet:
         if args.suite is not None or args.config is not None:
             raise UsageError("give --judgments or --config/--suite, not both")
         return EvalSet.load(args.judgments)
-    return load_evalset(_suite(args, load(args)).evalset)
+    config = load(args)
+    if args.suite is None:
+        if len(config.suites) != 1:
+            raise UsageError(f"--suite is needed: {config.source} has {', '.join(config.suites)}")
+        (suite,) = config.suites.values()
+    else:
+        suite = config.suite(args.suite)
+    return load_evalset(suite.evalset)
 
 
 def _search(spec: str, where: str) -> Search:
