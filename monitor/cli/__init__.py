@@ -19,6 +19,7 @@ from monitor.cli import (
     evalset,
     evaluate,
     gate,
+    interleave,
     judgments,
     ksweep,
     pipelines,
@@ -45,6 +46,7 @@ _COMMANDS = (
     evalset,
     judgments,
     traffic,
+    interleave,
     serve,
     store,
 )

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from monitor import errors
-from monitor.traffic.errors import NoTrafficError
+from monitor.traffic.errors import NoInterleavedTrafficError, NoTrafficError
 
 
 class ExitCode(IntEnum):
@@ -66,7 +66,8 @@ _MEANINGS: Final = MappingProxyType(
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
             "threshold was passed but the change is not significant; or `logs metrics` found "
-            "no search in its window (no data, never a rate of 0)"
+            "no search in its window (no data, never a rate of 0); or `interleave score` found "
+            "none of the team log's searches in the traffic database"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "
@@ -105,6 +106,7 @@ class ErrorCode:
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = (
     ErrorCode(errors.StoreLockedError, ExitCode.OK, "skipped"),
     ErrorCode(NoTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
+    ErrorCode(NoInterleavedTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
     ErrorCode(errors.SearchBackendError, ExitCode.BACKEND),
     ErrorCode(errors.SearchSetupError, ExitCode.USAGE),
     ErrorCode(errors.NotifierSetupError, ExitCode.USAGE),

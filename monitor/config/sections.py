@@ -10,6 +10,7 @@ import difflib
 import string
 from collections.abc import Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import cast
 
 from monitor.config import vocab
@@ -136,6 +137,11 @@ def search(f: Fields, node: Node) -> SearchConfig:
             continue
         if key in vocab.PATH_OPTIONS.get(kind, ()):
             options[key] = path_option(f, child)
+        elif key in vocab.SEARCH_OPTIONS.get(kind, ()):
+            # Kept frozen, secrets still masked: plugin_options() thaws the whole tree.
+            inner = search(f, child)
+            named = {} if inner.bundled is None else {"bundled": inner.bundled}
+            options[key] = MappingProxyType({"kind": inner.kind, **inner.options, **named})
         else:
             options[key] = f.options(child, is_secret_key(key))
     return SearchConfig(

@@ -104,9 +104,13 @@ TREC_SUFFIXES = (".qrels", ".trec")
 #: file's folder (the plug-ins themselves would take them from the current folder).
 PATH_OPTIONS: dict[str, tuple[str, ...]] = {
     "http": ("verify",),  # a CA bundle file when it is a string
+    "interleave": ("team_log",),
     "python": ("path",),
     "replay": ("path",),
 }
+#: Options of the built-in search kinds that are searches themselves, read as a ``search``
+#: section is (kind checked, paths resolved), so errors name their line.
+SEARCH_OPTIONS: dict[str, tuple[str, ...]] = {"interleave": ("a", "b")}
 #: Options of every built-in notifier that hold file paths, resolved the same way.
 NOTIFIER_PATH_OPTIONS = ("verify",)  # a CA bundle file when it is a string
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monitor.errors import MonitorError
@@ -29,3 +30,16 @@ class NoTrafficError(MonitorError):
                 f"to {last:%Y-%m-%dT%H:%M:%S}Z"
             )
         super().__init__(f"no data: no search from {window} ({held})")
+
+
+class NoInterleavedTrafficError(MonitorError):
+    """No search of a team log is in the traffic database: its preference is no data."""
+
+    def __init__(self, teams: Path, logs: Path, served: int) -> None:
+        self.teams = teams
+        self.logs = logs
+        self.served = served
+        super().__init__(
+            f"no data: none of the {served} interleavings served in {teams} is a search of "
+            f"{logs} (joined by query_id)"
+        )

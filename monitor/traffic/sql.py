@@ -245,3 +245,27 @@ ranked AS (
 )
 SELECT query_key, user_query, searches FROM ranked WHERE place = 1 ORDER BY query_key
 """
+
+#: The clicks on interleaved searches: each search of the registered view ``served`` (one
+#: column, ``query_id``) that the database holds, its session (the client's searches in one
+#: application, a new session after a gap of more than $gap_seconds) and one row per click
+#: (``object_id`` and ``position`` NULL for a search without one).
+INTERLEAVED_CLICKS: Final = """
+WITH s AS (
+    SELECT q.query_id, q.client_id, q.application, q.ts, q.epoch_s,
+        CASE WHEN q.epoch_s - lag(q.epoch_s) OVER w <= $gap_seconds THEN 0 ELSE 1 END AS starts
+    FROM queries q JOIN served v ON v.query_id = q.query_id
+    WINDOW w AS (PARTITION BY q.client_id, q.application ORDER BY q.ts, q.query_id)
+),
+numbered AS (
+    SELECT query_id, client_id, application,
+        sum(starts) OVER (
+            PARTITION BY client_id, application ORDER BY ts, query_id ROWS UNBOUNDED PRECEDING
+        ) AS session_number
+    FROM s
+)
+SELECT n.query_id, n.client_id, n.application, n.session_number, e.object_id, e.position
+FROM numbered n
+LEFT JOIN events e ON e.query_id = n.query_id AND e.action_name = $click_action
+ORDER BY n.query_id
+"""
