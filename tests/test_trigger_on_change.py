@@ -671,15 +671,6 @@ def test_the_same_corpus_as_the_baseline_gives_no_note() -> None:
 # -- the stored fingerprint ----------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/monitor.db"
-    url: str = request.getfixturevalue("postgres_schema_url")
-    return url
-
-
 def test_the_store_keeps_the_last_fingerprint_of_each_suite(store_url: str) -> None:
     """Storing twice keeps the second digest and its detail; another suite has none."""
     with open_store(store_url) as store:
