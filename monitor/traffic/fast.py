@@ -131,17 +131,23 @@ _PARSED_TIME: Final = (
     " * (coalesce(try_cast(tp.oh AS BIGINT), 0) * 60 + coalesce(try_cast(tp.om AS BIGINT), 0)))"
 )
 
-#: The checks of a query log, over the columns an adapter below gives each field: ``*_tag``
-#: (missing, str, int, float, time, list or other: the type the row reader would see),
-#: ``*_text``, and ``ts_time`` for a typed time, ``hits_list`` and ``hits_ok`` for a list.
-_QUERY_CHECKS: Final = f"""
+#: The start of both logs' checks: the adapter's rows (``{source}``) with the parts of their
+#: time text.
+_TIMED_SOURCE: Final = f"""
 WITH src AS ({{source}}),
 t AS (
     SELECT *, regexp_extract(ts_text, {_literal(_TIMESTAMP)},
         ['d', 't', 'f', 'z', 'sign', 'oh', 'om']) AS tp
     FROM src
 ),
-v AS (
+"""
+
+#: The checks of a query log, over the columns an adapter below gives each field: ``*_tag``
+#: (missing, str, int, float, time, list or other: the type the row reader would see),
+#: ``*_text``, and ``ts_time`` for a typed time, ``hits_list`` and ``hits_ok`` for a list.
+_QUERY_CHECKS: Final = (
+    _TIMED_SOURCE
+    + f"""v AS (
     SELECT guard,
         CASE WHEN qid_tag IN ('str', 'int') AND qid_text <> '' THEN qid_text END AS query_id,
         CASE WHEN uq_tag = 'str' THEN uq_text END AS user_query,
@@ -160,17 +166,13 @@ SELECT query_id, user_query, ts, CAST(epoch_us(ts) AS DOUBLE) / 1e6 AS epoch_s, 
         OR client_id IS NULL OR NOT app_ok OR hit_list IS NULL, true) AS bad
 FROM v
 """
+)
 
 #: The checks of an event log, over an adapter's columns as for queries (``pos_num`` for a
 #: floating-point ordinal).
-_EVENT_CHECKS: Final = f"""
-WITH src AS ({{source}}),
-t AS (
-    SELECT *, regexp_extract(ts_text, {_literal(_TIMESTAMP)},
-        ['d', 't', 'f', 'z', 'sign', 'oh', 'om']) AS tp
-    FROM src
-),
-v AS (
+_EVENT_CHECKS: Final = (
+    _TIMED_SOURCE
+    + f"""v AS (
     SELECT guard,
         CASE WHEN act_tag IN ('str', 'int') AND act_text <> '' THEN act_text END AS action_name,
         qid_tag IN ('missing', 'str', 'int') AS qid_ok,
@@ -196,6 +198,7 @@ SELECT action_name, query_id, CASE WHEN pos_none THEN NULL ELSE position END AS 
         OR NOT obj_ok OR ts IS NULL, true) AS bad
 FROM v
 """
+)
 
 
 def _json_tag(value: str) -> str:
