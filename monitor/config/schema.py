@@ -387,15 +387,20 @@ def _metrics() -> Schema:
     }
 
 
-def _schedule() -> Schema:
-    interval = {
+def _duration(bound: str, description: str) -> Schema:
+    """Return a length of time, as ``90s``/``1h30m`` text or seconds, with ``bound`` of 0."""
+    return {
         "anyOf": [
-            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "number", bound: 0},
             {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
             _ENV,
         ],
-        "description": "90s, 30m, 1h, 1d, 1h30m or seconds.",
+        "description": description,
     }
+
+
+def _schedule() -> Schema:
+    interval = _duration("exclusiveMinimum", "90s, 30m, 1h, 1d, 1h30m or seconds.")
     return _object(
         {
             "cron": _text(r"\S+(?:\s+\S+){4}", '5-field crontab, e.g. "*/15 * * * *".'),
@@ -410,14 +415,7 @@ def _schedule() -> Schema:
 
 
 def _trigger() -> Schema:
-    wait = {
-        "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
-            _ENV,
-        ],
-        "description": "0, 30s, 5m, 1h or seconds.",
-    }
+    wait = _duration("minimum", "0, 30s, 5m, 1h or seconds.")
     interval = _schedule()["properties"]["interval"]
     kinds = {"enum": list(vocab.TRIGGER_KINDS)}
     return {
