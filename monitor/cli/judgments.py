@@ -82,6 +82,16 @@ def register(subparsers: Any) -> None:
     )
     export.set_defaults(handler=export_command)
 
+    agreement = actions.add_parser(
+        "agreement", help="how often each judge agrees with human grades on their overlap"
+    )
+    add_config_options(agreement)
+    agreement.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    agreement.add_argument(
+        "--format", choices=("text", "json"), default="text", help="default: text"
+    )
+    agreement.set_defaults(handler=agreement_command)
+
     from monitor.cli.traffic import register_from_clicks
 
     register_from_clicks(actions)
@@ -218,4 +228,37 @@ def export_command(args: argparse.Namespace) -> int:
     else:
         text = format_evalset(Contents(evalset.name, evalset.queries), "jsonl")
     _emit(text, args.output)
+    return 0
+
+
+def agreement_command(args: argparse.Namespace) -> int:
+    """Print each judge's agreement with human grades (and store it for the layer state)."""
+    from monitor.judgments.agreement import ITERATIONS, LEVEL, SEED, suite_agreement
+    from monitor.judgments.judges import DEFAULT_MAX_GRADE
+
+    suite, store, frozen = _open(args)
+    top = suite.judge.max_grade if suite.judge is not None else DEFAULT_MAX_GRADE
+    with store:
+        found = suite_agreement(store, suite.name, frozen, max_grade=top)
+    if args.format == "json":
+        method = (
+            f"{LEVEL:.0%} percentile bootstrap over queries, {ITERATIONS} resamples, seed {SEED}"
+        )
+        judges = [agreement.to_state() for agreement in found]
+        print(
+            json.dumps(
+                {
+                    "suite": suite.name,
+                    "kappa_weights": "quadratic",
+                    "interval": method,
+                    "judges": judges,
+                }
+            )
+        )
+        return 0
+    if not found:
+        print(f"suite {suite.name}: no judge layer yet")
+    for agreement in found:
+        for line in agreement.lines():
+            print(printable(line))
     return 0

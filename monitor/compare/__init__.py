@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -53,6 +54,9 @@ from monitor.config.model import (
 from monitor.metrics.ranks import Qrels
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
+
+if TYPE_CHECKING:
+    from monitor.judgments.agreement import Agreement
 
 __all__ = [
     "PERSISTENCE",
@@ -94,6 +98,7 @@ def compare_runs(
     invariants: Sequence[InvariantConfig] = (),
     qrels: Qrels | None = None,
     coverage: CoverageConfig | None = None,
+    agreement: Agreement | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` under ``rules`` and ``invariants``.
 
@@ -104,7 +109,8 @@ def compare_runs(
     (:mod:`monitor.compare.invariants`); a breached one makes the verdict ``regression``.
     ``qrels`` are the eval set's judgments: with them, coverage is measured at every k a
     quality rule reads, a breach that lost more than ``coverage.max_drop`` of it is held
-    (``unjudged``), and every metric change carries its judged-only means.
+    (``unjudged``), and every metric change carries its judged-only means. ``agreement`` is
+    the suite judge's agreement with human grades, for a ``judge_agreement`` rule.
     """
     significance = significance or SignificanceConfig()
     coverage = coverage or CoverageConfig()
@@ -146,6 +152,7 @@ def compare_runs(
                     history.get(rule.name, ()),
                     overlap=overlap,
                     matched=matched,
+                    agreement=agreement,
                 )
             )
         outcomes.append(outcome)

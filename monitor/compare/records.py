@@ -17,8 +17,12 @@ from monitor.errors import UsageError
 #: ``pending``: a significant breach not yet seen in enough recent runs (persistence);
 #: ``skipped``: could not be evaluated (no baseline, figure unknown, eval set changed);
 #: ``unjudged``: a quality breach held because judgment coverage at the metric's k fell by
-#: more than ``coverage.max_drop``: labels are needed before it can be called a regression.
-RuleStatus = Literal["ok", "breach", "insufficient_evidence", "pending", "skipped", "unjudged"]
+#: more than ``coverage.max_drop``: labels are needed before it can be called a regression;
+#: ``unverified``: a ``judge_agreement`` rule whose judge and people share too few graded
+#: pairs to say (shown, not alerted).
+RuleStatus = Literal[
+    "ok", "breach", "insufficient_evidence", "pending", "skipped", "unjudged", "unverified"
+]
 
 #: The verdict of a whole comparison.
 Verdict = Literal[

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from monitor.config.model import SuiteConfig
     from monitor.evalset.corpus import Corpus
+    from monitor.judgments.agreement import Agreement
     from monitor.runner import RunResult
 
 log = get_logger(__name__)
@@ -131,11 +132,27 @@ def judge_after_run(
     return JudgeLines(tuple(notes), tuple(warnings))
 
 
+def judge_agreement(store: Store, suite: SuiteConfig, frozen: EvalSet) -> Agreement | None:
+    """Return the agreement of the suite's judge (as configured now) with human grades, with
+    no pair when it graded nothing yet; None for a suite without judge."""
+    if suite.judge is None:
+        return None
+    from monitor.judgments.agreement import agreement_of, suite_agreement
+
+    source = judge_source(suite.judge)
+    top = suite.judge.max_grade
+    for found in suite_agreement(store, suite.name, frozen, max_grade=top):
+        if found.judge == source:
+            return found
+    return agreement_of(suite.name, source, [], max_grade=top)
+
+
 def label_views(
     store: Store, suite: SuiteConfig, frozen: EvalSet, record: RunRecord
 ) -> tuple[str, ...]:
     """Return lines giving the run's rule metrics with human labels only and with the
-    judge's labels, and which of the two gates alerts (nothing for a suite without judge)."""
+    judge's labels, which of the two gates alerts, and the judge's agreement with human
+    grades (nothing for a suite without judge)."""
     if suite.judge is None:
         return ()
     lines = []
@@ -147,6 +164,9 @@ def label_views(
         lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
     gate = "human labels only" if suite.alert_labels == "human" else "judge labels"
     lines.append(f"alerts are gated on {gate} (alert_labels: {suite.alert_labels})")
+    agreement = judge_agreement(store, suite, frozen)
+    if agreement is not None:
+        lines.append(agreement.lines()[0])
     return tuple(lines)
 
 
