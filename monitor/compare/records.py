@@ -84,6 +84,8 @@ class RuleOutcome:
     @property
     def ci_label(self) -> str:
         """Return the interval's name for people, e.g. ``"bootstrap 95% CI of delta"``."""
+        if self.check is Check.JUDGE_AGREEMENT:  # of the statistic itself, over queries
+            return f"bootstrap 95% CI of {self.metric}"
         bounds = "mean" if self.check is Check.MIN else "delta"
         return f"{self.ci_method} 95% CI of {bounds}"
 

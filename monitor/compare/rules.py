@@ -251,7 +251,7 @@ def _agreement(rule: RuleConfig, agreement: Agreement | None) -> RuleOutcome:
         "ci_low": None if math.isnan(low) else low,
         "ci_high": None if math.isnan(high) else high,
     }
-    pairs = f"{agreement.pairs} pairs graded by both people and judge {agreement.judge}"
+    pairs = f"{agreement.pairs} pairs graded by both people and {agreement.judge}"
     if agreement.pairs < rule.min_overlap:
         return make(
             status="unverified",

@@ -151,7 +151,7 @@ class Agreement:
 
     def lines(self) -> list[str]:
         """Return the figures for people: one line of statistics, then the confusion matrix."""
-        head = f"judge {self.judge} vs human grades: {self.pairs} pairs over {self.queries} queries"
+        head = f"{self.judge} vs human grades: {self.pairs} pairs over {self.queries} queries"
         if not self.pairs:
             return [f"{head} (no overlap yet: grade a verification sample)"]
         parts = []
