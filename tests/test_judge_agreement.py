@@ -352,3 +352,32 @@ def test_the_command_says_when_no_judge_graded_yet(
     argv = ["judgments", "agreement", "--config", str(config), "--suite", "larkfield"]
     assert 0 == main(argv)
     assert "suite larkfield: no judge layer yet\n" == capsys.readouterr().out
+
+
+def test_the_web_suite_page_shows_the_stored_agreement(tmp_path: Path) -> None:
+    """The suite page has a judge agreement section with the figures the store holds."""
+    from starlette.testclient import TestClient
+
+    from monitor.config import default_config
+    from monitor.evalset.suite import load_evalset
+    from monitor.job import run_suite
+    from monitor.web import WebSettings, create_app
+
+    suite = default_config().suite("larkfield")
+    frozen = load_evalset(suite.evalset)
+    qid = next(iter(frozen)).id
+    with open_store(tmp_path / "m.db") as store:
+        run_suite(suite, store, progress=False)
+        add_layer(store, "larkfield", {qid: {"x1": 1, "x2": 0}}, frozen=frozen,
+                  source="judge:llm:m:1", kind="judge")  # fmt: skip
+        add_layer(store, "larkfield", {qid: {"x1": 1, "x2": 1}}, frozen=frozen, source="ann")
+        suite_agreement(store, "larkfield", frozen, max_grade=2)
+    settings = WebSettings(
+        config=default_config(),
+        store=lambda: open_store(tmp_path / "m.db"),
+        allowed_hosts=("testserver",),
+    )
+    with TestClient(create_app(settings)) as client:
+        text = client.get("/suites/larkfield").text
+    section = text.split("<h2>Judge agreement</h2>", 1)[1].split("</section>", 1)[0]
+    assert "judge:llm:m:1 vs human grades: 2 pairs over 1 queries; exact 0.500" in section
