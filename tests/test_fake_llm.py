@@ -17,6 +17,7 @@ from monitor.judgments.judges import (
     HttpJudge,
     JudgeAnswerError,
     JudgeError,
+    JudgeRound,
     fill_prompt,
     judge_prompt,
 )
@@ -184,3 +185,151 @@ def test_a_prompt_of_the_suites_own_still_reads_a_bare_grade(llm: FakeLLM) -> No
     judge = HttpJudge(llm.url, model="fake", prompt="Grade it: {document}", max_grade=3)
     assert 3 == judge("q", INJECTED)
     judge.close()
+
+
+def listwise_round(
+    tmp_path: Path, llm: FakeLLM, count: int, **options: object
+) -> tuple[JudgeRound, dict[str, int]]:
+    """Judge ``count`` unjudged passages of q1 and 3 of q2 listwise; return the round and grades."""
+    from monitor.evalset import EvalSet
+    from monitor.judgments.judges import build_judge, judge_holes
+    from monitor.records import Query
+    from monitor.store import open_store
+
+    texts = list(TRUTH)
+    ranked = {"q1": [f"a{i}" for i in range(count)], "q2": ["b0", "b1", "b2"]}
+    doc_text = {
+        doc: texts[i % len(texts)] for docs in ranked.values() for i, doc in enumerate(docs)
+    }
+    frozen = EvalSet("s", [Query("q1", "topic one", {}), Query("q2", "topic two", {})])
+    config = JudgeConfig(
+        kind="http", judge_id="llm", model="fake", max_per_run=1000,
+        options={"url": llm.url, "listwise": True, **options},
+    )  # fmt: skip
+    run = RunRecord(
+        suite="s",
+        pipeline="p",
+        started_at=T0,
+        finished_at=T0,
+        queries=tuple(QueryRecord(q, retrieved_ids=tuple(d)) for q, d in ranked.items()),
+    )
+    judge = build_judge(config)
+    assert isinstance(judge, HttpJudge)
+    with open_store(tmp_path / "m.db") as store:
+        round_ = judge_holes(
+            store, "s", frozen, frozen, [run], judge, config, depth=100, doc_text=doc_text.get
+        )
+    judge.close()
+    assert round_.layer is not None
+    stored = {d: g for docs in round_.layer.grades.values() for d, g in docs.items()}
+    truth = {doc: TRUTH[text] for doc, text in doc_text.items()}
+    return round_, {doc: grade for doc, grade in stored.items() if grade == truth[doc]}
+
+
+def stored(round_: JudgeRound) -> list[int]:
+    """Return the grades the round's layer holds (none without a layer)."""
+    layer = round_.layer
+    return [] if layer is None else [g for docs in layer.grades.values() for g in docs.values()]
+
+
+def test_a_listwise_judge_grades_the_top_20_of_a_query_per_call(
+    llm: FakeLLM, tmp_path: Path
+) -> None:
+    """25 pairs of q1 and 3 of q2 take three calls (20 + 5 + 3), every grade the true one."""
+    round_, right = listwise_round(tmp_path, llm, 25)
+    sizes = [request["messages"][0]["content"].count("<doc id=") for request in llm.requests]
+    assert ([20, 5, 3], 28, 28) == (sizes, len(stored(round_)), len(right))
+
+
+def test_the_listwise_prompt_and_model_are_the_layers_provenance() -> None:
+    """A listwise judge's layer source hashes the listwise prompt: never the pairwise one's."""
+    from monitor.judgments.judges import judge_source
+
+    pairwise = JudgeConfig(kind="http", judge_id="llm", model="fake")
+    listwise = JudgeConfig(kind="http", judge_id="llm", model="fake", options={"listwise": True})
+    assert (True, True) == (
+        judge_source(pairwise) != judge_source(listwise),
+        judge_source(listwise).startswith("judge:llm:fake:"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ('{"grades": [{"id": "a", "grade": 1}, {"id": "x", "grade": 0}]}', "each id sent once"),
+        ('{"grades": [{"id": "a", "grade": 1}, {"id": "a", "grade": 1}]}', "each id sent once"),
+        ('{"grades": [{"id": "a", "grade": 1}]}', "a grade for every id sent"),
+        ('{"grades": [{"id": "a", "grade": 1}, {"id": "b", "grade": 3}]}', "from 0 to 2"),
+        ('{"grades": [{"id": "a", "grade": "1"}, {"id": "b", "grade": 0}]}', "from 0 to 2"),
+        ("a: 1, b: 0", '"grades"'),
+    ],
+)
+def test_a_listwise_answer_off_the_format_is_refused_whole(answer: str, reason: str) -> None:
+    """An id not sent, an id twice, a missing id or a grade off the scale refuses the answer."""
+    from monitor.judgments.judges import parse_grades
+
+    with pytest.raises(JudgeAnswerError, match=reason):
+        parse_grades(answer, ["a", "b"], "llm", 2)
+
+
+def test_a_listwise_answer_in_the_format_is_read() -> None:
+    """One entry per id sent, in any order, gives each its grade."""
+    from monitor.judgments.judges import parse_grades
+
+    answer = '```json\n{"grades": [{"id": "b", "grade": 0}, {"id": "a", "grade": 2}]}\n```'
+    assert {"a": 2, "b": 0} == parse_grades(answer, ["a", "b"], "llm", 2)
+
+
+@pytest.mark.parametrize(("option", "left"), [({"max_calls": 2}, 3), ({"max_tokens": 1}, 8)])
+def test_a_cost_cap_stops_the_round_cleanly_with_the_rest_left(
+    llm: FakeLLM, tmp_path: Path, option: dict[str, int], left: int
+) -> None:
+    """At max_calls (or max_tokens, from the usage reported) the round stops before its next
+    call: the grades so far are stored, the rest counted as left unjudged."""
+    round_, _ = listwise_round(tmp_path, llm, 25, **option)
+    assert (left, 28 - left, next(iter(option))) == (
+        round_.left,
+        len(stored(round_)),
+        str(round_.stopped).split("(")[1].split()[0],
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"listwise": "yes"}, "listwise"),
+        ({"max_calls": 0}, "max_calls"),
+        ({"list_size": 101}, "list_size"),
+    ],
+)
+def test_a_bad_listwise_or_cap_option_names_it(options: dict[str, object], option: str) -> None:
+    """A listwise flag that is no boolean, or a cap that is no count, is refused by name."""
+    from monitor.judgments.judges import build_judge
+
+    config = JudgeConfig(
+        kind="http", judge_id="llm", options={"url": "http://127.0.0.1:9", **options}
+    )
+    with pytest.raises(JudgeError) as caught:
+        build_judge(config)
+    assert option == caught.value.option
+
+
+def test_a_run_says_when_the_cost_cap_left_pairs_unjudged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A listwise judge capped at one call warns how many pairs the run left unjudged."""
+    from monitor.cli import main
+    from tests.test_judgments_judges import write_config
+
+    with FakeLLM(default=1) as llm:
+        judge = (
+            f"{{kind: http, id: llm, url: '{llm.url}', model: tiny, listwise: true, "
+            "max_calls: 1, max_per_run: 50}"
+        )
+        assert 0 == main(["run", "--config", str(write_config(tmp_path, judge)), "--no-progress"])
+    out = capsys.readouterr().out
+    assert (1, True) == (
+        len(llm.requests),
+        "judge llm stopped at its cost cap (1 calls (max_calls 1)): " in out
+        and "pairs left unjudged this run" in out,
+    )

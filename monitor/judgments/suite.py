@@ -128,6 +128,12 @@ def judge_after_run(
             f"judge failed: judge {config.judge_id!r}: {counted(graded.refused, 'answer')} "
             f"refused, never stored (first: {said})"
         )
+    if graded.stopped is not None:
+        log.warning("judge_cost_cap", suite=suite.name, stopped=graded.stopped, left=graded.left)
+        warnings.append(
+            f"judge {config.judge_id} stopped at its cost cap ({graded.stopped}): "
+            f"{counted(graded.left, 'pair')} left unjudged this run"
+        )
     notes += label_views(store, suite, frozen, record)
     return JudgeLines(tuple(notes), tuple(warnings))
 
