@@ -381,3 +381,23 @@ def test_the_web_suite_page_shows_the_stored_agreement(tmp_path: Path) -> None:
         text = client.get("/suites/larkfield").text
     section = text.split("<h2>Judge agreement</h2>", 1)[1].split("</section>", 1)[0]
     assert "judge:llm:m:1 vs human grades: 2 pairs over 1 queries; exact 0.500" in section
+
+
+def test_the_report_applies_the_rule_to_the_agreement_and_writes_nothing(tmp_path: Path) -> None:
+    """``report`` shows the rule's verdict on the stored agreement; it stores no figures."""
+    from monitor.report.compose import compose_report
+
+    config = write_config(tmp_path)
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    grade_judged_pairs(tmp_path, config, flip_every=2)
+    suite = load_config(config).suite("larkfield")
+    with open_store(tmp_path / "monitor.db") as store:
+        before = store.get_state("judge_agreement", "larkfield")
+        report = compose_report(store, suite)
+        after = store.get_state("judge_agreement", "larkfield")
+    (rule,) = report.comparison.rules
+    assert ("breach", 40, before) == (
+        rule.status,
+        int(rule.message.split(" on ")[1].split()[0]),
+        after,
+    )

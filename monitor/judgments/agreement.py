@@ -361,11 +361,13 @@ def suite_agreement(
     iterations: int = ITERATIONS,
     seed: int = SEED,
     clock: Callable[[], datetime] = _now,
+    keep: bool = True,
 ) -> list[Agreement]:
     """Return the agreement of every judge source of ``suite`` with its human grades.
 
     Figures stored for the current layer state (and the same ``iterations`` and ``seed``)
-    are read back; the others are computed and stored.
+    are read back; the others are computed and, with ``keep``, stored (a reader such as a
+    report passes ``keep=False`` and writes nothing).
     """
     layers = store.layers(suite)
     through = max((layer.layer_id or 0 for layer in layers), default=0)
@@ -395,7 +397,7 @@ def suite_agreement(
             )
         )
         changed = True
-    if changed:
+    if changed and keep:
         store.put_state(NAMESPACE, suite, {"judges": {a.judge: a.to_state() for a in out}})
     return out
 

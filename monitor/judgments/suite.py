@@ -138,16 +138,19 @@ def judge_after_run(
     return JudgeLines(tuple(notes), tuple(warnings))
 
 
-def judge_agreement(store: Store, suite: SuiteConfig, frozen: EvalSet) -> Agreement | None:
+def judge_agreement(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, *, keep: bool = True
+) -> Agreement | None:
     """Return the agreement of the suite's judge (as configured now) with human grades, with
-    no pair when it graded nothing yet; None for a suite without judge."""
+    no pair when it graded nothing yet; None for a suite without judge. ``keep`` stores
+    figures computed afresh (see ``suite_agreement``)."""
     if suite.judge is None:
         return None
     from monitor.judgments.agreement import agreement_of, suite_agreement
 
     source = judge_source(suite.judge)
     top = suite.judge.max_grade
-    for found in suite_agreement(store, suite.name, frozen, max_grade=top):
+    for found in suite_agreement(store, suite.name, frozen, max_grade=top, keep=keep):
         if found.judge == source:
             return found
     return agreement_of(suite.name, source, [], max_grade=top)
@@ -170,7 +173,8 @@ def label_views(
         lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
     gate = "human labels only" if suite.alert_labels == "human" else "judge labels"
     lines.append(f"alerts are gated on {gate} (alert_labels: {suite.alert_labels})")
-    agreement = judge_agreement(store, suite, frozen)
+    # Read only: a report shows the figures and never writes the store.
+    agreement = judge_agreement(store, suite, frozen, keep=False)
     if agreement is not None:
         lines.append(agreement.lines()[0])
     return tuple(lines)
