@@ -401,3 +401,13 @@ def test_the_report_applies_the_rule_to_the_agreement_and_writes_nothing(tmp_pat
         int(rule.message.split(" on ")[1].split()[0]),
         after,
     )
+
+
+def test_a_breached_agreement_rule_reads_as_an_alert_sentence() -> None:
+    """The alert of a breached rule names the judge statistic, its value and the floor."""
+    from monitor.alerts.text import regression_summary
+
+    outcome = apply_rule(
+        RULE, RUN, None, None, SignificanceConfig(), agreement=agreement_with(40, 0.25)
+    )
+    assert "s: judge_kappa is 0.25, below the minimum of 0.6" == regression_summary("s", outcome)
