@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,7 +41,7 @@ from monitor.compare.records import (
     SegmentChange,
     Verdict,
 )
-from monitor.compare.rules import apply_rule, run_figure
+from monitor.compare.rules import Agreement, apply_rule, run_figure
 from monitor.compare.stats import mean_ci
 from monitor.config.model import (
     Check,
@@ -54,9 +53,6 @@ from monitor.config.model import (
 from monitor.metrics.ranks import Qrels
 from monitor.records import MetaValue
 from monitor.store.records import RunRecord
-
-if TYPE_CHECKING:
-    from monitor.judgments.agreement import Agreement
 
 __all__ = [
     "PERSISTENCE",

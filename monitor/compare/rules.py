@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -31,8 +31,25 @@ from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
 from monitor.store.records import RunFigures, RunRecord
 
-if TYPE_CHECKING:
-    from monitor.judgments.agreement import Agreement
+
+class Agreement(Protocol):
+    """What a ``judge_agreement`` rule reads of a judge's agreement with human grades (the
+    judgments stage's ``Agreement`` is one): the judge, the pairs both graded, each
+    statistic's value and bootstrap interval."""
+
+    @property
+    def judge(self) -> str: ...
+
+    @property
+    def pairs(self) -> int: ...
+
+    @property
+    def intervals(self) -> Mapping[str, tuple[float, float]]: ...
+
+    def value(self, statistic: str) -> float:
+        """Return the statistic's value, NaN when undefined."""
+        ...
+
 
 #: The run figure each operational check reads, by check: its name and how to read it.
 FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] = {

@@ -14,6 +14,7 @@ from typing import cast
 
 from monitor.config import vocab
 from monitor.config.fields import Fields, is_secret_key
+from monitor.config.judge import agreement_rule
 from monitor.config.kinds import path_option, plugin_kind, search_kinds
 from monitor.config.model import (
     BaselineConfig,
@@ -421,35 +422,12 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
     if "severity" in entries:
         severity = alert_severity(f, entries["severity"])
     if check is Check.JUDGE_AGREEMENT:
-        return _agreement_rule(f, entries[check.value], severity)
+        return agreement_rule(f, entries[check.value], severity)
     lo, hi, positive = vocab.THRESHOLDS[check]
     threshold = f.number(
         entries[check.value], minimum=None if positive else lo, maximum=hi, positive=positive
     )
     return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
-
-
-def _agreement_rule(f: Fields, node: Node, severity: Severity) -> RuleConfig:
-    """Read ``judge_agreement: {min, statistic?, min_overlap?}``."""
-    entries = f.mapping(node, vocab.AGREEMENT_KEYS, "min, statistic, min_overlap")
-    lo, hi, _ = vocab.THRESHOLDS[Check.JUDGE_AGREEMENT]
-    floor = f.require(node, entries, "min", " (the agreement below which the rule alerts)")
-    statistic = vocab.DEFAULT_AGREEMENT_STATISTIC
-    if "statistic" in entries:
-        expected = f"an agreement statistic: one of {', '.join(vocab.AGREEMENT_STATISTICS)}"
-        statistic = f.string(entries["statistic"], expected)
-        if statistic not in vocab.AGREEMENT_STATISTICS:
-            raise f.error(entries["statistic"], expected, show=True)
-    least = vocab.DEFAULT_MIN_OVERLAP
-    if "min_overlap" in entries:
-        least = f.integer(entries["min_overlap"], minimum=1, maximum=1_000_000)
-    return RuleConfig(
-        check=Check.JUDGE_AGREEMENT,
-        threshold=f.number(floor, minimum=lo, maximum=hi),
-        severity=severity,
-        statistic=statistic,
-        min_overlap=least,
-    )
 
 
 def alert_severity(f: Fields, node: Node) -> Severity:
