@@ -65,6 +65,8 @@ UNITLESS = {
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
     "retrieval_labels_needed",  # 0/1
+    "retrieval_judge_agreement",  # kappa and alpha run from -1 to 1: no ratio
+    "retrieval_judge_agreement_pairs",  # a count of (query, doc) pairs
 }
 
 
@@ -119,6 +121,9 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "rbo": 0.72,
         "jaccard": 0.6,
         "labels_needed": False,
+        "judge": "judge:llm:tiny:0123456789ab",
+        "judge_agreement": {"exact": 0.8, "kappa": 0.7, "kappa_linear": 0.65, "alpha": 0.69},
+        "judge_pairs": 40,
         "last_success_at": None,
     }
     fields.update(changes)

@@ -86,6 +86,14 @@ def successful_run() -> SuiteSnapshot:
         rbo=0.7125,
         jaccard=0.5833333333333334,
         labels_needed=False,
+        judge="judge:llm:tiny:0123456789ab",
+        judge_agreement={
+            "exact": 0.8,
+            "kappa": 0.7142857142857143,
+            "kappa_linear": 0.625,
+            "alpha": 0.7,
+        },
+        judge_pairs=40,
     )
 
 

@@ -112,6 +112,7 @@ _BROKE: Final[Mapping[Check, Callable[[RuleOutcome], str]]] = MappingProxyType(
         Check.TOP1_SCORE_MAX_RELATIVE_DROP: _dropped,
         Check.INDEX_SIZE_MAX_RELATIVE_DROP: _dropped,
         Check.MIN_OVERLAP: _below,
+        Check.JUDGE_AGREEMENT: _below,
     }
 )
 

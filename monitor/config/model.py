@@ -237,6 +237,7 @@ class Check(str, Enum):
     TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
     INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
     MIN_OVERLAP = "min_overlap"
+    JUDGE_AGREEMENT = "judge_agreement"
 
     @property
     def needs_metric(self) -> bool:
@@ -256,17 +257,24 @@ class RuleConfig:
 
     ``max_drop`` is an absolute drop from the baseline (0.05 = five points), the
     ``*_relative_*`` checks a fraction of the baseline value (0.1 = 10 %), ``min`` and the
-    ``*_max`` checks absolute bounds on the current run.
+    ``*_max`` checks absolute bounds on the current run. ``judge_agreement`` is a floor
+    (``threshold``) on the suite judge's agreement ``statistic`` with human grades, judged
+    ``unverified`` (shown, never alerted) below ``min_overlap`` pairs.
     """
 
     check: Check
     threshold: float
     metric: Metric | None = None
     severity: Severity = "warning"
+    statistic: str = ""
+    min_overlap: int = 0
 
     @property
     def name(self) -> str:
-        """Return a stable name such as ``recall@5 max_drop`` or ``error_rate_max``."""
+        """Return a stable name such as ``recall@5 max_drop``, ``error_rate_max`` or
+        ``judge_agreement kappa``."""
+        if self.check is Check.JUDGE_AGREEMENT:
+            return f"{self.check.value} {self.statistic}"
         return self.check.value if self.metric is None else f"{self.metric} {self.check.value}"
 
 

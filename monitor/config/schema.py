@@ -435,6 +435,15 @@ def _rule() -> Schema:
     for check in Check:
         lo, hi, positive = vocab.THRESHOLDS[check]
         checks[check.value] = _number(lo, hi, positive)
+    lo, hi, _ = vocab.THRESHOLDS[Check.JUDGE_AGREEMENT]
+    checks[Check.JUDGE_AGREEMENT.value] = _object(
+        {
+            "min": _number(lo, hi, False),
+            "statistic": {"enum": list(vocab.AGREEMENT_STATISTICS)},
+            "min_overlap": _integer(1, 1_000_000),
+        },
+        required=["min"],
+    )
     conditions: list[Schema] = []
     for check in Check:
         wanted: Schema = {"required": ["metric"]}

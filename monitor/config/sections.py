@@ -15,6 +15,7 @@ from typing import cast
 
 from monitor.config import vocab
 from monitor.config.fields import Fields, is_secret_key
+from monitor.config.judge import agreement_rule
 from monitor.config.kinds import path_option, plugin_kind, search_kinds
 from monitor.config.model import (
     BaselineConfig,
@@ -423,13 +424,15 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
         metric = _rule_metric(f, metric_node, chosen)
     elif "metric" in entries:
         raise f.error(entries["metric"], f"no 'metric' with {check.value} (it watches the run)")
+    severity: Severity = "warning"
+    if "severity" in entries:
+        severity = alert_severity(f, entries["severity"])
+    if check is Check.JUDGE_AGREEMENT:
+        return agreement_rule(f, entries[check.value], severity)
     lo, hi, positive = vocab.THRESHOLDS[check]
     threshold = f.number(
         entries[check.value], minimum=None if positive else lo, maximum=hi, positive=positive
     )
-    severity: Severity = "warning"
-    if "severity" in entries:
-        severity = alert_severity(f, entries["severity"])
     return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
 
 

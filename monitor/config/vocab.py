@@ -158,7 +158,17 @@ THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.MIN_OVERLAP: (0.0, 1.0, False),
+    # Kappa and alpha run from -1 (systematic disagreement) to 1.
+    Check.JUDGE_AGREEMENT: (-1.0, 1.0, False),
 }
+
+#: The agreement statistics of a judge with human grades (monitor.judgments.agreement);
+#: ``kappa`` is Cohen's kappa with quadratic weights.
+AGREEMENT_STATISTICS = ("exact", "kappa", "kappa_linear", "alpha")
+#: The keys of a ``judge_agreement`` rule, and its defaults.
+AGREEMENT_KEYS = ("min", "statistic", "min_overlap")
+DEFAULT_AGREEMENT_STATISTIC = "kappa"
+DEFAULT_MIN_OVERLAP = 30
 
 #: The metric the default quality rule watches (kept only when the suite measures it).
 DEFAULT_RULE_METRIC = Metric("recall", 5)

@@ -156,6 +156,16 @@ def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
                     yield (key, value, metric.measure, k_label(metric)), mean
 
 
+def _agreement(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for statistic, value in snapshot.judge_agreement.items():
+        yield (snapshot.judge, statistic), value
+
+
+def _judge_pairs(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    if snapshot.judge and snapshot.judge_pairs is not None:
+        yield (snapshot.judge,), float(snapshot.judge_pairs)
+
+
 def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
     def read(snapshot: SuiteSnapshot) -> Iterator[Series]:
         value = get(snapshot)
@@ -354,6 +364,23 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         ("k",),
         "success",
         _overlap(lambda s: s.jaccard),
+    ),
+    Gauge(
+        "retrieval_judge_agreement",
+        "Agreement of the suite's judge (its layer source) with human grades on the pairs "
+        "both graded: exact (share alike), kappa (Cohen's, quadratic weights), kappa_linear, "
+        "alpha (Krippendorff's, ordinal); -1 to 1.",
+        ("judge", "statistic"),
+        "success",
+        _agreement,
+    ),
+    Gauge(
+        "retrieval_judge_agreement_pairs",
+        "The (query, doc) pairs that both people and the suite's judge graded: the overlap "
+        "the agreement figures are over.",
+        ("judge",),
+        "success",
+        _judge_pairs,
     ),
     Gauge(
         "retrieval_labels_needed",

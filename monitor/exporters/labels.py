@@ -37,6 +37,8 @@ RESERVED_LABELS: Final = frozenset(
         "segment_value",
         "fingerprint",
         "baseline_run_id",
+        "judge",
+        "statistic",
         "job",
         "instance",
         "le",

@@ -91,6 +91,10 @@ class SuiteSnapshot:
       Jaccard of the run's top ``overlap_k`` with the baseline's, None without a baseline.
     - ``labels_needed``: whether a quality breach was held for unjudged documents (verdict
       ``unjudged``); None when coverage was not measured (no baseline or no judgments).
+    - ``judge``: the suite judge's layer source (``judge:<id>:<model>:<prompt digest>``),
+      ``""`` without one; ``judge_agreement``: statistic (``exact``, ``kappa``,
+      ``kappa_linear``, ``alpha``) -> its agreement with human grades, each from -1 to 1;
+      ``judge_pairs``: the pairs both graded (None without a judge).
     - ``last_success_at``: when the suite last succeeded, from the store; on a successful
       run it may be left ``None``, the run's own ``finished_at`` is used.
 
@@ -129,6 +133,9 @@ class SuiteSnapshot:
     rbo: float | None = None
     jaccard: float | None = None
     labels_needed: bool | None = None
+    judge: str = ""
+    judge_agreement: Mapping[str, float] = field(default_factory=dict, hash=False)
+    judge_pairs: int | None = None
     last_success_at: datetime | None = None
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -184,6 +191,9 @@ class SuiteSnapshot:
             raise UsageError(
                 f"labels_needed must be True, False or None, not {self.labels_needed!r}"
             )
+        _set(self, "judge_agreement", _agreement(self.judge, self.judge_agreement))
+        if self.judge_pairs is not None:
+            _count("judge_pairs", self.judge_pairs)
         _set(self, "metrics", MappingProxyType(metrics))
 
     @property
@@ -306,6 +316,27 @@ def _latency(values: Mapping[str, float]) -> Mapping[str, float]:
             if number < 0:
                 raise UsageError(f"latency[{key!r}] must not be negative, not {number}")
             out[key] = number
+    return MappingProxyType(out)
+
+
+def _agreement(judge: str, values: Mapping[str, float]) -> Mapping[str, float]:
+    """Return the finite agreement figures, each checked to lie in -1..1 (NaN left out)."""
+    if not isinstance(judge, str):
+        raise UsageError("judge must be a string")
+    if judge:
+        check_value("judge", judge)
+    elif values:
+        raise UsageError("judge_agreement needs the judge it is of")
+    out: dict[str, float] = {}
+    for statistic, value in values.items():
+        check_value("statistic", statistic)
+        number = _finite(f"judge_agreement[{statistic!r}]", value)
+        if number is not None:
+            if not -1.0 <= number <= 1.0:
+                raise UsageError(
+                    f"judge_agreement[{statistic!r}] must be from -1 to 1, not {number}"
+                )
+            out[statistic] = number
     return MappingProxyType(out)
 
 

@@ -79,6 +79,7 @@ _STATUS_WORDS: Final[Mapping[RuleStatus, str]] = MappingProxyType(
         "pending": "pending",
         "skipped": "skipped",
         "unjudged": "labels needed",
+        "unverified": "unverified",
     }
 )
 

@@ -104,7 +104,7 @@ def suite_snapshot(
             queries_sent=attempt.sent,
             queries_failed=attempt.failed,
         )
-    run, comparison = outcome.run, outcome.comparison
+    run, comparison, agreement = outcome.run, outcome.comparison, outcome.agreement
     changes = comparison.metrics
     overlap = comparison.overlap
     segments: dict[str, dict[str, dict[str, float]]] = {}
@@ -148,6 +148,9 @@ def suite_snapshot(
         rbo=overlap.rbo if overlap is not None else None,
         jaccard=overlap.jaccard if overlap is not None else None,
         labels_needed=bool(comparison.held) if comparison.coverage else None,
+        judge="" if agreement is None else agreement.judge,
+        judge_agreement={} if agreement is None else dict(agreement.statistics),
+        judge_pairs=None if agreement is None else agreement.pairs,
         last_success_at=run.finished_at,
     )
 
