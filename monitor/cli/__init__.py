@@ -16,6 +16,7 @@ from monitor.cli import (
     baseline,
     config,
     daemon,
+    drift,
     evalset,
     evaluate,
     gate,
@@ -45,6 +46,7 @@ _COMMANDS = (
     evalset,
     judgments,
     traffic,
+    drift,
     serve,
     store,
 )

@@ -127,21 +127,37 @@ class DriftResult:
         }
 
 
-def drift_check(
-    reference: npt.ArrayLike, current: npt.ArrayLike, settings: DriftSettings | None = None
-) -> DriftResult:
-    """Return the drift verdict of the ``current`` embeddings against the ``reference`` ones."""
-    settings = settings or DriftSettings()
-    xs = np.asarray(reference, dtype=np.float64)
-    ys = np.asarray(current, dtype=np.float64)
-    sizes = (len(xs), len(ys))
+def no_data(sizes: tuple[int, int], settings: DriftSettings) -> DriftResult | None:
+    """Return the ``no data`` result when a side of ``sizes`` is below ``min_queries``."""
     short = [
         f"the {side} has {size} queries, fewer than {settings.min_queries}"
         for side, size in zip(("reference", "current"), sizes, strict=True)
         if size < settings.min_queries
     ]
-    if short:
-        return DriftResult("no data", *sizes, *sizes, None, None, None, tuple(short), settings)
+    if not short:
+        return None
+    return DriftResult("no data", *sizes, *sizes, None, None, None, tuple(short), settings)
+
+
+def drift_check(
+    reference: npt.ArrayLike,
+    current: npt.ArrayLike,
+    settings: DriftSettings | None = None,
+    *,
+    sizes: tuple[int, int] | None = None,
+) -> DriftResult:
+    """Return the drift verdict of the ``current`` embeddings against the ``reference`` ones.
+
+    ``sizes`` are the queries each sample was drawn from, when the rows given are already a
+    subsample of them (default: the rows given).
+    """
+    settings = settings or DriftSettings()
+    xs = np.asarray(reference, dtype=np.float64)
+    ys = np.asarray(current, dtype=np.float64)
+    sizes = sizes or (len(xs), len(ys))
+    empty = no_data((len(xs), len(ys)), settings)
+    if empty is not None:
+        return empty
     rng = np.random.default_rng(settings.seed)
     xs = subsample(as_sample(xs, "reference"), settings.max_rows, rng)
     ys = subsample(as_sample(ys, "current"), settings.max_rows, rng)
