@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.drift.check import DriftSettings, drift_check
+from monitor.drift.check import drift_check
+from monitor.drift.settings import DriftSettings
 from monitor.drift.stats import (
     average_ranks,
     centroid_distance,

@@ -13,7 +13,6 @@ import pytest
 
 from monitor.cli import main
 from monitor.drift import queries
-from monitor.drift.check import DriftSettings
 from monitor.drift.queries import (
     QuerySample,
     check_queries,
@@ -21,6 +20,7 @@ from monitor.drift.queries import (
     parse_span,
     read_query_file,
 )
+from monitor.drift.settings import DriftSettings
 from monitor.embedding.base import Vectors, unit_rows
 from monitor.errors import InputError, UsageError
 from monitor.traffic.window import Window
@@ -108,6 +108,12 @@ def test_a_bad_span_names_its_option(text: str) -> None:
     """A window that does not parse, or ends before it starts, names its option."""
     with pytest.raises(UsageError, match="--reference"):
         parse_span(text, "--reference", until=datetime(2026, 11, 30))
+
+
+def test_a_reference_length_ends_where_the_current_window_starts() -> None:
+    """`28d` before `7d`: the four weeks before the last one."""
+    reference, _ = queries.windows("28d", "7d", until=datetime(2026, 11, 29))
+    assert Window(datetime(2026, 10, 25), datetime(2026, 11, 22)) == reference
 
 
 def test_embed_embeds_each_distinct_text_once() -> None:
@@ -238,12 +244,12 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     ("current", "code"),
-    [("2026-11-08..2026-11-15", 4), ("1d", 5)],
+    [("2026-11-08..2026-11-15", 4), ("2026-11-20..2026-11-21", 5)],
 )
 def test_cli_on_two_windows_of_the_logs(
     logs: Path, fake: HashedWords, current: str, code: int
 ) -> None:
     """The second week drifts from the first; a day past the logs is no data."""
     argv = ["drift", "check", "--logs", str(logs), "--reference", "2026-11-01..2026-11-08"]
-    argv += ["--current", current, "--until", "2026-12-01T00:00:00Z", "--permutations", "50"]
+    argv += ["--current", current, "--permutations", "50"]
     assert code == main(argv)

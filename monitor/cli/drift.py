@@ -44,9 +44,13 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("--logs", type=Path, metavar="DB", help="the traffic database (DuckDB)")
     check.add_argument(
-        "--reference", metavar="WINDOW", help="START..END (ISO 8601) or a length (7d) ending now"
+        "--reference",
+        metavar="WINDOW",
+        help="START..END (ISO 8601), or a length (28d) ending where --current starts",
     )
-    check.add_argument("--current", metavar="WINDOW", help="as --reference, e.g. 7d")
+    check.add_argument(
+        "--current", metavar="WINDOW", help="START..END, or a length (7d) ending at --until"
+    )
     check.add_argument(
         "--until", metavar="TIME", help="where a window given as a length ends (default: now)"
     )
@@ -89,20 +93,19 @@ def register(subparsers: Any) -> None:
 
 
 def _samples(args: argparse.Namespace) -> tuple[QuerySample, QuerySample]:
-    from monitor.drift.queries import parse_span, read_query_file, window_queries
+    from monitor.drift.queries import read_query_file, window_queries, windows
     from monitor.traffic.window import parse_moment
 
     files = args.reference_file is not None or args.current_file is not None
-    windows = args.logs is not None or args.reference is not None or args.current is not None
-    if files and not windows and args.reference_file and args.current_file:
+    logs = args.logs is not None or args.reference is not None or args.current is not None
+    if files and not logs and args.reference_file and args.current_file:
         return read_query_file(args.reference_file), read_query_file(args.current_file)
-    if windows and not files and args.logs and args.reference and args.current:
+    if logs and not files and args.logs and args.reference and args.current:
         from monitor.traffic.engine import connect
 
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         until = now if args.until is None else parse_moment(args.until)
-        reference = parse_span(args.reference, "--reference", until=until)
-        current = parse_span(args.current, "--current", until=until)
+        reference, current = windows(args.reference, args.current, until=until)
         connection = connect(args.logs, read_only=True, create=False)
         try:
             return window_queries(connection, reference), window_queries(connection, current)
@@ -116,8 +119,8 @@ def _samples(args: argparse.Namespace) -> tuple[QuerySample, QuerySample]:
 
 def check_command(args: argparse.Namespace) -> int:
     """Print the drift statistics and verdict of two samples; exit by the verdict."""
-    from monitor.drift.check import DriftSettings
     from monitor.drift.queries import check_queries, open_embedder
+    from monitor.drift.settings import DriftSettings
 
     settings = DriftSettings(
         alpha=args.alpha,

@@ -14,7 +14,9 @@ line that starts with ``{``) whose objects carry the text in ``query`` or ``text
 lines are skipped, and a line repeated counts as another search of its key.
 
 A window is ``START..END`` (ISO 8601 times or dates, UTC when no zone is given, ``START <=
-t < END``) or a length (``30m``, ``24h``, ``7d``, ``2w``) ending at ``until`` (default now).
+t < END``) or a length (``30m``, ``24h``, ``7d``, ``2w``): the current window's ends at
+``until`` (default now), the reference window's where the current one starts, so that
+``reference 28d, current 7d`` compares the last week with the four weeks before it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from monitor.drift.check import DriftResult, DriftSettings, drift_check, no_data
+from monitor.drift.check import DriftResult, drift_check, no_data
+from monitor.drift.settings import DriftSettings
 from monitor.errors import InputError, UsageError
 from monitor.traffic.keys import query_key
 from monitor.traffic.window import Window, parse_length, parse_moment
@@ -151,6 +154,12 @@ def parse_span(text: str, option: str, *, until: datetime) -> Window:
             f"found {text!r}"
         ) from None
     return Window(until - length, until)
+
+
+def windows(reference: str, current: str, *, until: datetime) -> tuple[Window, Window]:
+    """Return the reference and current windows: a reference length ends at the current start."""
+    now = parse_span(current, "current", until=until)
+    return parse_span(reference, "reference", until=now.start), now
 
 
 def embed(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -21,9 +21,10 @@ could come from one distribution.
 - :func:`centroid_distance`: ``1 - cos`` of the two mean vectors (each normalised) and their
   Euclidean distance.
 
-A sample larger than ``max_rows`` (default :data:`MAX_ROWS`) is subsampled without
-replacement, seeded, before any statistic: the kernel matrix grows with the square of the
-rows. Every random draw comes from ``numpy.random.default_rng(seed)``.
+A sample larger than ``max_rows`` (default :data:`monitor.drift.settings.MAX_ROWS`) is
+subsampled without replacement, seeded, before any statistic (:func:`subsample`): the kernel
+matrix grows with the square of the rows. Every random draw comes from
+``numpy.random.default_rng(seed)``.
 """
 
 from __future__ import annotations
@@ -35,16 +36,11 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from monitor.drift.settings import FOLDS, PERMUTATIONS
 from monitor.errors import UsageError
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Rows kept of each sample at most (a seeded subsample above it).
-MAX_ROWS: Final = 1000
-#: Permutations of the MMD test unless told otherwise.
-PERMUTATIONS: Final = 200
-#: Folds of the domain classifier's cross-validation.
-FOLDS: Final = 5
 #: The L2 penalty ``lambda / 2 * |w|^2`` of the domain classifier (features standardised).
 L2: Final = 1.0
 # Newton's method on an L2-penalised logistic loss converges in a handful of steps; these
