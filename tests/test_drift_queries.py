@@ -17,10 +17,10 @@ from monitor.drift.queries import (
     QuerySample,
     check_queries,
     embed,
-    parse_span,
     read_query_file,
 )
 from monitor.drift.settings import DriftSettings
+from monitor.drift.windows import parse_span, windows
 from monitor.embedding.base import Vectors, unit_rows
 from monitor.errors import InputError, UsageError
 from monitor.traffic.window import Window
@@ -112,7 +112,7 @@ def test_a_bad_span_names_its_option(text: str) -> None:
 
 def test_a_reference_length_ends_where_the_current_window_starts() -> None:
     """`28d` before `7d`: the four weeks before the last one."""
-    reference, _ = queries.windows("28d", "7d", until=datetime(2026, 11, 29))
+    reference, _ = windows("28d", "7d", until=datetime(2026, 11, 29))
     assert Window(datetime(2026, 10, 25), datetime(2026, 11, 22)) == reference
 
 

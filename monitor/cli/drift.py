@@ -93,7 +93,8 @@ def register(subparsers: Any) -> None:
 
 
 def _samples(args: argparse.Namespace) -> tuple[QuerySample, QuerySample]:
-    from monitor.drift.queries import read_query_file, window_queries, windows
+    from monitor.drift.queries import read_query_file, window_queries
+    from monitor.drift.windows import windows
     from monitor.traffic.window import parse_moment
 
     files = args.reference_file is not None or args.current_file is not None

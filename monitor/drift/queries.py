@@ -13,10 +13,7 @@ A query file holds one query a line, or JSON Lines (``.jsonl``, ``.ndjson``, or 
 line that starts with ``{``) whose objects carry the text in ``query`` or ``text``; blank
 lines are skipped, and a line repeated counts as another search of its key.
 
-A window is ``START..END`` (ISO 8601 times or dates, UTC when no zone is given, ``START <=
-t < END``) or a length (``30m``, ``24h``, ``7d``, ``2w``): the current window's ends at
-``until`` (default now), the reference window's where the current one starts, so that
-``reference 28d, current 7d`` compares the last week with the four weeks before it.
+The windows of a check are read by :mod:`monitor.drift.windows`.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -37,7 +33,7 @@ from monitor.drift.check import DriftResult, drift_check, no_data
 from monitor.drift.settings import DriftSettings
 from monitor.errors import InputError, UsageError
 from monitor.traffic.keys import query_key
-from monitor.traffic.window import Window, parse_length, parse_moment
+from monitor.traffic.window import Window
 
 if TYPE_CHECKING:
     from monitor.embedding.base import Embedder
@@ -136,30 +132,6 @@ def window_queries(connection: Connection, span: Window) -> QuerySample:
     except NoTrafficError:  # a window with no search is a sample of 0 queries: no data
         return QuerySample(f"window {span.label}", (), np.zeros(0, dtype=np.int64))
     return QuerySample(f"window {span.label}", found.texts, found.searches)
-
-
-def parse_span(text: str, option: str, *, until: datetime) -> Window:
-    """Return the window ``text`` names: ``START..END``, or a length ending at ``until``."""
-    if ".." in text:
-        start, _, end = text.partition("..")
-        span = Window(parse_moment(start, option), parse_moment(end, option))
-        if span.start >= span.end:
-            raise UsageError(f"{option}: expected START..END with START before END, found {text!r}")
-        return span
-    try:
-        length = parse_length(text)
-    except UsageError:
-        raise UsageError(
-            f"{option}: expected START..END (ISO 8601) or a length such as 24h, 7d or 2w, "
-            f"found {text!r}"
-        ) from None
-    return Window(until - length, until)
-
-
-def windows(reference: str, current: str, *, until: datetime) -> tuple[Window, Window]:
-    """Return the reference and current windows: a reference length ends at the current start."""
-    now = parse_span(current, "current", until=until)
-    return parse_span(reference, "reference", until=now.start), now
 
 
 def embed(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
