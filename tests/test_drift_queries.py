@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -21,39 +20,9 @@ from monitor.drift.queries import (
 )
 from monitor.drift.settings import DriftSettings
 from monitor.drift.windows import parse_span, windows
-from monitor.embedding.base import Vectors, unit_rows
 from monitor.errors import InputError, UsageError
 from monitor.traffic.window import Window
-from tests.traffic_logs import T0, search, write_ndjson
-
-WORDS_A = [f"alpha{i}" for i in range(30)]
-WORDS_B = [f"beta{i}" for i in range(30)]
-
-
-class HashedWords:
-    """A fake embedder: each word hashed to a fixed random direction, a text their unit sum."""
-
-    model_id = "hashed-words"
-    dimension = 32
-
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
-    def _word(self, word: str) -> np.ndarray:
-        seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
-        return np.random.default_rng(seed).standard_normal(self.dimension)
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls.append(len(texts))
-        return unit_rows([sum(self._word(w) for w in text.split()) for text in texts])
-
-    def close(self) -> None:
-        pass
-
-
-def _texts(words: Sequence[str], n: int, seed: int) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(words, size=3)) for _ in range(n)]
+from tests.drift_fakes import WORDS_A, WORDS_B, HashedWords, texts, write_logs
 
 
 @pytest.fixture
@@ -133,8 +102,8 @@ def test_searches_weighting_caps_the_searches_drawn() -> None:
 @pytest.mark.parametrize(("other", "status"), [(WORDS_A, "ok"), (WORDS_B, "drift")])
 def test_check_queries(other: list[str], status: str) -> None:
     """Queries from the same words are ok; queries from other words drift."""
-    reference = queries._sample("r", _texts(WORDS_A, 120, seed=1))
-    current = queries._sample("c", _texts(other, 120, seed=2))
+    reference = queries._sample("r", texts(WORDS_A, 120, seed=1))
+    current = queries._sample("c", texts(other, 120, seed=2))
     found = check_queries(reference, current, HashedWords(), DriftSettings(permutations=100))
     assert status == found.status
 
@@ -157,8 +126,8 @@ def test_cli_exit_code_follows_the_verdict(
     tmp_path: Path, fake: HashedWords, other: list[str], code: int
 ) -> None:
     """`drift check` on two files exits 0 when ok and 4 on drift."""
-    reference = _write(tmp_path / "r.txt", _texts(WORDS_A, 120, seed=1))
-    current = _write(tmp_path / "c.txt", _texts(other, 120, seed=2))
+    reference = _write(tmp_path / "r.txt", texts(WORDS_A, 120, seed=1))
+    current = _write(tmp_path / "c.txt", texts(other, 120, seed=2))
     argv = ["drift", "check", "--reference-file", str(reference), "--current-file", str(current)]
     assert code == main([*argv, "--permutations", "100"])
 
@@ -167,8 +136,8 @@ def test_cli_json_holds_the_three_figures(
     tmp_path: Path, fake: HashedWords, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--format json` prints the MMD, the AUC, the centroid distance and the verdict."""
-    reference = _write(tmp_path / "r.txt", _texts(WORDS_A, 80, seed=1))
-    current = _write(tmp_path / "c.txt", _texts(WORDS_B, 80, seed=2))
+    reference = _write(tmp_path / "r.txt", texts(WORDS_A, 80, seed=1))
+    current = _write(tmp_path / "c.txt", texts(WORDS_B, 80, seed=2))
     argv = ["drift", "check", "--reference-file", str(reference), "--current-file", str(current)]
     main([*argv, "--format", "json", "--permutations", "50"])
     body = json.loads(capsys.readouterr().out)
@@ -180,7 +149,7 @@ def test_cli_too_few_queries_exits_5(
     tmp_path: Path, fake: HashedWords, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A file with fewer than --min-queries queries is no data, exit 5."""
-    reference = _write(tmp_path / "r.txt", _texts(WORDS_A, 80, seed=1))
+    reference = _write(tmp_path / "r.txt", texts(WORDS_A, 80, seed=1))
     current = _write(tmp_path / "c.txt", ["one", "two"])
     argv = ["drift", "check", "--reference-file", str(reference), "--current-file", str(current)]
     assert (5, "verdict: no data") == (main(argv), capsys.readouterr().out.splitlines()[-1][:16])
@@ -222,24 +191,7 @@ def test_cli_without_an_embedder_names_the_extra(
 def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A traffic database: a week of WORDS_A queries, then a week of WORDS_B queries."""
     pytest.importorskip("duckdb")
-    from monitor.traffic.engine import connect
-    from monitor.traffic.importer import import_logs
-
-    folder = tmp_path_factory.mktemp("drift")
-    rows = []
-    for week, words in enumerate((WORDS_A, WORDS_B)):
-        for j, text in enumerate(_texts(words, 90, seed=week)):
-            at = T0 + timedelta(days=7 * week, minutes=j)
-            rows.append(search(f"w{week}-{j}", text, ["d1"], client=f"c{j}", at=at))
-    path = folder / "logs.duckdb"
-    connection = connect(path)
-    try:
-        import_logs(
-            connection, [write_ndjson(folder / "q.ndjson", rows)], [], min_distinct_clients=1
-        )
-    finally:
-        connection.close()
-    return path
+    return write_logs(tmp_path_factory.mktemp("drift"))
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 Two windows of the traffic database (``--logs DB --reference WINDOW --current WINDOW``) or
 two query files (``--reference-file F --current-file F``) are embedded and compared
-(:mod:`monitor.drift`). The verdict sets the exit code: ``ok`` 0, ``drift`` 4 (as a failed
+(:mod:`monitor.drift`). With ``--suite``, the suite's ``drift:`` section names the windows
+and settings, and the result is stored and its alert raised or resolved
+(:mod:`monitor.drift.publish`). The verdict sets the exit code: ``ok`` 0, ``drift`` 4 (as a failed
 quality gate), ``no data`` 5 (a window with too few queries to tell).
 """
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor.cli import arguments
 from monitor.cli.exits import ExitCode
+from monitor.cli.run import add_config_options, load, store_target
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
@@ -41,6 +44,10 @@ def register(subparsers: Any) -> None:
         help="MMD permutation test, domain classifier AUC and centroid distance of two samples",
         description="Embed two samples of queries and test whether they come from one "
         "distribution. Exit 0 when ok, 4 on drift, 5 when a sample has too few queries.",
+    )
+    add_config_options(check)
+    check.add_argument(
+        "--suite", metavar="NAME", help="check the suite's drift: section; store and alert it"
     )
     check.add_argument("--logs", type=Path, metavar="DB", help="the traffic database (DuckDB)")
     check.add_argument(
@@ -120,6 +127,8 @@ def _samples(args: argparse.Namespace) -> tuple[QuerySample, QuerySample]:
 
 def check_command(args: argparse.Namespace) -> int:
     """Print the drift statistics and verdict of two samples; exit by the verdict."""
+    if args.suite is not None:
+        return suite_command(args)
     from monitor.drift.queries import check_queries, open_embedder
     from monitor.drift.settings import DriftSettings
 
@@ -148,6 +157,48 @@ def check_command(args: argparse.Namespace) -> int:
         print(json.dumps(body))
     else:
         print("\n".join(render(result, reference.source, current.source, model)))
+    return int(VERDICT_CODES[result.status])
+
+
+def suite_command(args: argparse.Namespace) -> int:
+    """Check the suite's configured drift windows, store the result, raise or resolve."""
+    from monitor.alerts.base import close_notifiers
+    from monitor.alerts.registry import build_notifiers
+    from monitor.drift.publish import run_suite_check
+    from monitor.drift.queries import open_embedder
+    from monitor.store import open_store
+
+    given = [args.logs, args.reference, args.current, args.reference_file, args.current_file]
+    if any(value is not None for value in given):
+        raise UsageError(
+            "drift check --suite: the suite's drift: section names the logs and windows; "
+            "leave out --logs, --reference, --current and the files"
+        )
+    config = load(args)
+    suite = config.suite(args.suite)
+    if suite.drift is None:
+        raise UsageError(f"suite {suite.name!r} has no drift: section in its config")
+    embedder = open_embedder(suite.drift.embedding)
+    notifiers = build_notifiers(suite)
+    try:
+        with open_store(store_target(args, config)) as store:
+            at = datetime.now(timezone.utc)
+            result, spans, report = run_suite_check(store, suite, embedder, notifiers, at)
+        model = embedder.model_id
+    finally:
+        close_notifiers(notifiers.values())
+        embedder.close()
+    told = [f"alert {alert.rule} firing" for alert in report.firing]
+    told += [f"alert {alert.rule} resolved" for alert in report.resolved]
+    if args.format == "json":
+        body = result.to_json()
+        body["reference"]["source"] = f"window {spans[0].label}"
+        body["current"]["source"] = f"window {spans[1].label}"
+        body.update(model=model, weighting=suite.drift.weighting, suite=suite.name, alerts=told)
+        print(json.dumps(body))
+    else:
+        lines = render(result, f"window {spans[0].label}", f"window {spans[1].label}", model)
+        print("\n".join([f"suite {suite.name}: {suite.drift.name}", *lines, *told]))
     return int(VERDICT_CODES[result.status])
 
 
