@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from monitor.alerts.lifecycle import AlertLifecycle
 from monitor.cli import main
+from monitor.config import load_config
+from monitor.exporters import SuiteSnapshot
+from monitor.exporters.gauges import render
+from monitor.job.publish import latest_drift
 from monitor.store import open_store
 from tests.drift_fakes import HashedWords, write_logs
 
@@ -110,3 +115,37 @@ def test_a_suite_without_drift_exits_2(
     ]
     assert 2 == main(argv)
     assert "has no drift: section" in capsys.readouterr().err
+
+
+def _snapshot(drift: dict[str, dict[str, float]]) -> SuiteSnapshot:
+    moment = datetime(2026, 11, 30, tzinfo=timezone.utc)
+    return SuiteSnapshot(
+        suite="nightly",
+        pipeline="nightly",
+        success=True,
+        started_at=moment,
+        finished_at=moment,
+        drift=drift,
+    )
+
+
+def test_the_gauge_holds_each_statistic_of_the_check() -> None:
+    """retrieval_query_drift has a series per statistic, labelled by check and statistic."""
+    text = render(_snapshot({"weekly": {"auc": 0.75, "mmd2": 0.01}}))
+    series = (
+        'retrieval_query_drift{check="weekly",pipeline="nightly",statistic="auc",suite="nightly"}'
+    )
+    assert f"{series} 0.75" in text.splitlines()
+
+
+def test_a_runs_gauges_take_the_latest_check_that_measured(
+    tmp_path: Path, logs: Path, fake: HashedWords
+) -> None:
+    """The run's snapshot takes the figures of the latest check with statistics."""
+    config = load_config(_config(tmp_path, logs, WEEK_2))
+    suite = config.suite("nightly")
+    _check(tmp_path, logs, WEEK_2)
+    _check(tmp_path, logs, EMPTY)
+    with open_store(tmp_path / "monitor.db") as store:
+        stored = store.drift_checks("nightly")[1]
+        assert {"weekly": dict(stored.statistics)} == latest_drift(store, suite)

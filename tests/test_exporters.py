@@ -65,6 +65,7 @@ UNITLESS = {
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
     "retrieval_labels_needed",  # 0/1
+    "retrieval_query_drift",  # statistics of several scales (MMD^2, AUC, distances)
 }
 
 
@@ -119,6 +120,7 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "rbo": 0.72,
         "jaccard": 0.6,
         "labels_needed": False,
+        "drift": {"query_drift": {"auc": 0.52, "mmd_p_value": 0.4}},
         "last_success_at": None,
     }
     fields.update(changes)

@@ -86,6 +86,7 @@ def successful_run() -> SuiteSnapshot:
         rbo=0.7125,
         jaccard=0.5833333333333334,
         labels_needed=False,
+        drift={"query_drift": {"auc": 0.5125, "mmd2": 0.0003, "mmd_p_value": 0.42}},
     )
 
 
