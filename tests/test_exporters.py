@@ -67,6 +67,7 @@ UNITLESS = {
     "retrieval_labels_needed",  # 0/1
     "retrieval_judge_agreement",  # kappa and alpha run from -1 to 1: no ratio
     "retrieval_judge_agreement_pairs",  # a count of (query, doc) pairs
+    "retrieval_query_drift",  # statistics of several scales (MMD^2, AUC, distances)
 }
 
 
@@ -124,6 +125,7 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "judge": "judge:llm:tiny:0123456789ab",
         "judge_agreement": {"exact": 0.8, "kappa": 0.7, "kappa_linear": 0.65, "alpha": 0.69},
         "judge_pairs": 40,
+        "drift": {"query_drift": {"auc": 0.52, "mmd_p_value": 0.4}},
         "last_success_at": None,
     }
     fields.update(changes)

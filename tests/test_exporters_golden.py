@@ -94,6 +94,7 @@ def successful_run() -> SuiteSnapshot:
             "alpha": 0.7,
         },
         judge_pairs=40,
+        drift={"query_drift": {"auc": 0.5125, "mmd2": 0.0003, "mmd_p_value": 0.42}},
     )
 
 

@@ -16,6 +16,7 @@ from monitor.cli import (
     baseline,
     config,
     daemon,
+    drift,
     evalset,
     evaluate,
     gate,
@@ -47,6 +48,7 @@ _COMMANDS = (
     judgments,
     traffic,
     interleave,
+    drift,
     serve,
     store,
 )

@@ -61,13 +61,15 @@ _MEANINGS: Final = MappingProxyType(
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "
             "pipelines), or `gate` found a regression (or, with `--on-insufficient-evidence "
-            "fail`, could not tell), or `evalset check` found a finding of severity error"
+            "fail`, could not tell), or `evalset check` found a finding of severity error, or "
+            "`drift check` found query drift"
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
             "threshold was passed but the change is not significant; or `logs metrics` found "
             "no search in its window (no data, never a rate of 0); or `interleave score` found "
-            "none of the team log's searches in the traffic database"
+            "none of the team log's searches in the traffic database; or `drift check` found a "
+            "window with too few queries to tell"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "

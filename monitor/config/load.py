@@ -21,6 +21,7 @@ import yaml
 
 from monitor.config import judge, outputs, sections, vocab
 from monitor.config.bands import bands
+from monitor.config.drift import drift
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
 from monitor.config.model import (
@@ -407,6 +408,7 @@ def _suite(
         alert_labels=judge.alert_labels(f, e.get("alert_labels")),
         retention=sections.suite_store(f, e.get("store")) or store_retention,
         bands=bands(f, e.get("bands")),
+        drift=drift(f, e.get("drift")),
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from monitor.drift.settings import DriftSettings
 from monitor.errors import UsageError
 from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
@@ -453,6 +454,21 @@ class CoverageConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DriftConfig:
+    """A suite's query drift check (``drift:``): the traffic database, its two windows
+    (:mod:`monitor.drift.windows`), how it decides, and its alert's rule name and severity."""
+
+    logs: Path
+    reference: str
+    current: str
+    settings: DriftSettings = field(default_factory=DriftSettings)
+    name: str = "query_drift"
+    weighting: Literal["distinct", "searches"] = "distinct"
+    embedding: str = "onnx"
+    severity: Severity = "warning"
+
+
+@dataclass(frozen=True, slots=True)
 class BaselineConfig:
     """A seed baseline the job may pin when the suite has none stored yet.
 
@@ -527,6 +543,8 @@ class SuiteConfig:
     retention: Retention | None = None
     #: The edges of each metric family's reading bands (a reading aid, never an alert).
     bands: Bands = DEFAULT_BANDS
+    #: The suite's query drift check, when it has one.
+    drift: DriftConfig | None = None
     #: The config file the suite was read from (absolute), for the commands the monitor
     #: prints; None for the embedded default and configs given as text.
     config_file: Path | None = field(default=None, compare=False)

@@ -242,6 +242,26 @@ def _suite() -> Schema:
                 description="Reading bands per metric family: high above `high`, low below "
                 "`low`. A reading aid beside each mean, never an alert.",
             ),
+            "drift": _object(
+                {
+                    "name": _text(vocab.SEGMENT.pattern, "The alert's rule, the gauges' check."),
+                    "logs": _text(description="The traffic database (DuckDB) of `logs import`."),
+                    "reference": _text(description="START..END, or a length before current."),
+                    "current": _text(description="START..END, or a length ending now: 7d."),
+                    "alpha": _number(maximum=0.5, positive=True),
+                    "permutations": _integer(1, 100_000),
+                    "seed": _integer(0),
+                    "min_queries": _integer(5),
+                    "max_rows": _integer(5, 100_000),
+                    "max_auc": _number(0.5, 1),
+                    "max_centroid_distance": _number(0, 2),
+                    "weighting": {"enum": list(vocab.DRIFT_WEIGHTINGS)},
+                    "embedding": _text(description="The embedder kind (default onnx)."),
+                    "severity": {"enum": list(vocab.SEVERITIES)},
+                },
+                required=["logs", "reference", "current"],
+                description="A label-free query drift check of two windows of traffic.",
+            ),
             "coverage": _object(
                 {
                     "max_drop": _number(0, 1),

@@ -42,6 +42,7 @@ SUITE_KEYS = (
     "alert_labels",
     "store",
     "bands",
+    "drift",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring", "bands")
@@ -74,6 +75,24 @@ METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
 COVERAGE_KEYS = ("max_drop", "severity", "queue_url")
+#: Keys of a suite's query drift check.
+DRIFT_KEYS = (
+    "name",
+    "logs",
+    "reference",
+    "current",
+    "alpha",
+    "permutations",
+    "seed",
+    "min_queries",
+    "max_rows",
+    "max_auc",
+    "max_centroid_distance",
+    "weighting",
+    "embedding",
+    "severity",
+)
+DRIFT_WEIGHTINGS = ("distinct", "searches")
 #: Keys of one metric family's entry under ``bands`` (the families: monitor.metrics.bands).
 BAND_KEYS = ("high", "low")
 #: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.

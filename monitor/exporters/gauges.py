@@ -130,6 +130,12 @@ def _scalar(get: Callable[[SuiteSnapshot], float | int | bool | None]) -> Reader
     return read
 
 
+def _drift(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for check, statistics in snapshot.drift.items():
+        for statistic, value in statistics.items():
+            yield (check, statistic), value
+
+
 def _last_success(snapshot: SuiteSnapshot) -> Iterator[Series]:
     moment = snapshot.last_success
     if moment is not None:
@@ -389,6 +395,14 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         (),
         "success",
         _scalar(lambda s: s.labels_needed),
+    ),
+    Gauge(
+        "retrieval_query_drift",
+        "A statistic of the suite's latest query drift check that could measure: mmd2, "
+        "mmd_p_value, auc, auc_p_value, centroid_cosine_distance, centroid_euclidean_distance.",
+        ("check", "statistic"),
+        "success",
+        _drift,
     ),
 )
 

@@ -44,6 +44,9 @@ RESERVED_LABELS: Final = frozenset(
         "le",
         # The daemon's retrieval_scheduler_runs_total.
         "outcome",
+        # retrieval_query_drift.
+        "check",
+        "statistic",
     }
 )
 

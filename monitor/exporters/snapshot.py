@@ -97,6 +97,8 @@ class SuiteSnapshot:
       ``judge_pairs``: the pairs both graded (None without a judge).
     - ``last_success_at``: when the suite last succeeded, from the store; on a successful
       run it may be left ``None``, the run's own ``finished_at`` is used.
+    - ``drift``: drift check name -> statistic (``mmd2``, ``auc``, ...) -> value, of the
+      suite's latest query drift check that could measure (:mod:`monitor.drift`).
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
 
@@ -137,6 +139,7 @@ class SuiteSnapshot:
     judge_agreement: Mapping[str, float] = field(default_factory=dict, hash=False)
     judge_pairs: int | None = None
     last_success_at: datetime | None = None
+    drift: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -194,6 +197,7 @@ class SuiteSnapshot:
         _set(self, "judge_agreement", _agreement(self.judge, self.judge_agreement))
         if self.judge_pairs is not None:
             _count("judge_pairs", self.judge_pairs)
+        _set(self, "drift", _drift(self.drift))
         _set(self, "metrics", MappingProxyType(metrics))
 
     @property
@@ -366,4 +370,17 @@ def _segments(
                 for value, m in by_value.items()
             }
         )
+    return MappingProxyType(out)
+
+
+def _drift(values: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
+    out: dict[str, Mapping[str, float]] = {}
+    for check, statistics in values.items():
+        check_value("check", check)
+        figures = {}
+        for name, value in statistics.items():
+            number = _finite(f"drift[{check!r}][{name!r}]", value)
+            if number is not None:
+                figures[check_value("statistic", name)] = number
+        out[check] = MappingProxyType(figures)
     return MappingProxyType(out)

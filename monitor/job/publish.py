@@ -365,10 +365,25 @@ def publish_run(
 ) -> SuiteOutcome:
     """Export a completed run's gauges and send its alerts; return the outcome with both."""
     snapshot, errors = _run_snapshot(suite, outcome)
+    if snapshot is not None and suite.drift is not None:
+        snapshot = replace(snapshot, drift=latest_drift(store, suite))
     if snapshot is not None:
         errors += export(snapshot, suite, sinks)
     alerts = alert(suite, store, outcome, None, at=clock(), notifiers=notifiers, delivery=delivery)
     return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
+
+
+def latest_drift(store: Store, suite: SuiteConfig) -> dict[str, dict[str, float]]:
+    """Return the statistics of the suite's latest drift check that measured, by its name."""
+    if suite.drift is None:
+        return {}
+    try:
+        checks = store.drift_checks(suite.name, limit=20)
+    except MonitorError as error:  # the gauges of the run go out without them
+        log.error("drift_checks_unreadable", suite=suite.name, error=str(error))
+        return {}
+    measured = [c for c in checks if c.name == suite.drift.name and c.statistics]
+    return {suite.drift.name: dict(measured[0].statistics)} if measured else {}
 
 
 def publish_lock_failure(

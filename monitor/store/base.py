@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.records import MetaValue
+from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
@@ -147,6 +148,14 @@ class Store(Protocol):
         self, suite: str, fingerprint: str, detail: Mapping[str, MetaValue]
     ) -> None:
         """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
+        ...
+
+    def add_drift_check(self, record: DriftRecord) -> int:
+        """Store a query drift check of a suite; return its id."""
+        ...
+
+    def drift_checks(self, suite: str, limit: int = 50) -> list[DriftRecord]:
+        """Return up to ``limit`` drift checks of ``suite``, newest first."""
         ...
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:

@@ -216,6 +216,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        8,
+        "the query drift checks of each suite",
+        (
+            # One row per check: its verdict, the windows compared and each statistic, so
+            # the latest figures can be exported and a history charted.
+            """CREATE TABLE drift_checks (
+                check_id {id},
+                suite TEXT NOT NULL,
+                name TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'drift', 'no data')),
+                reference TEXT NOT NULL,
+                current TEXT NOT NULL,
+                statistics {json} NOT NULL,
+                detail {json} NOT NULL,
+                checked_at {ts} NOT NULL
+            )""",
+            "CREATE INDEX drift_checks_by_suite ON drift_checks (suite, name, checked_at)",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

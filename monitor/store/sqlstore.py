@@ -18,9 +18,10 @@ from monitor.errors import (
 )
 from monitor.logs import get_logger
 from monitor.records import MetaValue
-from monitor.store import columnar, fingerprints, frames, kv, layers, locks, retention, runs
+from monitor.store import columnar, drift, fingerprints, frames, kv, layers, locks, retention, runs
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
+from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
@@ -308,6 +309,16 @@ class SqlStore:
         """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
         with self._write("storing a corpus fingerprint") as tx:
             fingerprints.put_corpus(tx, suite, fingerprint, detail, self._clock())
+
+    def add_drift_check(self, record: DriftRecord) -> int:
+        """Store a query drift check of a suite; return its id."""
+        with self._write("storing a drift check") as tx:
+            return drift.insert_drift(tx, record, self._clock())
+
+    def drift_checks(self, suite: str, limit: int = 50) -> list[DriftRecord]:
+        """Return up to ``limit`` drift checks of ``suite``, newest first."""
+        with self._read("reading drift checks") as tx:
+            return drift.list_drift(tx, suite, limit)
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:
         """Put a notification in the outbox (replacing an undelivered twin); return its id."""
