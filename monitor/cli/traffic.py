@@ -86,6 +86,11 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="skip up to N bad rows, counted (default 0: the first is an error)",
     )
+    reading.add_argument(
+        "--keep-attribute",
+        metavar="FIELD",
+        help="keep this query-log field (e.g. query_attributes.device) for online segments",
+    )
     reading.set_defaults(handler=import_command)
     metrics = actions.add_parser(
         "metrics", help="zero-result rate, CTR, abandonment, ... of a window, per application"
@@ -244,6 +249,7 @@ def import_command(args: argparse.Namespace) -> int:
             args.events,
             min_distinct_clients=args.min_distinct_clients,
             skip_bad=args.skip_bad,
+            keep_attribute=args.keep_attribute,
         )
     finally:
         connection.close()

@@ -90,6 +90,7 @@ def online_metrics(
             "click_action": click_action,
             "gap_seconds": float(reformulation_gap),
             "paul_factor": float(paulscore_factor),
+            "segment": None,
         },
     )
     if not found or not found[0]["searches"]:  # the overall row is there even for no search
