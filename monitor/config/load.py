@@ -19,7 +19,7 @@ from typing import Final
 
 import yaml
 
-from monitor.config import judge, outputs, sections, vocab
+from monitor.config import judge, online, outputs, sections, vocab
 from monitor.config.bands import bands
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
@@ -218,13 +218,19 @@ def _parse(
     f = Fields(source, base_dir, check_files=check_files)
     if root.value is None:
         raise f.error(root, "a mapping with the key 'suites' (the file is empty)")
-    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites")
+    entries = f.mapping(
+        root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites, traffic"
+    )
     if "version" in entries:
         f.integer(entries["version"], minimum=1, maximum=1)
     store = _store(f, entries.get("store"), environ)
     ui = _ui(f, entries["ui"]) if "ui" in entries else None
     defaults = _defaults(f, entries.get("defaults"))
-    suites_node = f.require(root, entries, "suites")
+    traffic = online.traffic(f, entries["traffic"]) if "traffic" in entries else None
+    if "suites" not in entries and traffic is not None and traffic.online:
+        # A config of online suites alone: the traffic section is its whole work.
+        return MonitorConfig(source=source, store=store, suites={}, ui=ui, traffic=traffic)
+    suites_node = f.require(root, entries, "suites", " (or 'traffic' with online suites)")
     if not isinstance(suites_node.value, Mapping):
         raise f.error(suites_node, "a mapping of suite names to suites", show=True)
     if not suites_node.value:
@@ -239,7 +245,7 @@ def _parse(
             )
         suites[name] = _suite(f, name, node, defaults, store.retention)
         _check_one_metrics_endpoint(f, node, suites)
-    return MonitorConfig(source=source, store=store, suites=suites, ui=ui)
+    return MonitorConfig(source=source, store=store, suites=suites, ui=ui, traffic=traffic)
 
 
 def _ui(f: Fields, node: Node) -> UiConfig:

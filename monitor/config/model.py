@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from monitor.errors import UsageError
 from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
+
+if TYPE_CHECKING:
+    from monitor.config.online import TrafficConfig
 
 #: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
 OptionValue = object
@@ -543,12 +546,15 @@ class UiConfig:
 
 @dataclass(frozen=True, slots=True)
 class MonitorConfig:
-    """A whole configuration file: where to store results and the suites, in file order."""
+    """A whole configuration file: where to store results, the suites in file order, and the
+    traffic section."""
 
     source: str
     store: StoreConfig
     suites: Mapping[str, SuiteConfig] = field(hash=False)
     ui: UiConfig | None = None
+    #: The ``traffic:`` section: the traffic database and the online suites.
+    traffic: TrafficConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "suites", _freeze_map(self.suites))

@@ -14,7 +14,7 @@ from monitor.config.model import Check, RuleConfig, TriggerKind
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
-TOP_KEYS = ("version", "store", "ui", "defaults", "suites")
+TOP_KEYS = ("version", "store", "ui", "defaults", "suites", "traffic")
 #: Keys of a suite (and of ``defaults``).
 SUITE_KEYS = (
     "evalset",

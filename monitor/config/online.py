@@ -1,0 +1,333 @@
+"""The ``traffic:`` section of a config: the traffic database and the online suites.
+
+An online suite measures a rolling ``window`` of the logs ``logs import`` stored (the
+metrics of :mod:`monitor.traffic.online`), overall, per application and per value of one
+``segment``, on a ``schedule`` like a suite; compares it with a ``baseline`` window (the one
+before it, or one pinned with ``online pin``) by a bootstrap over searches or sessions; and
+applies ``rules`` whose checks read as a suite's: ``max_drop``, ``max_relative_drop`` and
+``min`` for a metric where higher is better (CTR, PaulScore), and their mirror images
+``max_rise``, ``max_relative_rise`` and ``max`` for one where lower is better (zero-result
+rate, abandonment, latency). Every error names the file, the key path and the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final, Literal, get_args
+
+from monitor.config import outputs, sections, vocab
+from monitor.config.fields import Fields
+from monitor.config.model import (
+    ExporterConfig,
+    LinksConfig,
+    NotifierConfig,
+    ScheduleConfig,
+    Severity,
+)
+from monitor.config.nodes import Node
+from monitor.errors import UsageError
+from monitor.traffic.online import CLICK_ACTION, LOWER_IS_BETTER, SUITE_METRICS
+from monitor.traffic.window import parse_length
+
+#: A check of an online rule: the three of a suite's metric rules, and their mirrors.
+OnlineCheck = Literal[
+    "max_drop", "max_relative_drop", "min", "max_rise", "max_relative_rise", "max"
+]
+ONLINE_CHECKS: Final[tuple[OnlineCheck, ...]] = get_args(OnlineCheck)
+#: The checks for a metric where higher is better, and for one where lower is better.
+HIGHER_CHECKS: Final = frozenset({"max_drop", "max_relative_drop", "min"})
+LOWER_CHECKS: Final = frozenset({"max_rise", "max_relative_rise", "max"})
+#: The checks that compare with the baseline window (the others bound the current one).
+COMPARING_CHECKS: Final = frozenset(
+    {"max_drop", "max_relative_drop", "max_rise", "max_relative_rise"}
+)
+
+Baseline = Literal["last_window", "pinned"]
+BASELINES: Final[tuple[Baseline, ...]] = get_args(Baseline)
+Unit = Literal["searches", "sessions"]
+UNITS: Final[tuple[Unit, ...]] = get_args(Unit)
+
+#: The most applications a suite may name; the rest of the traffic is ``other``.
+MAX_APPLICATIONS: Final = 20
+#: The label value of the applications a suite does not name, and of a segment's rarer values.
+OTHER: Final = "other"
+
+TRAFFIC_KEYS: Final = ("database", "min_distinct_clients", "click_action", "online")
+ONLINE_KEYS: Final = (
+    "name",
+    "schedule",
+    "window",
+    "applications",
+    "segment",
+    "max_segment_values",
+    "metrics",
+    "rules",
+    "baseline",
+    "significance",
+    "exporters",
+    "notifiers",
+    "labels",
+    "links",
+)
+ONLINE_RULE_KEYS: Final = ("metric", "severity", *ONLINE_CHECKS)
+ONLINE_SIGNIFICANCE_KEYS: Final = ("over", "resamples", "seed", "alpha")
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineRule:
+    """One rule of an online suite: ``check`` of ``metric`` against ``threshold``.
+
+    ``max_drop`` and ``max_rise`` are absolute changes from the baseline window, the
+    ``*_relative_*`` checks a share of the baseline's value, ``min`` and ``max`` bounds on
+    the current window.
+    """
+
+    metric: str
+    check: OnlineCheck
+    threshold: float
+    severity: Severity = "warning"
+
+    @property
+    def name(self) -> str:
+        """Return the rule's stable name, such as ``ctr max_drop``."""
+        return f"{self.metric} {self.check}"
+
+    @property
+    def compares(self) -> bool:
+        """Return whether the rule compares with the baseline window."""
+        return self.check in COMPARING_CHECKS
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineSignificance:
+    """The bootstrap that tells a change of a window from noise.
+
+    Each window is resampled on its own (two windows hold different searches, so nothing
+    pairs them) ``resamples`` times with ``seed``: ``over: searches`` draws searches,
+    ``over: sessions`` draws sessions (a client's searches of one application in the window,
+    kept together, as their clicks are not independent).
+    """
+
+    over: Unit = "searches"
+    resamples: int = 2000
+    seed: int = 0
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineSuiteConfig:
+    """One online suite: a window of traffic measured, compared and alerted on."""
+
+    name: str
+    window: timedelta
+    schedule: ScheduleConfig = ScheduleConfig()
+    #: The applications reported on their own (None: every one, up to MAX_APPLICATIONS).
+    applications: tuple[str, ...] | None = None
+    segment: str | None = None
+    max_segment_values: int = 10
+    metrics: tuple[str, ...] = SUITE_METRICS
+    rules: tuple[OnlineRule, ...] = ()
+    baseline: Baseline = "last_window"
+    significance: OnlineSignificance = OnlineSignificance()
+    exporters: tuple[ExporterConfig, ...] = ()
+    notifiers: tuple[NotifierConfig, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    links: LinksConfig = LinksConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficConfig:
+    """The ``traffic:`` section: the database ``logs import`` writes, the import's and the
+    metrics' defaults, and the online suites by name, in file order."""
+
+    database: Path
+    min_distinct_clients: int = 5
+    click_action: str = CLICK_ACTION
+    online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "online", MappingProxyType(dict(self.online)))
+
+    def online_suite(self, name: str) -> OnlineSuiteConfig:
+        """Return the online suite ``name``; raise UsageError naming the known ones."""
+        try:
+            return self.online[name]
+        except KeyError:
+            known = ", ".join(self.online) or "none"
+            raise UsageError(f"no online suite {name!r}; online suites: {known}") from None
+
+
+def traffic(f: Fields, node: Node) -> TrafficConfig:
+    """Read ``traffic``: ``database`` (required), defaults and the ``online`` suites."""
+    entries = f.mapping(node, TRAFFIC_KEYS, "database, min_distinct_clients, click_action, online")
+    database = f.path(f.require(node, entries, "database"), "the traffic database (DuckDB)")
+    clients = 5
+    if "min_distinct_clients" in entries:
+        clients = f.integer(entries["min_distinct_clients"], minimum=1)
+    click = CLICK_ACTION
+    if "click_action" in entries:
+        click = f.string(
+            entries["click_action"], "an action_name such as click", pattern=vocab.TEXT
+        )
+    suites: dict[str, OnlineSuiteConfig] = {}
+    if "online" in entries and entries["online"].value is not None:
+        for item in f.sequence(entries["online"], "online suites, each with a name and a window"):
+            suite = _online(f, item)
+            if suite.name in suites:
+                raise f.error(item, "each online suite name once", found=suite.name)
+            suites[suite.name] = suite
+    return TrafficConfig(
+        database=database, min_distinct_clients=clients, click_action=click, online=suites
+    )
+
+
+def _online(f: Fields, node: Node) -> OnlineSuiteConfig:
+    e = f.mapping(node, ONLINE_KEYS, "an online suite: name, window, schedule, metrics, rules")
+    name = f.string(
+        f.require(node, e, "name"),
+        "a suite name of lowercase letters, digits, _ and - ([a-z0-9][a-z0-9_-]*)",
+        pattern=vocab.SUITE_NAME,
+    )
+    window_node = f.require(node, e, "window")
+    expected = "a window length such as 30m, 24h, 7d or 2w"
+    try:
+        window = parse_length(f.string(window_node, expected))
+    except UsageError:
+        raise f.error(window_node, expected, show=True) from None
+    metrics = _metrics(f, e.get("metrics"))
+    segment = None
+    if "segment" in e:
+        what = "a query-log field `logs import --keep-attribute` kept, e.g. query_attributes.device"
+        segment = f.string(e["segment"], what, pattern=vocab.SEGMENT)
+    max_values = 10
+    if "max_segment_values" in e:
+        max_values = f.integer(e["max_segment_values"], minimum=1, maximum=50)
+    baseline: Baseline = "last_window"
+    if "baseline" in e:
+        expected = f"a baseline: {' or '.join(BASELINES)}"
+        text = f.string(e["baseline"], expected)
+        if text not in BASELINES:
+            raise f.error(e["baseline"], expected, show=True)
+        baseline = "pinned" if text == "pinned" else "last_window"
+    return OnlineSuiteConfig(
+        name=name,
+        window=window,
+        schedule=sections.schedule(f, e.get("schedule")),
+        applications=_applications(f, e.get("applications")),
+        segment=segment,
+        max_segment_values=max_values,
+        metrics=metrics,
+        rules=_rules(f, e.get("rules"), metrics),
+        baseline=baseline,
+        significance=_significance(f, e.get("significance")),
+        exporters=outputs.exporters(f, e.get("exporters")),
+        notifiers=outputs.notifiers(f, e.get("notifiers")),
+        labels=outputs.labels(f, e.get("labels")),
+        links=outputs.links(f, e.get("links")),
+    )
+
+
+def _metrics(f: Fields, node: Node | None) -> tuple[str, ...]:
+    if node is None or node.value is None:
+        return SUITE_METRICS
+    expected = f"an online metric: one of {', '.join(SUITE_METRICS)}"
+    chosen: list[str] = []
+    for item in f.sequence(node, "online metric names such as [ctr, abandonment]"):
+        name = f.string(item, expected)
+        if name not in SUITE_METRICS:
+            raise f.error(item, expected, show=True)
+        if name in chosen:
+            raise f.error(item, "each metric once", show=True)
+        chosen.append(name)
+    if not chosen:
+        raise f.error(node, "at least one metric")
+    return tuple(chosen)
+
+
+def _applications(f: Fields, node: Node | None) -> tuple[str, ...] | None:
+    if node is None or node.value is None:
+        return None
+    items = f.sequence(node, "application names such as [web, app]")
+    if len(items) > MAX_APPLICATIONS:
+        raise f.error(
+            node,
+            f"at most {MAX_APPLICATIONS} applications (each is a label value; the rest of "
+            f"the traffic is {OTHER!r})",
+            found=f"{len(items)} applications",
+        )
+    names: list[str] = []
+    for item in items:
+        name = f.string(item, "an application name", pattern=vocab.TEXT)
+        if name == OTHER or name in names:
+            reason = f"{OTHER!r} is the rest of the traffic" if name == OTHER else "once"
+            raise f.error(item, f"each application once ({reason})", show=True)
+        names.append(name)
+    return tuple(names)
+
+
+def _rules(f: Fields, node: Node | None, metrics: tuple[str, ...]) -> tuple[OnlineRule, ...]:
+    if node is None or node.value is None:
+        return ()
+    out: list[OnlineRule] = []
+    for item in f.sequence(node, "rules such as {metric: ctr, max_relative_drop: 0.1}"):
+        rule = _rule(f, item, metrics)
+        if rule in out:
+            raise f.error(item, "each rule once (same check, metric and severity given before)")
+        out.append(rule)
+    return tuple(out)
+
+
+def _rule(f: Fields, node: Node, metrics: tuple[str, ...]) -> OnlineRule:
+    entries = f.mapping(node, ONLINE_RULE_KEYS, "a metric and one check with its threshold")
+    checks = [key for key in ONLINE_CHECKS if key in entries]
+    if len(checks) != 1:
+        where = entries[checks[1]] if len(checks) > 1 else node
+        raise f.error(where, f"one check per rule: {', '.join(ONLINE_CHECKS)}")
+    check = checks[0]
+    metric_node = f.require(node, entries, "metric", " (the metric the rule watches)")
+    metric = f.string(metric_node, f"one of the suite's metrics ({', '.join(metrics)})")
+    if metric not in metrics:
+        raise f.error(metric_node, f"one of the suite's metrics ({', '.join(metrics)})", show=True)
+    lower = metric in LOWER_IS_BETTER
+    allowed = LOWER_CHECKS if lower else HIGHER_CHECKS
+    if check not in allowed:
+        better = "lower" if lower else "higher"
+        raise f.error(
+            entries[check],
+            f"a check for a metric where {better} is better: {', '.join(sorted(allowed))}",
+            found=check,
+        )
+    relative = check in ("max_relative_drop", "max_relative_rise")
+    bounded = metric in ("ctr", "ctr@1", "ctr@3", "ctr@5", "zero_result_rate", "abandonment")
+    top = 1.0 if check == "max_relative_drop" or (bounded and not relative) else None
+    threshold = f.number(entries[check], minimum=0.0, maximum=top)
+    severity: Severity = "warning"
+    if "severity" in entries:
+        severity = sections.alert_severity(f, entries["severity"])
+    return OnlineRule(metric=metric, check=check, threshold=threshold, severity=severity)
+
+
+def _significance(f: Fields, node: Node | None) -> OnlineSignificance:
+    if node is None or node.value is None:
+        return OnlineSignificance()
+    entries = f.mapping(node, ONLINE_SIGNIFICANCE_KEYS, "over, resamples, seed, alpha")
+    base = OnlineSignificance()
+    over: Unit = base.over
+    if "over" in entries:
+        expected = f"what the bootstrap draws: {' or '.join(UNITS)}"
+        text = f.string(entries["over"], expected)
+        if text not in UNITS:
+            raise f.error(entries["over"], expected, show=True)
+        over = "sessions" if text == "sessions" else "searches"
+    resamples = base.resamples
+    if "resamples" in entries:
+        resamples = f.integer(entries["resamples"], minimum=100, maximum=100_000)
+    seed = base.seed if "seed" not in entries else f.integer(entries["seed"], minimum=0)
+    alpha = base.alpha
+    if "alpha" in entries:
+        alpha = f.number(entries["alpha"], positive=True, maximum=0.5)
+    return OnlineSignificance(over=over, resamples=resamples, seed=seed, alpha=alpha)
