@@ -124,7 +124,7 @@ class OnlineSuiteConfig:
 
     name: str
     window: timedelta
-    schedule: ScheduleConfig = ScheduleConfig()
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     #: The applications reported on their own (None: every one, up to MAX_APPLICATIONS).
     applications: tuple[str, ...] | None = None
     segment: str | None = None
@@ -132,11 +132,11 @@ class OnlineSuiteConfig:
     metrics: tuple[str, ...] = SUITE_METRICS
     rules: tuple[OnlineRule, ...] = ()
     baseline: Baseline = "last_window"
-    significance: OnlineSignificance = OnlineSignificance()
+    significance: OnlineSignificance = field(default_factory=OnlineSignificance)
     exporters: tuple[ExporterConfig, ...] = ()
     notifiers: tuple[NotifierConfig, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
-    links: LinksConfig = LinksConfig()
+    links: LinksConfig = field(default_factory=LinksConfig)
 
 
 @dataclass(frozen=True, slots=True)

@@ -282,7 +282,7 @@ def _traffic(suite: Schema) -> Schema:
     from monitor.traffic.online import SUITE_METRICS
 
     metric = {"enum": list(SUITE_METRICS)}
-    checks = {check: _number(0) for check in online.ONLINE_CHECKS}
+    checks: Schema = {check: _number(0) for check in online.ONLINE_CHECKS}
     rule = _object(
         {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
         required=["metric"],
