@@ -53,6 +53,7 @@ ATTEMPT = {
     "retrieval_run_duration_seconds",
     "retrieval_last_run_timestamp_seconds",
     "retrieval_run_success",
+    "retrieval_online_no_data",
 }
 
 #: Gauges without a unit suffix, and what they count or flag.
@@ -65,6 +66,9 @@ UNITLESS = {
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
     "retrieval_labels_needed",  # 0/1
+    "retrieval_online_metric",  # a rate, a position or milliseconds: the metric label says
+    "retrieval_online_searches",  # a count
+    "retrieval_online_no_data",  # 0/1
 }
 
 
@@ -120,6 +124,9 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "jaccard": 0.6,
         "labels_needed": False,
         "last_success_at": None,
+        "online": {("ctr", "all", "all"): 0.4, ("ctr", "web", "all"): 0.45},
+        "online_searches": {("all", "all"): 120, ("web", "all"): 80},
+        "online_no_data": False,
     }
     fields.update(changes)
     return SuiteSnapshot(**fields)

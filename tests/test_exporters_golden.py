@@ -86,6 +86,9 @@ def successful_run() -> SuiteSnapshot:
         rbo=0.7125,
         jaccard=0.5833333333333334,
         labels_needed=False,
+        online={("ctr", "all", "all"): 0.4125, ("ctr", "web", "all"): 0.45},
+        online_searches={("all", "all"): 1200, ("web", "all"): 800},
+        online_no_data=False,
     )
 
 

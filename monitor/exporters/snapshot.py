@@ -93,6 +93,10 @@ class SuiteSnapshot:
       ``unjudged``); None when coverage was not measured (no baseline or no judgments).
     - ``last_success_at``: when the suite last succeeded, from the store; on a successful
       run it may be left ``None``, the run's own ``finished_at`` is used.
+    - ``online``: an online suite's window: ``(metric, application, segment)`` -> value
+      (``all`` for every application or segment value); ``online_searches``:
+      ``(application, segment)`` -> searches; ``online_no_data``: whether the window held
+      no search (None: not an online suite).
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
 
@@ -130,6 +134,9 @@ class SuiteSnapshot:
     jaccard: float | None = None
     labels_needed: bool | None = None
     last_success_at: datetime | None = None
+    online: Mapping[tuple[str, str, str], float] = field(default_factory=dict, hash=False)
+    online_searches: Mapping[tuple[str, str], int] = field(default_factory=dict, hash=False)
+    online_no_data: bool | None = None
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +190,12 @@ class SuiteSnapshot:
         if self.labels_needed is not None and not isinstance(self.labels_needed, bool):
             raise UsageError(
                 f"labels_needed must be True, False or None, not {self.labels_needed!r}"
+            )
+        _set(self, "online", _online(self.online))
+        _set(self, "online_searches", _online_searches(self.online_searches))
+        if self.online_no_data is not None and not isinstance(self.online_no_data, bool):
+            raise UsageError(
+                f"online_no_data must be True, False or None, not {self.online_no_data!r}"
             )
         _set(self, "metrics", MappingProxyType(metrics))
 
@@ -335,4 +348,39 @@ def _segments(
                 for value, m in by_value.items()
             }
         )
+    return MappingProxyType(out)
+
+
+def _bounded(name: str, values: set[str]) -> None:
+    """Refuse more distinct values of a label than :data:`MAX_SEGMENT_VALUES`."""
+    if len(values) > MAX_SEGMENT_VALUES:
+        raise UsageError(
+            f"online {name} has {len(values)} values, more than the {MAX_SEGMENT_VALUES} a "
+            "label may take; fold the rest into 'other'"
+        )
+
+
+def _online(values: Mapping[tuple[str, str, str], float]) -> Mapping[tuple[str, str, str], float]:
+    out: dict[tuple[str, str, str], float] = {}
+    for (metric, application, segment), value in values.items():
+        key = (
+            check_value("metric", metric),
+            check_value("application", application),
+            check_value("segment", segment),
+        )
+        number = _finite(f"online[{key!r}]", value)
+        if number is not None:
+            out[key] = number
+    _bounded("application", {key[1] for key in out})
+    _bounded("segment", {key[2] for key in out})
+    return MappingProxyType(out)
+
+
+def _online_searches(values: Mapping[tuple[str, str], int]) -> Mapping[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for (application, segment), count in values.items():
+        _count(f"online_searches[{application!r}, {segment!r}]", count)
+        out[(check_value("application", application), check_value("segment", segment))] = count
+    _bounded("application", {key[0] for key in out})
+    _bounded("segment", {key[1] for key in out})
     return MappingProxyType(out)
