@@ -48,6 +48,8 @@ from monitor.secrets import Scrubber, secret_values
 if TYPE_CHECKING:
     import httpx
 
+    from monitor.config.online import OnlineSuiteConfig
+
 #: Builds a notifier from its config and context; raises NotifierSetupError when it cannot.
 NotifierBuilder: TypeAlias = Callable[[NotifierConfig, NotifierContext], Notifier]
 
@@ -79,7 +81,7 @@ KINDS: Final = PluginKinds(ENTRY_POINT_GROUP, BUILTINS, UnknownNotifierKindError
 
 
 def build_notifiers(
-    suite: SuiteConfig,
+    suite: SuiteConfig | OnlineSuiteConfig,
     *,
     transport: httpx.BaseTransport | None = None,
     clock: Clock = utcnow,
@@ -100,7 +102,7 @@ def build_notifiers(
 
 
 def notifier_plan(
-    suite: SuiteConfig,
+    suite: SuiteConfig | OnlineSuiteConfig,
     *,
     transport: httpx.BaseTransport | None = None,
     clock: Clock = utcnow,

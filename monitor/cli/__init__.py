@@ -21,6 +21,7 @@ from monitor.cli import (
     gate,
     judgments,
     ksweep,
+    online,
     pipelines,
     report,
     run,
@@ -45,6 +46,7 @@ _COMMANDS = (
     evalset,
     judgments,
     traffic,
+    online,
     serve,
     store,
 )
