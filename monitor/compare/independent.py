@@ -1,12 +1,13 @@
 """A bootstrap over two independent samples: two windows of traffic hold different searches.
 
 Each sample is resampled on its own, by *cluster* (a search, or a session of searches kept
-together), with multinomial weights from ``numpy.random.Generator(PCG64(seed))``: a
-resample's value of a mean metric is ``sum(w_c * s_c) / sum(w_c * n_c)`` over the clusters'
-sums ``s_c`` and counts ``n_c`` of counted values (a ratio of means, so a metric that counts
-only some searches, such as abandonment, is resampled as it is computed), and of a
-percentile the percentile of the values repeated by their cluster's weight. Resamples are
-drawn in chunks of at most :data:`CHUNK_CELLS` (resample x cluster) cells.
+together): as many clusters as it holds are drawn with replacement by
+``numpy.random.Generator(PCG64(seed))``. A resample's value of a mean metric is
+``sum(s_c) / sum(n_c)`` over the drawn clusters' sums ``s_c`` and counts ``n_c`` of counted
+values (a ratio of means, so a metric that counts only some searches, such as abandonment,
+is resampled as it is computed), and of a percentile the percentile of the drawn clusters'
+values. Resamples are drawn in chunks of at most :data:`CHUNK_CELLS` (resample x cluster)
+cells.
 
 :func:`compare_independent` gives the change ``current - baseline``, its percentile
 interval from the differences of the two samples' resamples, and a one-sided p-value: the
@@ -55,11 +56,11 @@ class IndependentComparison:
     p_value: float
 
 
-def _weights(clusters: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+def _draws(clusters: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Yield the drawn clusters of each resample, a chunk of resamples (rows) at a time."""
     step = max(1, CHUNK_CELLS // max(clusters, 1))
-    even = np.full(clusters, 1.0 / clusters)
     for start in range(0, resamples, step):
-        yield rng.multinomial(clusters, even, size=min(step, resamples - start))
+        yield rng.integers(0, clusters, size=(min(step, resamples - start), clusters))
 
 
 def resample(
@@ -74,16 +75,14 @@ def resample(
     if percentile is None:
         sums = np.bincount(clusters, weights=values, minlength=size)
         counts = np.bincount(clusters, minlength=size).astype(np.float64)
-        for weights in _weights(size, resamples, rng):
+        for drawn in _draws(size, resamples, rng):
             with np.errstate(invalid="ignore", divide="ignore"):
-                out.append((weights @ sums) / (weights @ counts))
-    else:
-        for weights in _weights(size, resamples, rng):
-            for row in weights:
-                repeated = np.repeat(values, row[clusters])
-                out.append(
-                    np.array([np.percentile(repeated, percentile) if len(repeated) else np.nan])
-                )
+                out.append(sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1))
+        return np.concatenate(out) if out else np.array([], dtype=np.float64)
+    for drawn in _draws(size, resamples, rng):
+        for row in drawn:
+            repeated = np.repeat(values, np.bincount(row, minlength=size)[clusters])
+            out.append(np.array([np.percentile(repeated, percentile) if len(repeated) else np.nan]))
     return np.concatenate(out) if out else np.array([], dtype=np.float64)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from monitor.compare.independent import Sample, compare_independent, interval, statistic
 from monitor.config.online import MAX_APPLICATIONS, OTHER, OnlineRule, OnlineSuiteConfig
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection
+from monitor.traffic.engine import Connection, rows
 from monitor.traffic.errors import NoTrafficError
 from monitor.traffic.online import (
     LOWER_IS_BETTER,
@@ -104,7 +104,8 @@ def read_searches(
     connection: Connection, window: Window, click_action: str, segment: str | None
 ) -> Searches:
     """Return the window's searches; raise NoTrafficError when it holds none."""
-    table = connection.execute(
+    found = rows(
+        connection,
         sql.PER_SEARCH,
         {
             "start": window.start,
@@ -114,28 +115,23 @@ def read_searches(
             "paul_factor": PAULSCORE_FACTOR,
             "segment": segment,
         },
-    ).arrow()
-    if hasattr(table, "read_all"):  # newer DuckDB hands back a reader
-        table = table.read_all()
-    if table.num_rows == 0:
+    )
+    if not found:
         first, last, searches = connection.execute(sql.SPAN).fetchone()
         raise NoTrafficError(window, first, last, int(searches))
-    columns = {name: table.column(name).to_pylist() for name in ("application", "client_id")}
-    segments = [NONE if v is None else str(v) for v in table.column("segment").to_pylist()]
-    sessions = [
-        f"{a}\x1f{c}" for a, c in zip(columns["application"], columns["client_id"], strict=True)
-    ]
+    applications = [str(r["application"]) for r in found]
+    segments = [NONE if r["segment"] is None else str(r["segment"]) for r in found]
+    sessions = [f"{r['application']}\x1f{r['client_id']}" for r in found]
     _, session_ids = np.unique(np.array(sessions, dtype=object), return_inverse=True)
     names = [*dict.fromkeys(METRICS.values()), "latency_ms"]
     values = {
         name: np.array(
-            [np.nan if v is None else float(v) for v in table.column(name).to_pylist()],
-            dtype=np.float64,
+            [np.nan if r[name] is None else float(r[name]) for r in found], dtype=np.float64
         )
         for name in names
     }
     return Searches(
-        application=np.array(columns["application"], dtype=object),
+        application=np.array(applications, dtype=object),
         session=session_ids.astype(np.int64),
         segment=np.array(segments, dtype=object),
         values=values,
@@ -281,8 +277,7 @@ def _apply(
     }
     text = (
         f"{metric} {test.baseline:.4g} -> {test.current:.4g} ({test.delta:+.4g}; allowed "
-        f"{'drop' if higher else 'rise'} {limit}; baseline {baseline_label}); "
-        f"p = {test.p_value:.4f}"
+        f"{'drop' if higher else 'rise'} {limit}); p = {test.p_value:.4f}"
     )
     if change <= rule.threshold:
         return OnlineOutcome(**base, status="ok", **figures, message=text)
