@@ -303,3 +303,36 @@ def test_the_shipped_example_loads() -> None:
     """examples/traffic/online.yaml loads, with its online suite."""
     traffic = load_config(EXAMPLE).traffic
     assert ["support"] == list(traffic.online if traffic is not None else {})
+
+
+@pytest.mark.parametrize("by_rows", [False, True])
+def test_the_import_keeps_latency_and_the_named_attribute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_rows: bool
+) -> None:
+    """A CSV log's latency and kept attribute are stored alike by the fast path and by rows."""
+    from monitor.traffic import fast
+    from tests.traffic_logs import write_csv
+
+    if by_rows:
+        monkeypatch.setattr(fast, "stage_queries", lambda connection, path, *rest: None)
+    queries = [
+        row("q1", "web", "mobile", 12.5, client="c1"),
+        row("q2", "web", None, None, client="c2"),
+    ]
+    db = tmp_path / "t.duckdb"
+    connection = connect(db)
+    try:
+        import_logs(
+            connection,
+            [write_csv(tmp_path / "q.csv", queries)],
+            [],
+            min_distinct_clients=1,
+            keep_attribute="query_attributes.device",
+        )
+        stored = connection.execute(
+            "SELECT query_id, latency_ms, attribute_name, attribute FROM queries ORDER BY query_id"
+        ).fetchall()
+    finally:
+        connection.close()
+    name = "query_attributes.device"
+    assert [("q1", 12.5, name, "mobile"), ("q2", None, name, None)] == stored
