@@ -65,8 +65,8 @@ _MEANINGS: Final = MappingProxyType(
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
-            "threshold was passed but the change is not significant; or `logs metrics` found "
-            "no search in its window (no data, never a rate of 0)"
+            "threshold was passed but the change is not significant; or `logs metrics` or "
+            "`online run` found no search in its window (no data, never a rate of 0)"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "

@@ -245,6 +245,15 @@ def _parse(
             )
         suites[name] = _suite(f, name, node, defaults, store.retention)
         _check_one_metrics_endpoint(f, node, suites)
+    if traffic is not None:
+        # Alerts, gauges and stored state are keyed by the suite's name alone.
+        for name in traffic.online:
+            if name in suites:
+                raise f.error(
+                    entries["traffic"],
+                    "online suite names other than the suites' names",
+                    found=name,
+                )
     return MonitorConfig(source=source, store=store, suites=suites, ui=ui, traffic=traffic)
 
 
