@@ -22,7 +22,8 @@ from monitor.alerts.testing import RecordingNotifier
 from monitor.cli import main
 from monitor.compare.independent import Sample, compare_independent
 from monitor.config import load_config, load_config_text
-from monitor.config.online import MAX_APPLICATIONS, OnlineSuiteConfig, TrafficConfig
+from monitor.config.model import OnlineSuiteConfig, TrafficConfig
+from monitor.config.online import MAX_APPLICATIONS
 from monitor.errors import ConfigError, UsageError
 from monitor.exporters.snapshot import SuiteSnapshot
 from monitor.job.online import run_online
@@ -153,7 +154,7 @@ def test_a_window_without_latency_gives_no_data_for_its_percentiles(
 
 def test_a_planted_ctr_drop_breaches_its_rule(tmp_path: Path, store: Any) -> None:
     """CTR falling from 0.6 to 0.3 between the windows is a significant breach."""
-    from monitor.config.online import OnlineRule, OnlineSignificance
+    from monitor.config.model import OnlineRule, OnlineSignificance
 
     section, suite = traffic(
         planted_logs(tmp_path, (0.6, 0.3)),
@@ -168,7 +169,7 @@ def test_a_planted_ctr_drop_breaches_its_rule(tmp_path: Path, store: Any) -> Non
 @pytest.mark.parametrize("over", ["searches", "sessions"])
 def test_identical_windows_are_not_flagged(tmp_path: Path, store: Any, over: str) -> None:
     """The same CTR in both windows breaches no rule, over searches or sessions."""
-    from monitor.config.online import OnlineRule, OnlineSignificance
+    from monitor.config.model import OnlineRule, OnlineSignificance
 
     section, suite = traffic(
         planted_logs(tmp_path, (0.5, 0.5)),
@@ -222,7 +223,7 @@ def test_online_run_exits_5_on_an_empty_window(tmp_path: Path, capsys: Any) -> N
 
 def test_an_alert_is_raised_then_resolved_across_two_runs(tmp_path: Path, store: Any) -> None:
     """A CTR breach fires on day 2 and resolves when day 3's CTR is back up."""
-    from monitor.config.online import OnlineRule, OnlineSignificance
+    from monitor.config.model import OnlineRule, OnlineSignificance
 
     db = planted_logs(tmp_path, (0.6, 0.3, 0.6))
     section, suite = traffic(

@@ -48,7 +48,7 @@ from monitor.secrets import Scrubber, secret_values
 if TYPE_CHECKING:
     import httpx
 
-    from monitor.config.online import OnlineSuiteConfig
+    from monitor.config.model import OnlineSuiteConfig
 
 #: Builds a notifier from its config and context; raises NotifierSetupError when it cannot.
 NotifierBuilder: TypeAlias = Callable[[NotifierConfig, NotifierContext], Notifier]

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
-    from monitor.config.model import MonitorConfig
-    from monitor.config.online import TrafficConfig
+    from monitor.config.model import MonitorConfig, TrafficConfig
     from monitor.job.online import OnlineResult
 
 

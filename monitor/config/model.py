@@ -7,95 +7,22 @@ exporter URLs) are held in :class:`Secret`, whose ``repr`` and ``str`` show a ma
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Final, Literal, get_args
 
+from monitor.config.values import OptionValue, Origin, Secret, _freeze_map, thaw
 from monitor.errors import UsageError
 from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
+from monitor.traffic.online import CLICK_ACTION, SUITE_METRICS
 
-if TYPE_CHECKING:
-    from monitor.config.online import TrafficConfig
-
-#: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
-OptionValue = object
-
-
-def _freeze_map(value: Mapping[str, object]) -> Mapping[str, object]:
-    """Return a read-only copy of ``value``."""
-    return MappingProxyType(dict(value))
-
-
-@dataclass(frozen=True, slots=True, eq=True)
-class Secret:
-    """A secret string: ``repr`` and ``str`` show ``masked``, :meth:`reveal` gives the value.
-
-    ``masked`` keeps what is safe to show (``https://hooks.slack.com/***``,
-    ``postgresql://monitor:***@db/monitor``) so that logs and errors still say which endpoint
-    is meant.
-    """
-
-    value: str = field(repr=False)
-    masked: str = "***"
-
-    def reveal(self) -> str:
-        """Return the secret value, for the one call that sends it."""
-        return self.value
-
-    def sha256(self) -> str:
-        """Return the hex SHA-256 of the value, to compare secrets without showing them."""
-        return hashlib.sha256(self.value.encode("utf-8")).hexdigest()
-
-    def __repr__(self) -> str:
-        return f"Secret({self.masked!r})"
-
-    def __str__(self) -> str:
-        return self.masked
-
-
-def thaw(value: OptionValue) -> object:
-    """Return a plain copy of an option value: dicts, lists, and secrets revealed.
-
-    Plug-ins get plain JSON-like values they may keep or change without touching the config.
-    """
-    if isinstance(value, Secret):
-        return value.reveal()
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw(item) for item in value]
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Where a plug-in's section was written: the file, its key path and line, and the key
-    path and line of each of its options (``headers.Authorization`` -> its own), so that an
-    option the plug-in refuses when it is built is reported where it was written."""
-
-    source: str
-    path: str
-    line: int | None
-    options: Mapping[str, tuple[str, int | None]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _freeze_map(self.options))
-
-    def at(self, option: str | None) -> tuple[str, int | None]:
-        """Return the key path and line of ``option``, or of its nearest written parent."""
-        name = option or ""
-        while name:
-            if name in self.options:
-                return self.options[name]
-            name = name.rpartition(".")[0]
-        return self.path, self.line
+__all__ = ["OptionValue", "Origin", "Secret", "thaw"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,3 +493,101 @@ class MonitorConfig:
         except KeyError:
             known = ", ".join(self.suites)
             raise UsageError(f"no suite {name!r} in {self.source}; suites: {known}") from None
+
+
+#: A check of an online rule: the three of a suite's metric rules, and their mirrors for a
+#: metric where lower is better.
+OnlineCheck = Literal[
+    "max_drop", "max_relative_drop", "min", "max_rise", "max_relative_rise", "max"
+]
+ONLINE_CHECKS: Final[tuple[OnlineCheck, ...]] = get_args(OnlineCheck)
+#: The online checks that compare with the baseline window (the others bound the current).
+COMPARING_CHECKS: Final = frozenset(
+    {"max_drop", "max_relative_drop", "max_rise", "max_relative_rise"}
+)
+OnlineBaseline = Literal["last_window", "pinned"]
+OnlineUnit = Literal["searches", "sessions"]
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineRule:
+    """One rule of an online suite: ``check`` of ``metric`` against ``threshold``.
+
+    ``max_drop`` and ``max_rise`` are absolute changes from the baseline window, the
+    ``*_relative_*`` checks a share of the baseline's value, ``min`` and ``max`` bounds on
+    the current window.
+    """
+
+    metric: str
+    check: OnlineCheck
+    threshold: float
+    severity: Severity = "warning"
+
+    @property
+    def name(self) -> str:
+        """Return the rule's stable name, such as ``ctr max_drop``."""
+        return f"{self.metric} {self.check}"
+
+    @property
+    def compares(self) -> bool:
+        """Return whether the rule compares with the baseline window."""
+        return self.check in COMPARING_CHECKS
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineSignificance:
+    """The bootstrap that tells a change of a window from noise: each window resampled on its
+    own ``resamples`` times with ``seed`` (nothing pairs two windows' searches), drawing
+    searches or sessions (a client's searches of one application in the window, kept
+    together, as their clicks are not independent)."""
+
+    over: OnlineUnit = "searches"
+    resamples: int = 2000
+    seed: int = 0
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineSuiteConfig:
+    """One online suite: a window of traffic measured, compared and alerted on.
+
+    ``applications`` are reported on their own (None: the busiest, up to a cap), the rest
+    as ``other``; ``segment`` is the query-log field ``logs import --keep-attribute`` kept.
+    """
+
+    name: str
+    window: timedelta
+    metrics: tuple[str, ...] = SUITE_METRICS
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    applications: tuple[str, ...] | None = None
+    segment: str | None = None
+    max_segment_values: int = 10
+    rules: tuple[OnlineRule, ...] = ()
+    baseline: OnlineBaseline = "last_window"
+    significance: OnlineSignificance = field(default_factory=OnlineSignificance)
+    exporters: tuple[ExporterConfig, ...] = ()
+    notifiers: tuple[NotifierConfig, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    links: LinksConfig = field(default_factory=LinksConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficConfig:
+    """The ``traffic:`` section: the database ``logs import`` writes, the import's and the
+    metrics' defaults, and the online suites by name, in file order."""
+
+    database: Path
+    min_distinct_clients: int = 5
+    click_action: str = CLICK_ACTION
+    online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "online", _freeze_map(self.online))
+
+    def online_suite(self, name: str) -> OnlineSuiteConfig:
+        """Return the online suite ``name``; raise UsageError naming the known ones."""
+        try:
+            return self.online[name]
+        except KeyError:
+            known = ", ".join(self.online) or "none"
+            raise UsageError(f"no online suite {name!r}; online suites: {known}") from None

@@ -12,44 +12,31 @@ rate, abandonment, latency). Every error names the file, the key path and the li
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import timedelta
-from pathlib import Path
-from types import MappingProxyType
-from typing import Final, Literal, get_args
+from typing import Final, get_args
 
 from monitor.config import outputs, sections, vocab
 from monitor.config.fields import Fields
 from monitor.config.model import (
-    ExporterConfig,
-    LinksConfig,
-    NotifierConfig,
-    ScheduleConfig,
+    ONLINE_CHECKS,
+    OnlineBaseline,
+    OnlineRule,
+    OnlineSignificance,
+    OnlineSuiteConfig,
+    OnlineUnit,
     Severity,
+    TrafficConfig,
 )
 from monitor.config.nodes import Node
 from monitor.errors import UsageError
 from monitor.traffic.online import CLICK_ACTION, LOWER_IS_BETTER, SUITE_METRICS
 from monitor.traffic.window import parse_length
 
-#: A check of an online rule: the three of a suite's metric rules, and their mirrors.
-OnlineCheck = Literal[
-    "max_drop", "max_relative_drop", "min", "max_rise", "max_relative_rise", "max"
-]
-ONLINE_CHECKS: Final[tuple[OnlineCheck, ...]] = get_args(OnlineCheck)
 #: The checks for a metric where higher is better, and for one where lower is better.
 HIGHER_CHECKS: Final = frozenset({"max_drop", "max_relative_drop", "min"})
 LOWER_CHECKS: Final = frozenset({"max_rise", "max_relative_rise", "max"})
-#: The checks that compare with the baseline window (the others bound the current one).
-COMPARING_CHECKS: Final = frozenset(
-    {"max_drop", "max_relative_drop", "max_rise", "max_relative_rise"}
-)
 
-Baseline = Literal["last_window", "pinned"]
-BASELINES: Final[tuple[Baseline, ...]] = get_args(Baseline)
-Unit = Literal["searches", "sessions"]
-UNITS: Final[tuple[Unit, ...]] = get_args(Unit)
+BASELINES: Final[tuple[OnlineBaseline, ...]] = get_args(OnlineBaseline)
+UNITS: Final[tuple[OnlineUnit, ...]] = get_args(OnlineUnit)
 
 #: The most applications a suite may name; the rest of the traffic is ``other``.
 MAX_APPLICATIONS: Final = 20
@@ -75,90 +62,6 @@ ONLINE_KEYS: Final = (
 )
 ONLINE_RULE_KEYS: Final = ("metric", "severity", *ONLINE_CHECKS)
 ONLINE_SIGNIFICANCE_KEYS: Final = ("over", "resamples", "seed", "alpha")
-
-
-@dataclass(frozen=True, slots=True)
-class OnlineRule:
-    """One rule of an online suite: ``check`` of ``metric`` against ``threshold``.
-
-    ``max_drop`` and ``max_rise`` are absolute changes from the baseline window, the
-    ``*_relative_*`` checks a share of the baseline's value, ``min`` and ``max`` bounds on
-    the current window.
-    """
-
-    metric: str
-    check: OnlineCheck
-    threshold: float
-    severity: Severity = "warning"
-
-    @property
-    def name(self) -> str:
-        """Return the rule's stable name, such as ``ctr max_drop``."""
-        return f"{self.metric} {self.check}"
-
-    @property
-    def compares(self) -> bool:
-        """Return whether the rule compares with the baseline window."""
-        return self.check in COMPARING_CHECKS
-
-
-@dataclass(frozen=True, slots=True)
-class OnlineSignificance:
-    """The bootstrap that tells a change of a window from noise.
-
-    Each window is resampled on its own (two windows hold different searches, so nothing
-    pairs them) ``resamples`` times with ``seed``: ``over: searches`` draws searches,
-    ``over: sessions`` draws sessions (a client's searches of one application in the window,
-    kept together, as their clicks are not independent).
-    """
-
-    over: Unit = "searches"
-    resamples: int = 2000
-    seed: int = 0
-    alpha: float = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class OnlineSuiteConfig:
-    """One online suite: a window of traffic measured, compared and alerted on."""
-
-    name: str
-    window: timedelta
-    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
-    #: The applications reported on their own (None: every one, up to MAX_APPLICATIONS).
-    applications: tuple[str, ...] | None = None
-    segment: str | None = None
-    max_segment_values: int = 10
-    metrics: tuple[str, ...] = SUITE_METRICS
-    rules: tuple[OnlineRule, ...] = ()
-    baseline: Baseline = "last_window"
-    significance: OnlineSignificance = field(default_factory=OnlineSignificance)
-    exporters: tuple[ExporterConfig, ...] = ()
-    notifiers: tuple[NotifierConfig, ...] = ()
-    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
-    links: LinksConfig = field(default_factory=LinksConfig)
-
-
-@dataclass(frozen=True, slots=True)
-class TrafficConfig:
-    """The ``traffic:`` section: the database ``logs import`` writes, the import's and the
-    metrics' defaults, and the online suites by name, in file order."""
-
-    database: Path
-    min_distinct_clients: int = 5
-    click_action: str = CLICK_ACTION
-    online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "online", MappingProxyType(dict(self.online)))
-
-    def online_suite(self, name: str) -> OnlineSuiteConfig:
-        """Return the online suite ``name``; raise UsageError naming the known ones."""
-        try:
-            return self.online[name]
-        except KeyError:
-            known = ", ".join(self.online) or "none"
-            raise UsageError(f"no online suite {name!r}; online suites: {known}") from None
 
 
 def traffic(f: Fields, node: Node) -> TrafficConfig:
@@ -206,7 +109,7 @@ def _online(f: Fields, node: Node) -> OnlineSuiteConfig:
     max_values = 10
     if "max_segment_values" in e:
         max_values = f.integer(e["max_segment_values"], minimum=1, maximum=50)
-    baseline: Baseline = "last_window"
+    baseline: OnlineBaseline = "last_window"
     if "baseline" in e:
         expected = f"a baseline: {' or '.join(BASELINES)}"
         text = f.string(e["baseline"], expected)
@@ -316,7 +219,7 @@ def _significance(f: Fields, node: Node | None) -> OnlineSignificance:
         return OnlineSignificance()
     entries = f.mapping(node, ONLINE_SIGNIFICANCE_KEYS, "over, resamples, seed, alpha")
     base = OnlineSignificance()
-    over: Unit = base.over
+    over: OnlineUnit = base.over
     if "over" in entries:
         expected = f"what the bootstrap draws: {' or '.join(UNITS)}"
         text = f.string(entries["over"], expected)

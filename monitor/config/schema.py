@@ -14,7 +14,7 @@ from typing import Any
 
 from monitor.config import vocab
 from monitor.config.kinds import notifier_kinds, search_kinds
-from monitor.config.model import METRIC_CHECKS, Check
+from monitor.config.model import METRIC_CHECKS, ONLINE_CHECKS, Check
 from monitor.metrics.bands import FAMILIES as BAND_FAMILIES
 from monitor.metrics.names import alias_pattern
 from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
@@ -282,11 +282,11 @@ def _traffic(suite: Schema) -> Schema:
     from monitor.traffic.online import SUITE_METRICS
 
     metric = {"enum": list(SUITE_METRICS)}
-    checks: Schema = {check: _number(0) for check in online.ONLINE_CHECKS}
+    checks: Schema = {check: _number(0) for check in ONLINE_CHECKS}
     rule = _object(
         {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
         required=["metric"],
-        oneOf=[{"required": [check]} for check in online.ONLINE_CHECKS],
+        oneOf=[{"required": [check]} for check in ONLINE_CHECKS],
     )
     props = suite["properties"]
     suite_schema = _object(

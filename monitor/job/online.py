@@ -29,7 +29,7 @@ from monitor.traffic.window import Window
 
 if TYPE_CHECKING:
     from monitor.alerts.base import Notifier
-    from monitor.config.online import OnlineSuiteConfig, TrafficConfig
+    from monitor.config.model import OnlineSuiteConfig, TrafficConfig
     from monitor.exporters.snapshot import SuiteSnapshot
     from monitor.store.base import Store
     from monitor.store.online import StoredWindow

@@ -43,8 +43,7 @@ from monitor.store.measured import failure_figures
 
 if TYPE_CHECKING:
     from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
-    from monitor.config.model import SuiteConfig
-    from monitor.config.online import OnlineSuiteConfig
+    from monitor.config.model import OnlineSuiteConfig, SuiteConfig
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store

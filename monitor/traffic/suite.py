@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from monitor.compare.independent import Sample, compare_independent, interval, statistic
-from monitor.config.online import MAX_APPLICATIONS, OTHER, OnlineRule, OnlineSuiteConfig
+from monitor.config.model import OnlineRule, OnlineSuiteConfig
+from monitor.config.online import MAX_APPLICATIONS, OTHER
 from monitor.traffic import sql
 from monitor.traffic.engine import Connection, rows
 from monitor.traffic.errors import NoTrafficError
