@@ -22,6 +22,11 @@ the document is not in that list):
   ``F``, and so on, so the score rewards clicks high in the list. It lies in
   ``[0, 1 / (1 - F))``.
 
+- ``latency_p50``, ``latency_p95`` (online suites): the 50th and 95th percentile of the
+  ``latency_ms`` of the searches that logged one (``query_attributes.latency_ms``), by
+  linear interpolation between the two nearest ranks (NumPy's default, Hyndman and Fan's
+  type 7); no data when no search logged a latency.
+
 A window without searches is no data (:class:`NoTrafficError`), never a rate of 0.
 """
 
@@ -109,3 +114,23 @@ def online_metrics(
 
 def _number(found: object) -> float | None:
     return None if found is None else float(found)  # type: ignore[arg-type]
+
+
+#: The latency percentiles an online suite may watch, by name: the percentile of the
+#: searches' ``latency_ms`` that logged one (linear interpolation between the two nearest
+#: ranks, NumPy's default and Hyndman and Fan's type 7), in milliseconds.
+PERCENTILES: Final = {"latency_p50": 50.0, "latency_p95": 95.0}
+
+#: Every metric an online suite may watch, in the order they are reported.
+SUITE_METRICS: Final = (*METRICS, *PERCENTILES)
+
+#: The metrics for which a lower value is better: their rules watch a rise, not a drop.
+LOWER_IS_BETTER: Final = frozenset(
+    {
+        "zero_result_rate",
+        "abandonment",
+        "mean_first_click_position",
+        "reformulation_rate",
+        *PERCENTILES,
+    }
+)
