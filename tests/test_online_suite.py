@@ -337,3 +337,19 @@ def test_the_import_keeps_latency_and_the_named_attribute(
         connection.close()
     name = "query_attributes.device"
     assert [("q1", 12.5, name, "mobile"), ("q2", None, name, None)] == stored
+
+
+def test_the_dashboard_has_an_online_row_reading_the_online_gauges() -> None:
+    """The Grafana dashboard's Online row queries each online gauge of the gauge table."""
+    import json
+
+    from monitor.exporters.gauges import GAUGES
+
+    path = EXAMPLE.parent.parent.parent / "alerts" / "grafana" / "retrieval-monitor.dashboard.json"
+    panels = json.loads(path.read_text())["panels"]
+    titles = [panel["title"] for panel in panels]
+    exprs = " ".join(
+        t["expr"] for p in panels[titles.index("Online") :] for t in p.get("targets", [])
+    )
+    online = {g.name for g in GAUGES if g.name.startswith("retrieval_online_")}
+    assert online == {name for name in online if name in exprs}
