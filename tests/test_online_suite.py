@@ -353,3 +353,29 @@ def test_the_dashboard_has_an_online_row_reading_the_online_gauges() -> None:
     )
     online = {g.name for g in GAUGES if g.name.startswith("retrieval_online_")}
     assert online == {name for name in online if name in exprs}
+
+
+def test_the_daemon_schedules_and_runs_online_suites(tmp_path: Path) -> None:
+    """The daemon's online jobs: one scheduler job per online suite, whose run stores a window."""
+    import threading
+
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from monitor.config.model import MonitorConfig, Secret, StoreConfig
+    from monitor.daemon.online import OnlineJobs
+
+    section, _ = traffic(small_logs(tmp_path))
+    target = str(tmp_path / "m.db")
+    store_config = StoreConfig(kind="sqlite", url=Secret(f"sqlite:///{target}"))
+    config = MonitorConfig("test", store_config, {}, traffic=section)
+    jobs = OnlineJobs(lambda: (config, target), open_store, threading.Event(), initial_run=False)
+    scheduler = BackgroundScheduler()
+    jobs.install(scheduler, jobs.plans(config))
+    ran = jobs.run("shop")
+    with open_store(target) as store:
+        stored = store.latest_online_window("shop", None)
+    assert (["online:shop"], True, "shop") == (
+        [job.id for job in scheduler.get_jobs()],
+        ran,
+        stored.suite if stored else None,
+    )
