@@ -379,3 +379,22 @@ def test_the_daemon_schedules_and_runs_online_suites(tmp_path: Path) -> None:
         ran,
         stored.suite if stored else None,
     )
+
+
+def test_the_readme_online_walk_prints_what_the_readme_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's online-suite commands, run from a checkout's root, print its text block."""
+    import re
+    import shlex
+    import shutil
+
+    root = EXAMPLE.parent.parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n### An online suite\n", 1)[1].split("\n## ", 1)[0]
+    blocks = dict(re.findall(r"```(sh|text)\n(.*?)```", section, re.DOTALL))
+    shutil.copytree(root / "examples" / "traffic", tmp_path / "examples" / "traffic")
+    monkeypatch.chdir(tmp_path)
+    codes = [main(shlex.split(line)[1:]) for line in blocks["sh"].splitlines() if line.strip()]
+    printed = capsys.readouterr().out
+    assert ([0, 0], blocks["text"]) == (codes, printed[printed.index("online suite") :])
