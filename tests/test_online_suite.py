@@ -398,3 +398,18 @@ def test_the_readme_online_walk_prints_what_the_readme_shows(
     codes = [main(shlex.split(line)[1:]) for line in blocks["sh"].splitlines() if line.strip()]
     printed = capsys.readouterr().out
     assert ([0, 0], blocks["text"]) == (codes, printed[printed.index("online suite") :])
+
+
+def test_logs_import_takes_the_database_and_floor_from_the_config(tmp_path: Path) -> None:
+    """`logs import --config` writes the traffic section's database with its client floor."""
+    queries = [search(f"q{n}", "red", ["a"], client=f"c{n}", at=T0) for n in range(2)]
+    config = tmp_path / "monitor.yaml"
+    config.write_text("traffic:\n  database: t.duckdb\n  min_distinct_clients: 2\n  online: []\n")
+    log = write_ndjson(tmp_path / "q.ndjson", queries)
+    code = main(["logs", "import", "--config", str(config), "--queries", str(log)])
+    connection = connect(tmp_path / "t.duckdb", read_only=True)
+    try:
+        stored = connection.execute("SELECT count(*) FROM queries").fetchone()[0]
+    finally:
+        connection.close()
+    assert (0, 2) == (code, stored)

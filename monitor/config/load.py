@@ -227,8 +227,8 @@ def _parse(
     ui = _ui(f, entries["ui"]) if "ui" in entries else None
     defaults = _defaults(f, entries.get("defaults"))
     traffic = online.traffic(f, entries["traffic"]) if "traffic" in entries else None
-    if "suites" not in entries and traffic is not None and traffic.online:
-        # A config of online suites alone: the traffic section is its whole work.
+    if "suites" not in entries and traffic is not None:
+        # A config of the traffic section alone: its online suites are its whole work.
         return MonitorConfig(source=source, store=store, suites={}, ui=ui, traffic=traffic)
     suites_node = f.require(root, entries, "suites", " (or 'traffic' with online suites)")
     if not isinstance(suites_node.value, Mapping):
