@@ -24,6 +24,7 @@ from monitor.compare.independent import Sample, compare_independent
 from monitor.config import load_config, load_config_text
 from monitor.config.model import OnlineSuiteConfig, TrafficConfig
 from monitor.config.online import MAX_APPLICATIONS
+from monitor.config.vocab import ONLINE_METRICS
 from monitor.errors import ConfigError, UsageError
 from monitor.exporters.snapshot import SuiteSnapshot
 from monitor.job.online import run_online
@@ -105,9 +106,9 @@ def planted_logs(tmp_path: Path, ctr: tuple[float, float], searches: int = 300) 
 
 def traffic(db: Path, **suite: Any) -> tuple[TrafficConfig, OnlineSuiteConfig]:
     """Return a traffic section with one online suite ``shop`` (a 1-day window)."""
-    fields: dict[str, Any] = {"name": "shop", "window": DAY, **suite}
+    fields: dict[str, Any] = {"name": "shop", "window": DAY, "metrics": ONLINE_METRICS, **suite}
     online = OnlineSuiteConfig(**fields)
-    return TrafficConfig(database=db, online={"shop": online}), online
+    return TrafficConfig(database=db, click_action="click", online={"shop": online}), online
 
 
 NOW = datetime(2026, 11, 3, tzinfo=timezone.utc)
@@ -413,3 +414,10 @@ def test_logs_import_takes_the_database_and_floor_from_the_config(tmp_path: Path
     finally:
         connection.close()
     assert (0, 2) == (code, stored)
+
+
+def test_each_online_metric_has_one_definition() -> None:
+    """The config's online metric names are the SQL columns' metrics and the percentiles."""
+    from monitor.traffic.online import METRICS, PERCENTILES
+
+    assert ONLINE_METRICS == (*METRICS, *PERCENTILES)

@@ -20,7 +20,6 @@ from monitor.errors import UsageError
 from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
-from monitor.traffic.online import CLICK_ACTION, SUITE_METRICS
 
 __all__ = ["OptionValue", "Origin", "Secret", "thaw"]
 
@@ -557,7 +556,7 @@ class OnlineSuiteConfig:
 
     name: str
     window: timedelta
-    metrics: tuple[str, ...] = SUITE_METRICS
+    metrics: tuple[str, ...]
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     applications: tuple[str, ...] | None = None
     segment: str | None = None
@@ -577,8 +576,8 @@ class TrafficConfig:
     metrics' defaults, and the online suites by name, in file order."""
 
     database: Path
+    click_action: str
     min_distinct_clients: int = 5
-    click_action: str = CLICK_ACTION
     online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:

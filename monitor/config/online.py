@@ -12,6 +12,7 @@ rate, abandonment, latency). Every error names the file, the key path and the li
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Final, get_args
 
 from monitor.config import outputs, sections, vocab
@@ -27,9 +28,6 @@ from monitor.config.model import (
     TrafficConfig,
 )
 from monitor.config.nodes import Node
-from monitor.errors import UsageError
-from monitor.traffic.online import CLICK_ACTION, LOWER_IS_BETTER, SUITE_METRICS
-from monitor.traffic.window import parse_length
 
 #: The checks for a metric where higher is better, and for one where lower is better.
 HIGHER_CHECKS: Final = frozenset({"max_drop", "max_relative_drop", "min"})
@@ -71,7 +69,7 @@ def traffic(f: Fields, node: Node) -> TrafficConfig:
     clients = 5
     if "min_distinct_clients" in entries:
         clients = f.integer(entries["min_distinct_clients"], minimum=1)
-    click = CLICK_ACTION
+    click = vocab.CLICK_ACTION
     if "click_action" in entries:
         click = f.string(
             entries["click_action"], "an action_name such as click", pattern=vocab.TEXT
@@ -97,10 +95,10 @@ def _online(f: Fields, node: Node) -> OnlineSuiteConfig:
     )
     window_node = f.require(node, e, "window")
     expected = "a window length such as 30m, 24h, 7d or 2w"
-    try:
-        window = parse_length(f.string(window_node, expected))
-    except UsageError:
-        raise f.error(window_node, expected, show=True) from None
+    match = vocab.WINDOW_LENGTH.fullmatch(f.string(window_node, expected).strip())
+    if match is None:
+        raise f.error(window_node, expected, show=True)
+    window = timedelta(**{vocab.WINDOW_UNITS[match[2]]: int(match[1])})
     metrics = _metrics(f, e.get("metrics"))
     segment = None
     if "segment" in e:
@@ -136,12 +134,12 @@ def _online(f: Fields, node: Node) -> OnlineSuiteConfig:
 
 def _metrics(f: Fields, node: Node | None) -> tuple[str, ...]:
     if node is None or node.value is None:
-        return SUITE_METRICS
-    expected = f"an online metric: one of {', '.join(SUITE_METRICS)}"
+        return vocab.ONLINE_METRICS
+    expected = f"an online metric: one of {', '.join(vocab.ONLINE_METRICS)}"
     chosen: list[str] = []
     for item in f.sequence(node, "online metric names such as [ctr, abandonment]"):
         name = f.string(item, expected)
-        if name not in SUITE_METRICS:
+        if name not in vocab.ONLINE_METRICS:
             raise f.error(item, expected, show=True)
         if name in chosen:
             raise f.error(item, "each metric once", show=True)
@@ -195,7 +193,7 @@ def _rule(f: Fields, node: Node, metrics: tuple[str, ...]) -> OnlineRule:
     metric = f.string(metric_node, f"one of the suite's metrics ({', '.join(metrics)})")
     if metric not in metrics:
         raise f.error(metric_node, f"one of the suite's metrics ({', '.join(metrics)})", show=True)
-    lower = metric in LOWER_IS_BETTER
+    lower = metric in vocab.ONLINE_LOWER_IS_BETTER
     allowed = LOWER_CHECKS if lower else HIGHER_CHECKS
     if check not in allowed:
         better = "lower" if lower else "higher"

@@ -279,9 +279,8 @@ def _suite() -> Schema:
 def _traffic(suite: Schema) -> Schema:
     """Return the schema of ``traffic:``: the database, defaults and the online suites."""
     from monitor.config import online
-    from monitor.traffic.online import SUITE_METRICS
 
-    metric = {"enum": list(SUITE_METRICS)}
+    metric = {"enum": list(vocab.ONLINE_METRICS)}
     checks: Schema = {check: _number(0) for check in ONLINE_CHECKS}
     rule = _object(
         {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},

@@ -29,12 +29,13 @@ from monitor.traffic.window import Window
 
 if TYPE_CHECKING:
     from monitor.alerts.base import Notifier
+    from monitor.compare.online import OnlineOutcome
     from monitor.config.model import OnlineSuiteConfig, TrafficConfig
     from monitor.exporters.snapshot import SuiteSnapshot
     from monitor.store.base import Store
     from monitor.store.online import StoredWindow
     from monitor.traffic.engine import Connection
-    from monitor.traffic.suite import GroupFigures, OnlineOutcome, Searches
+    from monitor.traffic.suite import GroupFigures, Searches
 
 #: The rule name of the alert an empty window raises.
 NO_DATA_RULE = "no_data"
@@ -124,9 +125,10 @@ def _run(
     notifiers: Mapping[str, Notifier] | None,
     sinks: tuple[Sink, ...],
 ) -> OnlineResult:
+    from monitor.compare.online import apply_rules
     from monitor.store.online import StoredWindow
     from monitor.traffic import sql
-    from monitor.traffic.suite import apply_rules, figures
+    from monitor.traffic.suite import figures
 
     if suite.segment is not None:
         kept = {row[0] for row in connection.execute(sql.KEPT_ATTRIBUTES).fetchall()}

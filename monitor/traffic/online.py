@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from monitor.config import vocab
 from monitor.traffic import sql
 from monitor.traffic.engine import Connection, rows
 from monitor.traffic.errors import NoTrafficError
@@ -55,7 +56,7 @@ METRICS: Final = {
 }
 
 #: The click action and reformulation gap (seconds) used unless told otherwise.
-CLICK_ACTION = "click"
+CLICK_ACTION = vocab.CLICK_ACTION
 REFORMULATION_GAP = 300.0
 #: PaulScore's factor unless told otherwise.
 PAULSCORE_FACTOR = 0.5
@@ -117,20 +118,9 @@ def _number(found: object) -> float | None:
 
 
 #: The latency percentiles an online suite may watch, by name: the percentile of the
-#: searches' ``latency_ms`` that logged one (linear interpolation between the two nearest
-#: ranks, NumPy's default and Hyndman and Fan's type 7), in milliseconds.
-PERCENTILES: Final = {"latency_p50": 50.0, "latency_p95": 95.0}
-
-#: Every metric an online suite may watch, in the order they are reported.
-SUITE_METRICS: Final = (*METRICS, *PERCENTILES)
-
+#: searches' ``latency_ms`` that logged one (see the module's docstring), in milliseconds.
+PERCENTILES: Final = vocab.ONLINE_PERCENTILES
+#: Every metric an online suite may watch (:data:`METRICS` and :data:`PERCENTILES`).
+SUITE_METRICS: Final = vocab.ONLINE_METRICS
 #: The metrics for which a lower value is better: their rules watch a rise, not a drop.
-LOWER_IS_BETTER: Final = frozenset(
-    {
-        "zero_result_rate",
-        "abandonment",
-        "mean_first_click_position",
-        "reformulation_rate",
-        *PERCENTILES,
-    }
-)
+LOWER_IS_BETTER: Final = vocab.ONLINE_LOWER_IS_BETTER

@@ -1,5 +1,4 @@
-"""Measure an online suite's window: figures overall, per application and per segment value,
-and its rules against a baseline window.
+"""Measure an online suite's window: figures overall, per application and per segment value.
 
 The searches of a window and their own metric values come from :data:`monitor.traffic.sql.
 PER_SEARCH` (the one definition of every metric); a group's value of a metric is the mean of
@@ -8,16 +7,8 @@ percentile (:data:`~monitor.traffic.online.PERCENTILES`) of their ``latency_ms``
 bounded: an application the suite does not name (or, without a list, past the
 :data:`~monitor.config.online.MAX_APPLICATIONS` busiest) counts as ``other``, and so does a
 segment value past the ``max_segment_values`` most frequent ones; a search without the
-segment's field is ``none``. Rules read the overall figures only (the groups are exported,
-never alerted on, so one busy segment cannot page anyone on its own).
-
-A rule's evidence is a bootstrap (:mod:`monitor.compare.independent`) over the suite's
-``significance.over``: searches, or sessions (a client's searches of one application in
-the window). A rule breaches only when its threshold is passed *and* the bootstrap is sure:
-the one-sided p-value of a change is below ``alpha``, or the interval of the current value
-lies wholly past a ``min`` or ``max`` bound; otherwise it is ``insufficient_evidence``. The
-intervals are percentile intervals at ``1 - 2 * alpha``, so each bound is the one-sided
-test at ``alpha`` that the rule makes.
+segment's field is ``none``.
+The rules are applied by :mod:`monitor.compare.online`.
 """
 
 from __future__ import annotations
@@ -25,23 +16,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from monitor.compare.independent import Sample, compare_independent, interval, statistic
-from monitor.config.model import OnlineRule, OnlineSuiteConfig
+from monitor.config.model import OnlineSuiteConfig
 from monitor.config.online import MAX_APPLICATIONS, OTHER
 from monitor.traffic import sql
 from monitor.traffic.engine import Connection, rows
 from monitor.traffic.errors import NoTrafficError
-from monitor.traffic.online import (
-    LOWER_IS_BETTER,
-    METRICS,
-    PAULSCORE_FACTOR,
-    PERCENTILES,
-    REFORMULATION_GAP,
-)
+from monitor.traffic.online import METRICS, PAULSCORE_FACTOR, PERCENTILES, REFORMULATION_GAP
 from monitor.traffic.window import Window
 
 #: The label value of every application (or every segment value): the whole window.
@@ -75,30 +58,6 @@ class GroupFigures:
     segment: str
     searches: int
     values: Mapping[str, float | None]
-
-
-@dataclass(frozen=True, slots=True)
-class OnlineOutcome:
-    """One rule applied to the window (and its baseline when the rule compares)."""
-
-    rule: str
-    metric: str
-    check: str
-    threshold: float
-    severity: str
-    status: str  # ok, breach, insufficient_evidence or skipped
-    current: float | None = None
-    baseline: float | None = None
-    delta: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    message: str = ""
-
-    @property
-    def breached(self) -> bool:
-        """Return whether the rule fires an alert."""
-        return self.status == "breach"
 
 
 def read_searches(
@@ -139,9 +98,17 @@ def read_searches(
     )
 
 
+def value_of(values: np.ndarray, percentile: float | None = None) -> float | None:
+    """Return the mean (or ``percentile``) of the counted (not NaN) ``values``; None when
+    none is counted: no data."""
+    counted = values[~np.isnan(values)]
+    if not len(counted):
+        return None
+    return float(np.mean(counted) if percentile is None else np.percentile(counted, percentile))
+
+
 def _value(searches: Searches, metric: str, mask: np.ndarray) -> float | None:
-    percentile = PERCENTILES.get(metric)
-    return statistic(Sample(searches.column(metric)[mask], np.zeros(0, np.int64)), percentile)
+    return value_of(searches.column(metric)[mask], PERCENTILES.get(metric))
 
 
 def applications_of(searches: Searches, suite: OnlineSuiteConfig) -> np.ndarray:
@@ -178,117 +145,6 @@ def figures(searches: Searches, suite: OnlineSuiteConfig) -> tuple[GroupFigures,
             values={metric: _value(searches, metric, mask) for metric in suite.metrics},
         )
         for app, segment, mask in groups
-    )
-
-
-def _sample(searches: Searches, metric: str, unit: str) -> Sample:
-    clusters = searches.session if unit == "sessions" else np.arange(len(searches), dtype=np.int64)
-    return Sample(searches.column(metric), clusters)
-
-
-def apply_rules(
-    suite: OnlineSuiteConfig, current: Searches, baseline: Searches | None, baseline_label: str
-) -> tuple[OnlineOutcome, ...]:
-    """Apply the suite's rules to the window's overall figures (and the baseline's)."""
-    return tuple(_apply(rule, suite, current, baseline, baseline_label) for rule in suite.rules)
-
-
-def _apply(
-    rule: OnlineRule,
-    suite: OnlineSuiteConfig,
-    current: Searches,
-    baseline: Searches | None,
-    baseline_label: str,
-) -> OnlineOutcome:
-    sig = suite.significance
-    metric = rule.metric
-    percentile = PERCENTILES.get(metric)
-    higher = metric not in LOWER_IS_BETTER
-    base: dict[str, Any] = {
-        "rule": rule.name,
-        "metric": metric,
-        "check": rule.check,
-        "threshold": rule.threshold,
-        "severity": rule.severity,
-    }
-    now = _sample(current, metric, sig.over)
-    value = statistic(now, percentile)
-    if value is None:
-        return OnlineOutcome(**base, status="skipped", message=f"{metric}: no data in the window")
-    if not rule.compares:
-        bounds = interval(now, resamples=sig.resamples, seed=sig.seed, alpha=2 * sig.alpha)
-        low, high = bounds if bounds is not None else (None, None)
-        over = value < rule.threshold if rule.check == "min" else value > rule.threshold
-        word = "floor" if rule.check == "min" else "ceiling"
-        if not over:
-            sign = ">=" if rule.check == "min" else "<="
-            message = f"{metric} {value:.4g} {sign} {word} {rule.threshold:g}"
-            return OnlineOutcome(
-                **base, status="ok", current=value, ci_low=low, ci_high=high, message=message
-            )
-        sure = (
-            (high is not None and high < rule.threshold)
-            if rule.check == "min"
-            else (low is not None and low > rule.threshold)
-        )
-        message = f"{metric} {value:.4g} past {word} {rule.threshold:g}" + (
-            "" if sure else " (the bootstrap interval reaches it)"
-        )
-        status = "breach" if sure else "insufficient_evidence"
-        return OnlineOutcome(
-            **base, status=status, current=value, ci_low=low, ci_high=high, message=message
-        )
-    if baseline is None:
-        return OnlineOutcome(
-            **base,
-            status="skipped",
-            current=value,
-            message=f"no search in the baseline window ({baseline_label})",
-        )
-    test = compare_independent(
-        _sample(baseline, metric, sig.over),
-        now,
-        resamples=sig.resamples,
-        seed=sig.seed,
-        alpha=2 * sig.alpha,
-        higher_is_better=higher,
-        percentile=percentile,
-    )
-    if test is None:
-        return OnlineOutcome(
-            **base,
-            status="skipped",
-            current=value,
-            message=f"{metric}: no data in the baseline window",
-        )
-    worse = -test.delta if higher else test.delta
-    if rule.check.startswith("max_relative"):
-        change = worse / abs(test.baseline) if test.baseline else 0.0
-        limit = f"{rule.threshold:.0%}"
-    else:
-        change = worse
-        limit = f"{rule.threshold:g}"
-    figures: dict[str, Any] = {
-        "current": test.current,
-        "baseline": test.baseline,
-        "delta": test.delta,
-        "ci_low": test.ci_low,
-        "ci_high": test.ci_high,
-        "p_value": test.p_value,
-    }
-    text = (
-        f"{metric} {test.baseline:.4g} -> {test.current:.4g} ({test.delta:+.4g}; allowed "
-        f"{'drop' if higher else 'rise'} {limit}); p = {test.p_value:.4f}"
-    )
-    if change <= rule.threshold:
-        return OnlineOutcome(**base, status="ok", **figures, message=text)
-    sure = test.p_value < sig.alpha
-    status = "breach" if sure else "insufficient_evidence"
-    return OnlineOutcome(
-        **base,
-        status=status,
-        **figures,
-        message=text + ("" if sure else f" >= alpha {sig.alpha:g}"),
     )
 
 

@@ -6,14 +6,11 @@ searches with ``start <= timestamp < end``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from monitor.config import vocab
 from monitor.errors import UsageError
-
-_LENGTH = re.compile(r"([1-9][0-9]*)([mhdw])")
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +39,10 @@ def _moment(moment: datetime) -> str:
 
 def parse_length(text: str) -> timedelta:
     """Return the window length ``text`` (``30m``, ``24h``, ``7d``, ``2w``) as a timedelta."""
-    match = _LENGTH.fullmatch(text.strip())
+    match = vocab.WINDOW_LENGTH.fullmatch(text.strip())
     if match is None:
         raise UsageError(f"--window: expected a length such as 30m, 24h, 7d or 2w, found {text!r}")
-    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+    return timedelta(**{vocab.WINDOW_UNITS[match[2]]: int(match[1])})
 
 
 def parse_moment(text: str, option: str = "--until") -> datetime:
