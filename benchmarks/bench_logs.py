@@ -231,11 +231,11 @@ def write_logs(folder: Path, searches: int, seed: int, formats: tuple[str, ...])
 
 def ours(queries: Path, events: Path, db: Path) -> dict[str, Any]:
     """Import the logs into a new database at ``db``; return the online metrics and COEC."""
+    from monitor.config.windows import EVERYTHING
     from monitor.traffic.clicks import ClickSettings, click_grades
     from monitor.traffic.engine import connect
     from monitor.traffic.importer import import_logs
     from monitor.traffic.online import online_metrics
-    from monitor.traffic.window import EVERYTHING
 
     connection = connect(db)
     try:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from monitor.cli import main
+from monitor.config.windows import Window, parse_span, windows
 from monitor.drift import queries
 from monitor.drift.queries import (
     QuerySample,
@@ -19,9 +20,7 @@ from monitor.drift.queries import (
     read_query_file,
 )
 from monitor.drift.settings import DriftSettings
-from monitor.drift.windows import parse_span, windows
 from monitor.errors import InputError, UsageError
-from monitor.traffic.window import Window
 from tests.drift_fakes import WORDS_A, WORDS_B, HashedWords, texts, write_logs
 
 

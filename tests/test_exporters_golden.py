@@ -95,6 +95,9 @@ def successful_run() -> SuiteSnapshot:
         },
         judge_pairs=40,
         drift={"query_drift": {"auc": 0.5125, "mmd2": 0.0003, "mmd_p_value": 0.42}},
+        online={("ctr", "all", "all"): 0.4125, ("ctr", "web", "all"): 0.45},
+        online_searches={("all", "all"): 1200, ("web", "all"): 800},
+        online_no_data=False,
     )
 
 

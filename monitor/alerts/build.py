@@ -26,7 +26,8 @@ from monitor.alerts.model import (
 )
 from monitor.compare.coverage import labels_todo
 from monitor.compare.records import Comparison, RuleOutcome
-from monitor.config.model import CoverageConfig, LinksConfig, Severity
+from monitor.config.common import LinksConfig, Severity
+from monitor.config.model import CoverageConfig
 from monitor.errors import UsageError
 
 #: Most worse queries an alert shows.

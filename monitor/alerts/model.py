@@ -36,7 +36,8 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from monitor.compare.records import InvariantOutcome, QueryDiff, RuleOutcome, SegmentChange
-from monitor.config.model import Check, LinksConfig, Severity
+from monitor.config.common import LinksConfig, Severity
+from monitor.config.model import Check
 from monitor.errors import UsageError
 
 AlertKind = Literal["regression", "monitor_failure", "labels_needed", "query_drift"]

@@ -23,6 +23,7 @@ from monitor.cli import (
     interleave,
     judgments,
     ksweep,
+    online,
     pipelines,
     report,
     run,
@@ -49,6 +50,7 @@ _COMMANDS = (
     traffic,
     interleave,
     drift,
+    online,
     serve,
     store,
 )

@@ -100,9 +100,8 @@ def register(subparsers: Any) -> None:
 
 
 def _samples(args: argparse.Namespace) -> tuple[QuerySample, QuerySample]:
+    from monitor.config.windows import parse_moment, windows
     from monitor.drift.queries import read_query_file, window_queries
-    from monitor.drift.windows import windows
-    from monitor.traffic.window import parse_moment
 
     files = args.reference_file is not None or args.current_file is not None
     logs = args.logs is not None or args.reference is not None or args.current is not None

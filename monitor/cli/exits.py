@@ -66,10 +66,10 @@ _MEANINGS: Final = MappingProxyType(
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
-            "threshold was passed but the change is not significant; or `logs metrics` found "
-            "no search in its window (no data, never a rate of 0); or `interleave score` found "
-            "none of the team log's searches in the traffic database; or `drift check` found a "
-            "window with too few queries to tell"
+            "threshold was passed but the change is not significant; or `logs metrics` or "
+            "`online run` found no search in its window (no data, never a rate of 0); or "
+            "`interleave score` found none of the team log's searches in the traffic database; "
+            "or `drift check` found a window with too few queries to tell"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "

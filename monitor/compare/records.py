@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from monitor.compare.coverage import CoverageChange
 from monitor.compare.overlap import Overlap
-from monitor.config.model import Check, Severity
+from monitor.config.common import Severity
+from monitor.config.model import Check
 from monitor.errors import UsageError
 
 #: The outcome of one rule.

@@ -12,8 +12,8 @@ from monitor.config.fields import Fields
 from monitor.config.model import DriftConfig
 from monitor.config.nodes import Node
 from monitor.config.sections import alert_severity
+from monitor.config.windows import parse_span
 from monitor.drift.settings import DriftSettings
-from monitor.drift.windows import parse_span
 from monitor.errors import UsageError
 
 #: Any moment serves to check that a window parses: a length is read against it.

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 from monitor.config import vocab
+from monitor.config.common import Severity
 from monitor.config.fields import Fields, is_secret_key
-from monitor.config.model import Check, JudgeConfig, OptionValue, RuleConfig, Severity
+from monitor.config.model import Check, JudgeConfig, OptionValue, RuleConfig
 from monitor.config.nodes import Node
 
 #: Keys of ``judge`` read here; every other key is an option of the plug-in.

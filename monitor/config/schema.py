@@ -15,6 +15,7 @@ from typing import Any
 from monitor.config import vocab
 from monitor.config.kinds import notifier_kinds, search_kinds
 from monitor.config.model import METRIC_CHECKS, Check
+from monitor.config.traffic import ONLINE_CHECKS
 from monitor.metrics.bands import FAMILIES as BAND_FAMILIES
 from monitor.metrics.names import alias_pattern
 from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
@@ -37,7 +38,7 @@ def config_schema() -> Schema:
         "description": "Suites of frozen retrieval evaluations, their rules and alert routes.",
         "type": "object",
         "additionalProperties": False,
-        "required": ["suites"],
+        "anyOf": [{"required": ["suites"]}, {"required": ["traffic"]}],
         "properties": {
             "version": {"const": 1, "description": "The config format version."},
             "store": _store(),
@@ -60,6 +61,7 @@ def config_schema() -> Schema:
                 "propertyNames": {"pattern": _anchor(vocab.SUITE_NAME.pattern)},
                 "additionalProperties": {"anyOf": [{"$ref": "#/$defs/suite"}, {"type": "null"}]},
             },
+            "traffic": _traffic(suite),
         },
         "$defs": {"suite": suite},
     }
@@ -292,6 +294,61 @@ def _suite() -> Schema:
                 description="The suite's own retention; the file's store says where runs go.",
             ),
         }
+    )
+
+
+def _traffic(suite: Schema) -> Schema:
+    """Return the schema of ``traffic:``: the database, defaults and the online suites."""
+    from monitor.config import online
+
+    metric = {"enum": list(vocab.ONLINE_METRICS)}
+    checks: Schema = {check: _number(0) for check in ONLINE_CHECKS}
+    rule = _object(
+        {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
+        required=["metric"],
+        oneOf=[{"required": [check]} for check in ONLINE_CHECKS],
+    )
+    props = suite["properties"]
+    suite_schema = _object(
+        {
+            "name": _text(vocab.SUITE_NAME.pattern),
+            "schedule": _schedule(),
+            "window": _text(r"[1-9][0-9]*[mhdw]", "The window's length: 30m, 24h, 7d, 2w."),
+            "applications": {
+                "type": "array",
+                "maxItems": online.MAX_APPLICATIONS,
+                "uniqueItems": True,
+                "items": _text(vocab.TEXT.pattern),
+            },
+            "segment": _text(vocab.SEGMENT.pattern, "A field `logs import --keep-attribute` kept."),
+            "max_segment_values": _integer(1, 50),
+            "metrics": {"type": "array", "minItems": 1, "uniqueItems": True, "items": metric},
+            "rules": {"type": ["array", "null"], "items": rule},
+            "baseline": {"enum": list(online.BASELINES)},
+            "significance": _object(
+                {
+                    "over": {"enum": list(online.UNITS)},
+                    "resamples": _integer(100, 100_000),
+                    "seed": _integer(0),
+                    "alpha": _number(positive=True, maximum=0.5),
+                }
+            ),
+            "exporters": props["exporters"],
+            "notifiers": props["notifiers"],
+            "labels": props["labels"],
+            "links": props["links"],
+        },
+        required=["name", "window"],
+    )
+    return _object(
+        {
+            "database": _text(description="The DuckDB file `logs import` writes."),
+            "min_distinct_clients": _integer(1),
+            "click_action": _text(vocab.TEXT.pattern),
+            "online": {"type": ["array", "null"], "items": suite_schema},
+        },
+        required=["database"],
+        description="The traffic database and the online suites measured on its logs.",
     )
 
 

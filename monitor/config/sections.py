@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import cast
 
 from monitor.config import vocab
+from monitor.config.common import ScheduleConfig, Severity
 from monitor.config.fields import Fields, is_secret_key
 from monitor.config.judge import agreement_rule
 from monitor.config.kinds import path_option, plugin_kind, search_kinds
@@ -26,10 +27,8 @@ from monitor.config.model import (
     PersistenceConfig,
     RuleConfig,
     RunnerConfig,
-    ScheduleConfig,
     ScoringConfig,
     SearchConfig,
-    Severity,
     SignificanceConfig,
     TriggerConfig,
 )

@@ -14,7 +14,7 @@ from monitor.config.model import Check, RuleConfig, TriggerKind
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
-TOP_KEYS = ("version", "store", "ui", "defaults", "suites")
+TOP_KEYS = ("version", "store", "ui", "defaults", "suites", "traffic")
 #: Keys of a suite (and of ``defaults``).
 SUITE_KEYS = (
     "evalset",
@@ -147,6 +147,39 @@ TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?", re.ASCII)
 INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])", re.ASCII)
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+#: The metrics an online suite may watch, in the order they are reported
+#: (:mod:`monitor.traffic.online` defines each), the latency percentiles among them by
+#: their percentile, and those for which a lower value is better (their rules watch a rise).
+ONLINE_METRICS = (
+    "zero_result_rate",
+    "ctr",
+    "ctr@1",
+    "ctr@3",
+    "ctr@5",
+    "abandonment",
+    "mean_first_click_position",
+    "reformulation_rate",
+    "paulscore",
+    "latency_p50",
+    "latency_p95",
+)
+ONLINE_PERCENTILES = {"latency_p50": 50.0, "latency_p95": 95.0}
+ONLINE_LOWER_IS_BETTER = frozenset(
+    {
+        "zero_result_rate",
+        "abandonment",
+        "mean_first_click_position",
+        "reformulation_rate",
+        *ONLINE_PERCENTILES,
+    }
+)
+#: The ``action_name`` of a click unless the config or a command says otherwise.
+CLICK_ACTION = "click"
+#: The length of a window of traffic: ``30m``, ``24h``, ``7d``, ``2w``.
+WINDOW_LENGTH = re.compile(r"([1-9][0-9]*)([mhdw])")
+WINDOW_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 #: The longest interval a schedule or a notifier option may give: a year. Longer ones

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from monitor.alerts.base import Notifier
     from monitor.alerts.lifecycle import LifecycleReport
     from monitor.config.model import DriftConfig, SuiteConfig
+    from monitor.config.windows import Window
     from monitor.embedding.base import Embedder
     from monitor.store.base import Store
-    from monitor.traffic.window import Window
 
 #: The alert kind of a drift check.
 KIND: Final[AlertKind] = "query_drift"
@@ -102,8 +102,8 @@ def run_suite_check(
     at: datetime,
 ) -> tuple[DriftResult, tuple[Window, Window], LifecycleReport]:
     """Check the suite's drift windows ending at ``at``, store the result and tell it."""
+    from monitor.config.windows import windows
     from monitor.drift.queries import check_queries, window_queries
-    from monitor.drift.windows import windows
     from monitor.traffic.engine import connect
 
     check = _check(suite)

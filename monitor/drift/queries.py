@@ -13,7 +13,7 @@ A query file holds one query a line, or JSON Lines (``.jsonl``, ``.ndjson``, or 
 line that starts with ``{``) whose objects carry the text in ``query`` or ``text``; blank
 lines are skipped, and a line repeated counts as another search of its key.
 
-The windows of a check are read by :mod:`monitor.drift.windows`.
+The windows of a check are read by :mod:`monitor.config.windows`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from monitor.config.windows import Window
 from monitor.drift.check import DriftResult, drift_check, no_data
 from monitor.drift.settings import DriftSettings
 from monitor.errors import InputError, UsageError
 from monitor.traffic.keys import query_key
-from monitor.traffic.window import Window
 
 if TYPE_CHECKING:
     from monitor.embedding.base import Embedder

@@ -181,6 +181,15 @@ def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
     return read
 
 
+def _online(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    yield from snapshot.online.items()
+
+
+def _online_searches(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for (application, segment), count in snapshot.online_searches.items():
+        yield (application, segment), float(count)
+
+
 _BAND_HELP = (
     "bound of the confidence interval of the current mean from the paired comparison with "
     "the baseline (baseline + the delta's interval), clipped to 0..1; a drop is significant "
@@ -403,6 +412,30 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         ("check", "statistic"),
         "success",
         _drift,
+    ),
+    Gauge(
+        "retrieval_online_metric",
+        "An online metric of the latest window of traffic that held searches, overall "
+        '(application="all", segment="all"), per application (the rest: "other") or per '
+        "value of the suite's segment; a metric with no data exports no series.",
+        ("metric", "application", "segment"),
+        "success",
+        _online,
+    ),
+    Gauge(
+        "retrieval_online_searches",
+        "Searches in the latest window of traffic that held any, by application and segment.",
+        ("application", "segment"),
+        "success",
+        _online_searches,
+    ),
+    Gauge(
+        "retrieval_online_no_data",
+        "1 when the online suite's latest window held no search (no data, never a rate of 0), "
+        "else 0.",
+        (),
+        "attempt",
+        _scalar(lambda s: s.online_no_data),
     ),
 )
 

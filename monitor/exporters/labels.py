@@ -35,6 +35,9 @@ RESERVED_LABELS: Final = frozenset(
         "percentile",
         "segment",
         "segment_value",
+        # The online suites' own labels.
+        "metric",
+        "application",
         "fingerprint",
         "baseline_run_id",
         "judge",
@@ -46,7 +49,6 @@ RESERVED_LABELS: Final = frozenset(
         "outcome",
         # retrieval_query_drift.
         "check",
-        "statistic",
     }
 )
 

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Final, get_args
 
-from monitor.config.model import Severity
+from monitor.config.common import Severity
 from monitor.errors import UsageError
 from monitor.exporters.labels import check_value, validate_labels
 from monitor.metrics.spec import Metric, parse_metric
@@ -99,6 +99,10 @@ class SuiteSnapshot:
       run it may be left ``None``, the run's own ``finished_at`` is used.
     - ``drift``: drift check name -> statistic (``mmd2``, ``auc``, ...) -> value, of the
       suite's latest query drift check that could measure (:mod:`monitor.drift`).
+    - ``online``: an online suite's window: ``(metric, application, segment)`` -> value
+      (``all`` for every application or segment value); ``online_searches``:
+      ``(application, segment)`` -> searches; ``online_no_data``: whether the window held
+      no search (None: not an online suite).
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
 
@@ -140,6 +144,9 @@ class SuiteSnapshot:
     judge_pairs: int | None = None
     last_success_at: datetime | None = None
     drift: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    online: Mapping[tuple[str, str, str], float] = field(default_factory=dict, hash=False)
+    online_searches: Mapping[tuple[str, str], int] = field(default_factory=dict, hash=False)
+    online_no_data: bool | None = None
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -198,6 +205,12 @@ class SuiteSnapshot:
         if self.judge_pairs is not None:
             _count("judge_pairs", self.judge_pairs)
         _set(self, "drift", _drift(self.drift))
+        _set(self, "online", _online(self.online))
+        _set(self, "online_searches", _online_searches(self.online_searches))
+        if self.online_no_data is not None and not isinstance(self.online_no_data, bool):
+            raise UsageError(
+                f"online_no_data must be True, False or None, not {self.online_no_data!r}"
+            )
         _set(self, "metrics", MappingProxyType(metrics))
 
     @property
@@ -383,4 +396,39 @@ def _drift(values: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[st
             if number is not None:
                 figures[check_value("statistic", name)] = number
         out[check] = MappingProxyType(figures)
+    return MappingProxyType(out)
+
+
+def _bounded(name: str, values: set[str]) -> None:
+    """Refuse more distinct values of a label than :data:`MAX_SEGMENT_VALUES`."""
+    if len(values) > MAX_SEGMENT_VALUES:
+        raise UsageError(
+            f"online {name} has {len(values)} values, more than the {MAX_SEGMENT_VALUES} a "
+            "label may take; fold the rest into 'other'"
+        )
+
+
+def _online(values: Mapping[tuple[str, str, str], float]) -> Mapping[tuple[str, str, str], float]:
+    out: dict[tuple[str, str, str], float] = {}
+    for (metric, application, segment), value in values.items():
+        key = (
+            check_value("metric", metric),
+            check_value("application", application),
+            check_value("segment", segment),
+        )
+        number = _finite(f"online[{key!r}]", value)
+        if number is not None:
+            out[key] = number
+    _bounded("application", {key[1] for key in out})
+    _bounded("segment", {key[2] for key in out})
+    return MappingProxyType(out)
+
+
+def _online_searches(values: Mapping[tuple[str, str], int]) -> Mapping[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for (application, segment), count in values.items():
+        _count(f"online_searches[{application!r}, {segment!r}]", count)
+        out[(check_value("application", application), check_value("segment", segment))] = count
+    _bounded("application", {key[0] for key in out})
+    _bounded("segment", {key[1] for key in out})
     return MappingProxyType(out)

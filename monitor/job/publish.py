@@ -44,6 +44,7 @@ from monitor.store.measured import failure_figures
 if TYPE_CHECKING:
     from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
     from monitor.config.model import SuiteConfig
+    from monitor.config.traffic import OnlineSuiteConfig
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store
@@ -60,7 +61,7 @@ Clock = Callable[[], datetime]
 
 @contextmanager
 def suite_notifiers(
-    suite: SuiteConfig, given: Mapping[str, Notifier] | None
+    suite: SuiteConfig | OnlineSuiteConfig, given: Mapping[str, Notifier] | None
 ) -> Iterator[dict[str, Notifier]]:
     """Yield ``given`` (a test's notifiers, kept open), else the suite's configured
     notifiers, built for the block and closed after it."""
@@ -161,9 +162,11 @@ def _corpus_fingerprint(value: object) -> str:
     return value if isinstance(value, str) and 0 < len(value) <= 64 else ""
 
 
-def export(snapshot: SuiteSnapshot, suite: SuiteConfig, sinks: Iterable[Sink] = ()) -> list[str]:
+def export(
+    snapshot: SuiteSnapshot, suite: SuiteConfig | OnlineSuiteConfig, sinks: Iterable[Sink] = ()
+) -> list[str]:
     """Send ``snapshot`` to the suite's exporters and ``sinks``; return the errors, logged."""
-    from monitor.config.model import PushgatewayExporterConfig, TextfileExporterConfig
+    from monitor.config.common import PushgatewayExporterConfig, TextfileExporterConfig
 
     targets: list[tuple[str, Sink]] = []
     for exporter in suite.exporters:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from monitor.store.columnar import QueryArrays
+    from monitor.store.online import StoredWindow
     from monitor.store.retention import PruneResult, Retention
 
 #: How long a run lock's lease lasts: a holder that stops renewing it loses it this much later.
@@ -156,6 +157,26 @@ class Store(Protocol):
 
     def drift_checks(self, suite: str, limit: int = 50) -> list[DriftRecord]:
         """Return up to ``limit`` drift checks of ``suite``, newest first."""
+        ...
+
+    def save_online_window(self, window: StoredWindow) -> int:
+        """Store a measured window of an online suite; return its id."""
+        ...
+
+    def online_window(self, window_id: int) -> StoredWindow:
+        """Return the stored online window ``window_id``."""
+        ...
+
+    def latest_online_window(self, suite: str, status: str | None = "ok") -> StoredWindow | None:
+        """Return the suite's latest stored window (of ``status`` unless None), or None."""
+        ...
+
+    def pin_online_window(self, suite: str, window_id: int) -> None:
+        """Pin the stored window ``window_id`` as the online suite's baseline."""
+        ...
+
+    def pinned_online_window(self, suite: str) -> StoredWindow | None:
+        """Return the window pinned for the online suite, or None."""
         ...
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:

@@ -236,6 +236,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX drift_checks_by_suite ON drift_checks (suite, name, checked_at)",
         ),
     ),
+    Migration(
+        9,
+        "online suites' measured windows and pinned baseline windows",
+        (
+            """CREATE TABLE online_windows (
+                window_id {id},
+                suite TEXT NOT NULL,
+                start_at {ts} NOT NULL,
+                end_at {ts} NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'no_data')),
+                searches {bigint} NOT NULL,
+                figures {json} NOT NULL,
+                saved_at {ts} NOT NULL
+            )""",
+            "CREATE INDEX online_windows_by_suite ON online_windows (suite, saved_at)",
+            """CREATE TABLE online_pins (
+                suite TEXT PRIMARY KEY,
+                window_id {bigint} NOT NULL REFERENCES online_windows (window_id),
+                pinned_at {ts} NOT NULL
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

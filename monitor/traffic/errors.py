@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from monitor.errors import MonitorError
 
 if TYPE_CHECKING:
-    from monitor.traffic.window import Window
+    from monitor.config.windows import Window
 
 
 class NoTrafficError(MonitorError):
