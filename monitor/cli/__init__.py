@@ -15,6 +15,7 @@ from monitor import errors
 from monitor.cli import (
     baseline,
     config,
+    corpus,
     daemon,
     evalset,
     evaluate,
@@ -43,6 +44,7 @@ _COMMANDS = (
     report,
     gate,
     evalset,
+    corpus,
     judgments,
     traffic,
     serve,

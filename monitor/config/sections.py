@@ -10,6 +10,7 @@ import difflib
 import string
 from collections.abc import Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import cast
 
 from monitor.config import vocab
@@ -130,17 +131,28 @@ def search(f: Fields, node: Node) -> SearchConfig:
         )
         if "path" in entries:
             raise f.error(entries["path"], "no 'path' beside 'bundled' (a bundled run is a file)")
-    options: dict[str, OptionValue] = {}
-    for key, child in entries.items():
-        if key in ("kind", "bundled"):
-            continue
-        if key in vocab.PATH_OPTIONS.get(kind, ()):
-            options[key] = path_option(f, child)
-        else:
-            options[key] = f.options(child, is_secret_key(key))
+    paths = vocab.PATH_OPTIONS.get(kind, ())
+    options: dict[str, OptionValue] = {
+        key: _plugin_option(f, key, child, paths)
+        for key, child in entries.items()
+        if key not in ("kind", "bundled")
+    }
     return SearchConfig(
         kind=kind, options=options, bundled=bundled, base_dir=f.base_dir, origin=f.origin(node)
     )
+
+
+def _plugin_option(f: Fields, key: str, node: Node, paths: tuple[str, ...]) -> OptionValue:
+    """Return option ``key``: a path when ``paths`` names it, a mapping whose ``paths``
+    (``key.name``) are resolved in turn, else the value as written."""
+    if key in paths:
+        return path_option(f, node)
+    inner = tuple(name.removeprefix(f"{key}.") for name in paths if name.startswith(f"{key}."))
+    if inner and isinstance(node.value, Mapping):
+        return MappingProxyType(
+            {name: _plugin_option(f, name, child, inner) for name, child in node.value.items()}
+        )
+    return f.options(node, is_secret_key(key))
 
 
 def metrics(f: Fields, node: Node | None) -> tuple[Metric, ...]:
