@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cli import arguments
-from monitor.errors import SearchBackendError, SearchCallError, UsageError
+from monitor.errors import SearchBackendError, SearchCallError, SearchSetupError, UsageError
 
 #: The stores ``--into`` names.
 STORES = ("pgvector", "qdrant")
@@ -72,8 +72,12 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Embed the passages and load them; print what was loaded; return the exit code."""
     from monitor.embedding import open_embedder
+    from monitor.embedding.base import vector_module
 
     target = _target(args)
+    # The store's client first: a missing extra is said before a model loads.
+    client = "psycopg" if target["kind"] == "pgvector" else "qdrant_client"
+    vector_module(client, target["kind"], SearchSetupError)
     ids, texts, source = _passages(args.corpus)
     embedder = open_embedder(target["embedding"])
     try:

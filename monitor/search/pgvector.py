@@ -182,7 +182,8 @@ class PgVectorSearch:
             fields.append(sql.Identifier(text_column))
         where = sql.SQL("")
         if self.filter is not None:
-            where = sql.SQL(" WHERE ({})").format(sql.SQL(self.filter))  # trusted config
+            # Trusted config, put in as written; a literal % (LIKE 'a%') is not a placeholder.
+            where = sql.SQL(" WHERE ({})").format(sql.SQL(self.filter.replace("%", "%%")))
         return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s").format(
             sql.SQL(", ").join(fields), _table(sql, self.table), where, distance
         )
