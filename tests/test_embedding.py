@@ -327,3 +327,59 @@ def test_an_unreadable_cache_file_is_ignored_and_replaced(tmp_path: Path) -> Non
 def test_the_cache_sits_beside_the_evalset_cache(environ: dict[str, str], expected: str) -> None:
     """The cache folder follows MONITOR_CACHE_DIR, else XDG_CACHE_HOME."""
     assert Path(expected) == cache_dir(environ)
+
+
+# -- config ----------------------------------------------------------------------------------
+
+SUITE = """\
+version: 1
+suites:
+  vectors:
+    evalset: {bundled: larkfield}
+    search:
+      kind: qdrant
+      path: store
+      collection: larkfield
+      embedding:
+        kind: onnx
+%s
+"""
+
+
+def test_embedding_paths_are_taken_from_the_config_folder(tmp_path: Path) -> None:
+    """A relative model file and tokenizer, and qdrant's path, resolve under the config's
+    folder."""
+    from monitor.config import load_config
+
+    config = tmp_path / "monitor.yaml"
+    config.write_text(SUITE % "        model_file: models/m.onnx\n        tokenizer: models")
+    options = load_config(config).suites["vectors"].search.plugin_options()
+    embedding: Any = options["embedding"]
+    assert (str(tmp_path / "store"), str(tmp_path / "models/m.onnx"), str(tmp_path / "models")) == (
+        options["path"],
+        embedding["model_file"],
+        embedding["tokenizer"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "words"),
+    [
+        ("        batch_size: 0", "embedding.batch_size", "at least 1"),
+        ("        threds: 2", "embedding.threds", "unknown option"),
+        ("        cache: maybe", "embedding.cache", "true or false"),
+    ],
+)
+def test_config_validate_names_the_embedding_key_and_line(
+    tmp_path: Path, line: str, key: str, words: str
+) -> None:
+    """A bad embedding option is a ConfigError at its key path and line."""
+    from monitor.cli.validate import check_config
+    from monitor.errors import ConfigError
+
+    config = tmp_path / "monitor.yaml"
+    config.write_text(SUITE % line)
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    assert (f"suites.vectors.search.{key}", 11) == (caught.value.key, caught.value.line)
+    assert words in str(caught.value)
