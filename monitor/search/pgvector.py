@@ -169,7 +169,9 @@ class PgVectorSearch:
         self.filter = filter
         self.exact = exact
         self._score = DISTANCES[distance][2]
-        self._sql = self._query()
+        self._composed = self._query()
+        # Rendered once: psycopg would quote every identifier again at each execution.
+        self._sql: bytes | None = None
 
     def _query(self) -> Any:
         """Return the k-nearest query: id, distance (and text), best first."""
@@ -220,6 +222,8 @@ class PgVectorSearch:
         with_text = self.columns[2] is not None
 
         def work(connection: Any) -> list[list[Hit]]:
+            if self._sql is None:
+                self._sql = self._composed.as_bytes(connection)
             with connection.transaction() if self.exact else _nothing(), connection.cursor() as cur:
                 if self.exact:
                     for name in EXACT_SETTINGS:
