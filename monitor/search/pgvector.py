@@ -87,6 +87,7 @@ class _Connection:
         self.scrub = scrub
         self.lock = threading.RLock()
         self._connection: Any = None
+        self.cursor: Any = None
         self.psycopg: Any = vector_module("psycopg", "pgvector", SearchSetupError)
 
     def get(self) -> Any:
@@ -106,6 +107,8 @@ class _Connection:
             for name, value in self.settings.items():
                 connection.execute("SELECT set_config(%s, %s, false)", (name, value))
             self._connection = connection
+            # One cursor for the single queries: a cursor per call costs more than the call.
+            self.cursor = connection.cursor()
         return self._connection
 
     def run(self, work: Callable[[Any], Any]) -> Any:
@@ -224,13 +227,14 @@ class PgVectorSearch:
         def work(connection: Any) -> list[list[Hit]]:
             if self._sql is None:
                 self._sql = self._composed.as_bytes(connection)
+            if len(params) == 1 and not self.exact:
+                cursor = self._db.cursor
+                cursor.execute(self._sql, params[0], prepare=True)
+                return [self._hits(cursor.fetchall(), with_text)]
             with connection.transaction() if self.exact else _nothing(), connection.cursor() as cur:
                 if self.exact:
                     for name in EXACT_SETTINGS:
                         cur.execute("SELECT set_config(%s, 'off', true)", (name,))
-                if len(params) == 1:
-                    cur.execute(self._sql, params[0], prepare=True)
-                    return [self._hits(cur.fetchall(), with_text)]
                 cur.executemany(self._sql, params, returning=True)
                 answers = []
                 for _ in cur.results():
