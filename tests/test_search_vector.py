@@ -401,3 +401,13 @@ def test_corpus_load_fills_a_collection_the_suite_searches(
         assert "p2" == search("how do I look after the trimmer blade?", 1)[0].id
     finally:
         search.close()
+
+
+@pytest.mark.parametrize(("name", "kind"), [("pgvector", "pgvector"), ("qdrant", "qdrant")])
+def test_the_example_suites_load(name: str, kind: str) -> None:
+    """Each example config under examples/vector reads as a suite of its store's kind."""
+    from monitor.config import load_config
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "vector" / f"{name}.yaml"
+    (suite,) = load_config(path).suites.values()
+    assert (kind, "larkfield") == (suite.search.kind, suite.evalset.bundled)

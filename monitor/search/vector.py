@@ -13,6 +13,7 @@ An error in the ``embedding`` mapping is the search's SearchSetupError with the 
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -114,6 +115,4 @@ def query_texts(queries: Sequence[Query]) -> list[str]:
 
 def digest_text(text: str) -> str:
     """Return a short SHA-256 of ``text`` for a corpus fingerprint (an index definition)."""
-    import hashlib
-
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
