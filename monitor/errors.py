@@ -153,6 +153,46 @@ class SearchOutputError(SearchCallError):
         self.found = found
 
 
+class EmbedderSetupError(SearchSetupError):
+    """An embedder cannot be built: a bad ``embedding`` option, a model file that does not
+    load, a missing extra.
+
+    ``spec`` names the embedder (``onnx``, ``http``); ``option`` is the key of the
+    ``embedding`` mapping at fault when one is. A search kind that embeds its queries raises
+    it again as its own SearchSetupError with the option ``embedding.<key>``.
+    """
+
+    def __init__(self, spec: str, reason: str, *, option: str | None = None) -> None:
+        MonitorError.__init__(self, f"embedding {spec}: {reason}")
+        self.spec = spec
+        self.reason = reason
+        self.option = option
+
+
+class UnknownEmbedderKindError(EmbedderSetupError):
+    """An embedding kind names neither a built-in nor an installed plug-in."""
+
+    def __init__(self, kind: str, known: Iterable[str]) -> None:
+        self.kind = kind
+        self.known = tuple(sorted(known))
+        super().__init__(
+            repr(kind), f"unknown embedding kind; known kinds: {', '.join(self.known)}"
+        )
+
+
+class EmbeddingCallError(SearchCallError):
+    """An embedding request failed: an error status, a timeout, an answer of the wrong shape.
+
+    ``status`` is the HTTP status when there was one. The message never holds the API key.
+    """
+
+    def __init__(
+        self, error_type: str, message: str, *, status: int | None = None, retryable: bool = False
+    ) -> None:
+        super().__init__(error_type, message, retryable=retryable)
+        self.status = status
+
+
 class SearchBackendError(MonitorError):
     """The search failed the run as a whole: an infrastructure failure, never a quality result.
 

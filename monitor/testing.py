@@ -152,3 +152,44 @@ class AsyncFakeSearch(FakeSearch):
 def sample_queries(count: int, *, prefix: str = "q") -> list[Query]:
     """Return ``count`` queries ``q0``, ``q1``, ... each judging one document ``d0``, ``d1``..."""
     return [Query(f"{prefix}{i}", f"sample query {i}", {f"d{i}": 1}) for i in range(count)]
+
+
+class HashEmbedder:
+    """An embedder for tests: each text's vector is drawn from a generator seeded by the
+    text's SHA-256, so a text always gets the same unit vector and different texts get
+    unrelated ones. ``calls`` lists the texts of each ``embed`` call."""
+
+    def __init__(self, dimension: int = 16, model_id: str = "hash:16") -> None:
+        self._dimension = dimension
+        self._model_id = model_id
+        self.calls: list[list[str]] = []
+
+    @property
+    def model_id(self) -> str:
+        """Return the fake model's id."""
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        """Return the length of each vector."""
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Return one unit float32 row per text."""
+        import hashlib
+
+        import numpy as np
+
+        from monitor.embedding.base import unit_rows
+
+        self.calls.append(list(texts))
+        rows = [
+            np.random.default_rng(
+                int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+            ).standard_normal(self._dimension)
+            for text in texts
+        ]
+        return unit_rows(np.array(rows).reshape(len(texts), self._dimension))
+
+    def close(self) -> None:
+        """Release nothing."""

@@ -15,6 +15,7 @@ from monitor import errors
 from monitor.cli import (
     baseline,
     config,
+    corpus,
     daemon,
     drift,
     evalset,
@@ -46,6 +47,7 @@ _COMMANDS = (
     report,
     gate,
     evalset,
+    corpus,
     judgments,
     traffic,
     interleave,

@@ -19,7 +19,7 @@ from typing import Final
 
 import yaml
 
-from monitor.config import judge, online, outputs, sections, vocab
+from monitor.config import judge, online, outputs, schedules, sections, vocab
 from monitor.config.bands import bands
 from monitor.config.common import HttpExporterConfig
 from monitor.config.drift import drift
@@ -398,8 +398,8 @@ def _suite(
         k=depth,
         pipeline=sections.pipeline(f, e.get("pipeline"), name),
         runner=sections.runner(f, e.get("runner")),
-        schedule=sections.schedule(f, e.get("schedule")),
-        trigger=sections.trigger(f, e.get("trigger")),
+        schedule=schedules.schedule(f, e.get("schedule")),
+        trigger=schedules.trigger(f, e.get("trigger")),
         rules=rules,
         significance=sections.significance(f, e.get("significance")),
         segments=sections.segments(f, e.get("segments")),

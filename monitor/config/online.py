@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final, get_args
 
-from monitor.config import outputs, sections, vocab
+from monitor.config import outputs, schedules, sections, vocab
 from monitor.config.common import Severity
 from monitor.config.fields import Fields
 from monitor.config.nodes import Node
@@ -117,7 +117,7 @@ def _online(f: Fields, node: Node) -> OnlineSuiteConfig:
     return OnlineSuiteConfig(
         name=name,
         window=window,
-        schedule=sections.schedule(f, e.get("schedule")),
+        schedule=schedules.schedule(f, e.get("schedule")),
         applications=_applications(f, e.get("applications")),
         segment=segment,
         max_segment_values=max_values,

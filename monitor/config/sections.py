@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import cast
 
 from monitor.config import vocab
-from monitor.config.common import ScheduleConfig, Severity
+from monitor.config.common import Severity
 from monitor.config.fields import Fields, is_secret_key
 from monitor.config.judge import agreement_rule
 from monitor.config.kinds import path_option, plugin_kind, search_kinds
@@ -30,10 +30,9 @@ from monitor.config.model import (
     ScoringConfig,
     SearchConfig,
     SignificanceConfig,
-    TriggerConfig,
 )
 from monitor.config.nodes import Node
-from monitor.errors import MetricError, UsageError
+from monitor.errors import MetricError
 from monitor.metrics.spec import (
     AVERAGES,
     DEFAULT_CUTOFFS,
@@ -131,22 +130,34 @@ def search(f: Fields, node: Node) -> SearchConfig:
         )
         if "path" in entries:
             raise f.error(entries["path"], "no 'path' beside 'bundled' (a bundled run is a file)")
+    paths = vocab.PATH_OPTIONS.get(kind, ())
     options: dict[str, OptionValue] = {}
     for key, child in entries.items():
         if key in ("kind", "bundled"):
             continue
-        if key in vocab.PATH_OPTIONS.get(kind, ()):
-            options[key] = path_option(f, child)
-        elif key in vocab.SEARCH_OPTIONS.get(kind, ()):
+        if key in vocab.SEARCH_OPTIONS.get(kind, ()):
             # Kept frozen, secrets still masked: plugin_options() thaws the whole tree.
             inner = search(f, child)
             named = {} if inner.bundled is None else {"bundled": inner.bundled}
             options[key] = MappingProxyType({"kind": inner.kind, **inner.options, **named})
         else:
-            options[key] = f.options(child, is_secret_key(key))
+            options[key] = _plugin_option(f, key, child, paths)
     return SearchConfig(
         kind=kind, options=options, bundled=bundled, base_dir=f.base_dir, origin=f.origin(node)
     )
+
+
+def _plugin_option(f: Fields, key: str, node: Node, paths: tuple[str, ...]) -> OptionValue:
+    """Return option ``key``: a path when ``paths`` names it, a mapping whose ``paths``
+    (``key.name``) are resolved in turn, else the value as written."""
+    if key in paths:
+        return path_option(f, node)
+    inner = tuple(name.removeprefix(f"{key}.") for name in paths if name.startswith(f"{key}."))
+    if inner and isinstance(node.value, Mapping):
+        return MappingProxyType(
+            {name: _plugin_option(f, name, child, inner) for name, child in node.value.items()}
+        )
+    return f.options(node, is_secret_key(key))
 
 
 def metrics(f: Fields, node: Node | None) -> tuple[Metric, ...]:
@@ -243,71 +254,6 @@ def _fraction(f: Fields, entries: Mapping[str, Node], key: str, default: float) 
     return f.number(entries[key], minimum=0.0, maximum=1.0)
 
 
-def schedule(f: Fields, node: Node | None) -> ScheduleConfig:
-    """Read ``schedule``: exactly one of ``cron`` (5 fields) or ``interval``; default 1h."""
-    if node is None:
-        return ScheduleConfig()
-    entries = f.mapping(node, vocab.SCHEDULE_KEYS, "cron or interval")
-    given = [key for key in ("cron", "interval") if key in entries]
-    if len(given) != 1:
-        where = entries["interval"] if len(given) == 2 else node
-        raise f.error(where, "exactly one of 'cron' or 'interval'")
-    timezone = None
-    if "timezone" in entries:
-        if "cron" not in entries:
-            raise f.error(entries["timezone"], "'timezone' only with 'cron'")
-        timezone = _timezone(f, entries["timezone"])
-    if "cron" in entries:
-        return ScheduleConfig(
-            cron=_cron(f, entries["cron"]), interval_seconds=None, timezone=timezone
-        )
-    return ScheduleConfig(interval_seconds=interval_seconds(f, entries["interval"]))
-
-
-def trigger(f: Fields, node: Node | None) -> TriggerConfig:
-    """Read ``trigger``: ``schedule`` (the default) or ``on_change``, alone or as
-    ``{kind: on_change, poll_interval?, settle?, min_interval?}``; defaults 60s, 30s, 5m."""
-    if node is None:
-        return TriggerConfig()
-    expected = f"a trigger: {' or '.join(vocab.TRIGGER_KINDS)}"
-    entries: Mapping[str, Node] = {}
-    kind_node = node
-    if not isinstance(node.value, str):
-        entries = f.mapping(node, vocab.TRIGGER_KEYS, "kind, poll_interval, settle, min_interval")
-        kind_node = f.require(node, entries, "kind")
-    kind = f.string(kind_node, expected)
-    if kind not in vocab.TRIGGER_KINDS:
-        raise f.error(kind_node, expected, show=True)
-    options = [key for key in vocab.TRIGGER_KEYS if key != "kind" and key in entries]
-    if kind == "schedule":
-        if options:
-            raise f.error(entries[options[0]], f"{options[0]!r} only with kind: on_change")
-        return TriggerConfig()
-    default = TriggerConfig()
-    return TriggerConfig(
-        kind="on_change",
-        poll_interval_seconds=(
-            interval_seconds(f, entries["poll_interval"])
-            if "poll_interval" in entries
-            else default.poll_interval_seconds
-        ),
-        settle_seconds=_wait(f, entries.get("settle"), default.settle_seconds),
-        min_interval_seconds=_wait(f, entries.get("min_interval"), default.min_interval_seconds),
-    )
-
-
-def _wait(f: Fields, node: Node | None, default: float) -> float:
-    """Return a wait in seconds from ``0``, ``30s``, ``5m``, ...: 0 or more, at most a year."""
-    if node is None:
-        return default
-    seconds = vocab.interval_to_seconds(node.value)
-    if seconds is None or not 0 <= seconds <= vocab.MAX_INTERVAL_SECONDS:
-        raise f.error(
-            node, "a wait such as 0, 30s, 5m, 1h or a number of seconds, at most a year", show=True
-        )
-    return seconds
-
-
 def retention(f: Fields, node: Node | None) -> Retention | None:
     """Read ``retention``: ``per_query`` (a number of runs, or an age such as ``30d``) and
     ``keep`` (runs kept whatever their age: ``baselines``, ``failed``; default baselines)."""
@@ -349,44 +295,6 @@ def suite_store(f: Fields, node: Node | None) -> Retention | None:
         return None
     entries = f.mapping(node, vocab.SUITE_STORE_KEYS, "retention (url and path are the file's)")
     return retention(f, entries.get("retention"))
-
-
-def interval_seconds(f: Fields, node: Node) -> float:
-    """Return an interval in seconds from ``90``, ``90s``, ``30m``, ``1h``, ``1d`` or ``1h30m``."""
-    expected = (
-        "an interval such as 90s, 30m, 1h, 1d, 1h30m or a number of seconds above 0, at most a year"
-    )
-    seconds = vocab.interval_to_seconds(node.value)
-    if seconds is None or not 0 < seconds <= vocab.MAX_INTERVAL_SECONDS:
-        raise f.error(node, expected, show=True)
-    return seconds
-
-
-def _cron(f: Fields, node: Node) -> str:
-    expected = 'a 5-field crontab expression (minute hour day month weekday) such as "*/15 * * * *"'
-    text = f.string(node, expected)
-    if len(text.split()) != 5:
-        raise f.error(node, expected, show=True)
-    # apscheduler is imported here only: a config without cron never pays for it.
-    from monitor.daemon.cron import cron_trigger
-
-    try:
-        cron_trigger(text, timezone="UTC")
-    except UsageError as exc:
-        raise f.error(node, f"{expected} ({exc})", show=True) from None
-    return " ".join(text.split())
-
-
-def _timezone(f: Fields, node: Node) -> str:
-    import zoneinfo
-
-    expected = "an IANA time zone such as UTC or Europe/Berlin"
-    name = f.string(node, expected)
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise f.error(node, expected, show=True) from None
-    return name
 
 
 def rules(f: Fields, node: Node | None, chosen: tuple[Metric, ...]) -> tuple[RuleConfig, ...]:

@@ -120,11 +120,15 @@ EXPORTER_KEYS: dict[str, tuple[str, ...]] = {
 EVALSET_FORMATS = ("jsonl", "json", "csv", "yaml", "trec")
 TREC_SUFFIXES = (".qrels", ".trec")
 #: Options of the built-in search kinds that hold file paths, resolved against the config
-#: file's folder (the plug-ins themselves would take them from the current folder).
+#: file's folder (the plug-ins themselves would take them from the current folder). A dotted
+#: name is an option inside a mapping option (the model file of a vector kind's embedding).
+_EMBEDDING_PATHS = ("embedding.model_file", "embedding.tokenizer")
 PATH_OPTIONS: dict[str, tuple[str, ...]] = {
     "http": ("verify",),  # a CA bundle file when it is a string
     "interleave": ("team_log",),
+    "pgvector": _EMBEDDING_PATHS,
     "python": ("path",),
+    "qdrant": ("path", *_EMBEDDING_PATHS),
     "replay": ("path",),
 }
 #: Options of the built-in search kinds that are searches themselves, read as a ``search``

@@ -8,11 +8,14 @@ product is a cosine similarity. ``close()`` releases what it holds (a session, a
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from monitor.errors import SearchSetupError
 
 #: One vector per text, float32, unit rows.
 Vectors = npt.NDArray[np.float32]
@@ -49,3 +52,18 @@ def unit_rows(vectors: npt.ArrayLike) -> Vectors:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     np.divide(array, norms, out=array, where=norms > 0)
     return array
+
+
+#: The command that installs the embedding runtime and the vector search kinds.
+INSTALL: Final = "pip install 'retrieval-monitor[vector]'"
+
+
+def vector_module(
+    name: str, spec: str, error: type[SearchSetupError], install: str = INSTALL
+) -> Any:
+    """Return the module ``name`` of the ``vector`` extra, or raise ``error`` naming the
+    command that installs it, in one line (never an ImportError's traceback)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise error(spec, f"needs the Python module {name}: {install}") from None

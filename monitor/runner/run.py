@@ -26,6 +26,7 @@ from monitor.search.base import (
     fingerprint_digest,
     gives_checked_hits,
     is_async,
+    prepare_search,
     search_stats,
     wants_query,
 )
@@ -91,6 +92,7 @@ def run_queries(
     warmup = min(warmup, len(items))
     # Asked before the first query: the corpus the run ran against, not the one after it.
     corpus = _corpus(search)
+    _prepare(search, items)
     started_at = datetime.now(timezone.utc)
     start = time.perf_counter()
     max_failures = None if error_budget is None else math.floor(error_budget * len(items) + 1e-9)
@@ -379,6 +381,15 @@ def _stats(search: Search) -> dict[str, MetaValue]:
     except Exception as error:
         logger.warning("search_stats_failed", error_type=type(error).__name__, error=str(error))
         return {"stats_error": f"{type(error).__name__}: {error}"}
+
+
+def _prepare(search: Search, items: Sequence[Query]) -> None:
+    """Hand the queries to the plug-in's ``prepare``; a failing one is logged, never fatal:
+    each call then does its own work."""
+    try:
+        prepare_search(search, items)
+    except Exception as error:
+        logger.warning("search_prepare_failed", error_type=type(error).__name__, error=str(error))
 
 
 def _corpus(search: Search) -> dict[str, MetaValue]:

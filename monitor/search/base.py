@@ -27,6 +27,11 @@ pass those checks (a replay of a run its reader has checked) may say so with a t
 ``checked_hits`` class attribute: the runner then takes them as they come
 (:func:`gives_checked_hits`).
 
+A plug-in with a ``prepare(queries)`` method is handed the run's queries (a sequence of
+:class:`~monitor.records.Query`) once before the first call (:func:`prepare_search`): a
+vector search embeds them all in batches there rather than one per call. A failing
+``prepare`` is logged and the run goes on, each call then doing its own work.
+
 Optional extras, found by name: ``stats()`` returns scalars recorded with the run, and
 ``close()`` releases connections (:func:`close_search`). Stats keys the monitor knows:
 ``index_size`` (documents or vectors in the index; the ``index_size_max_relative_drop`` rule
@@ -277,6 +282,13 @@ def _scalar(value: object) -> MetaValue:
     if isinstance(value, float) and math.isfinite(value):
         return value
     return str(value)
+
+
+def prepare_search(search: object, queries: Sequence[Query]) -> None:
+    """Call ``search.prepare(queries)`` when the plug-in has one."""
+    prepare = getattr(search, "prepare", None)
+    if callable(prepare):
+        prepare(queries)
 
 
 def close_search(search: object) -> None:

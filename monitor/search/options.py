@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TypeVar
 
@@ -13,9 +14,17 @@ _T = TypeVar("_T")
 class Options:
     """Typed, checked access to one plug-in's options; :meth:`done` rejects unknown keys."""
 
-    def __init__(self, spec: str, options: Mapping[str, object]) -> None:
+    def __init__(
+        self,
+        spec: str,
+        options: Mapping[str, object],
+        *,
+        error: type[SearchSetupError] = SearchSetupError,
+    ) -> None:
+        #: The error class raised (an embedder's options raise EmbedderSetupError).
+        self.error = error
         if not isinstance(options, Mapping):
-            raise SearchSetupError(spec, f"expected a mapping of options, found {_short(options)}")
+            raise error(spec, f"expected a mapping of options, found {_short(options)}")
         self.spec = spec
         self._options = options
         self._read: set[str] = set()
@@ -29,7 +38,7 @@ class Options:
         reason = f"option {key!r}: expected {expected}"
         if found is not None:
             reason += f", found {_short(found)}"
-        return SearchSetupError(self.spec, reason, option=key)
+        return self.error(self.spec, reason, option=key)
 
     def typed(self, key: str, kind: type[_T] | tuple[type[_T], ...], expected: str) -> _T | None:
         """Return option ``key`` when it is an instance of ``kind``, None when absent."""
@@ -56,6 +65,16 @@ class Options:
             raise self.fail(key, "a non-empty string (required)")
         return value
 
+    def integer(self, key: str, default: int, *, minimum: int = 1) -> int:
+        """Return an integer option of at least ``minimum``."""
+        expected = f"an integer of at least {minimum}"
+        value = self.typed(key, int, expected)
+        if value is None:
+            return default
+        if value < minimum:
+            raise self.fail(key, expected, value)
+        return value
+
     def flag(self, key: str, default: bool) -> bool:
         """Return a boolean option."""
         value = self.typed(key, bool, "true or false")
@@ -79,6 +98,17 @@ class Options:
             raise self.fail(key, "a mapping with string keys", value)
         return value
 
+    def env_string(self, key: str, environ: Mapping[str, str] | None = None) -> str | None:
+        """Return the value of the environment variable that option ``key`` names (None when
+        the option is absent); a variable that is not set is an error naming the variable."""
+        name = self.string(key)
+        if name is None:
+            return None
+        value = (os.environ if environ is None else environ).get(name)
+        if not value:
+            raise self.fail(key, f"environment variable {name} to be set (it is not)")
+        return value
+
     def raw(self, key: str) -> object:
         """Return option ``key`` unchecked (None when absent)."""
         return self._get(key)
@@ -88,7 +118,7 @@ class Options:
         unknown = sorted(set(self._options) - self._read)
         if unknown:
             known = ", ".join(sorted(self._read))
-            raise SearchSetupError(
+            raise self.error(
                 self.spec,
                 f"unknown option(s) {', '.join(map(repr, unknown))}; known: {known}",
                 option=unknown[0],

@@ -1,12 +1,12 @@
 """Build a search function from a kind and its options.
 
-Built-in kinds are the aliases of :data:`BUILTINS` (``python``, ``http``, ``replay`` and
-``interleave``); third-party packages add kinds through the entry-point group
-``retrieval_monitor.search``, each entry point naming a :data:`SearchBuilder`
-(``options -> search function``)::
+Built-in kinds are the aliases of :data:`BUILTINS` (``python``, ``http``, ``replay``,
+``interleave`` and the vector stores ``pgvector`` and ``qdrant``); third-party packages add
+kinds through the entry-point group ``retrieval_monitor.search``, each entry point naming a
+:data:`SearchBuilder` (``options -> search function``)::
 
     [project.entry-points."retrieval_monitor.search"]
-    qdrant = "my_package.monitor_plugin:build"
+    milvus = "my_package.monitor_plugin:build"
 
 Both are loaded the same way (:mod:`monitor.plugins`). A kind may also be written
 ``entrypoint:<name>`` (as the config file spells third-party kinds): that form looks only at
@@ -34,7 +34,9 @@ ENTRY_POINT_GROUP: Final = "retrieval_monitor.search"
 BUILTINS: Final[Mapping[str, str]] = {
     "http": "monitor.search.http:build",
     "interleave": "monitor.search.interleave:build",
+    "pgvector": "monitor.search.pgvector:build",
     "python": "monitor.search.python:build",
+    "qdrant": "monitor.search.qdrant:build",
     "replay": "monitor.search.replay:build",
 }
 
