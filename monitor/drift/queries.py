@@ -18,13 +18,12 @@ The windows of a check are read by :mod:`monitor.config.windows`.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -43,8 +42,6 @@ Weighting = Literal["distinct", "searches"]
 
 #: How a sample's keys are counted, as ``--weighting`` names them.
 WEIGHTINGS: Final[tuple[Weighting, ...]] = ("distinct", "searches")
-#: The command that installs the embedding model a drift check needs.
-INSTALL: Final = "pip install 'retrieval-monitor[vector]'"
 #: Texts embedded in one call (bounds the embedder's batch).
 BATCH: Final = 256
 _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
@@ -147,14 +144,13 @@ def embed(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
 
 
 def open_embedder(kind: str) -> Embedder:
-    """Return the embedder of ``kind``, or raise UsageError naming what to install."""
-    try:
-        module: Any = importlib.import_module("monitor.embedding")
-        opener = module.open_embedder
-    except (ImportError, AttributeError):
-        raise UsageError(f"drift check needs an embedder ({kind}): {INSTALL}") from None
-    embedder: Embedder = opener({"kind": kind})
-    return embedder
+    """Return the embedder of ``kind``, its query vectors cached by model id and text digest
+    (:mod:`monitor.embedding.cache`), so a scheduled check embeds only the queries it has not
+    seen; raise EmbedderSetupError naming the extra to install when the kind cannot load."""
+    from monitor.embedding import open_embedder as open_kind
+    from monitor.embedding.cache import CachedEmbedder
+
+    return CachedEmbedder(open_kind({"kind": kind}))
 
 
 def check_queries(
