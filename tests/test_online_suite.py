@@ -421,3 +421,31 @@ def test_each_online_metric_has_one_definition() -> None:
     from monitor.traffic.online import METRICS, PERCENTILES
 
     assert ONLINE_METRICS == (*METRICS, *PERCENTILES)
+
+
+def test_a_pinned_baseline_is_the_window_pinned_not_the_window_before(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """Without a pin the run says so with a command that runs as printed; after `online pin`
+    of day 1's window, day 3 is compared with day 1, not with day 2."""
+    import shlex
+
+    db = planted_logs(tmp_path, (0.6, 0.3, 0.6))
+    config = tmp_path / "monitor.yaml"
+    config.write_text(
+        f"store: {{path: {tmp_path / 'm.db'}}}\n"
+        f"traffic:\n  database: {db}\n  online:\n"
+        "    - {name: shop, window: 1d, metrics: [ctr], baseline: pinned}\n"
+    )
+    run = ["online", "run", "--config", str(config), "--now"]
+    assert 0 == main([*run, "2026-11-02T00:00:00Z"])
+    unpinned = capsys.readouterr().out
+    pin = unpinned.split("none pinned: `", 1)[1].split("`", 1)[0]
+    assert 0 == main(shlex.split(pin)[1:])
+    capsys.readouterr()
+    assert 0 == main([*run, "2026-11-04T00:00:00Z"])
+    pinned = capsys.readouterr().out
+    assert ("pinned window 1, 2026-11-01T00:00:00Z/2026-11-02T00:00:00Z", True) == (
+        pinned.split("baseline: ", 1)[1].split("\n", 1)[0],
+        pin.endswith(f"--config {config}"),
+    )

@@ -123,7 +123,8 @@ def _load_file(path: Path, env: Mapping[str, str] | None, *, check_files: bool) 
     config = _parse(text, source, path.absolute().parent, env, check_files=check_files)
     where = path.absolute()
     suites = {name: replace(suite, config_file=where) for name, suite in config.suites.items()}
-    return replace(config, suites=suites)
+    traffic = None if config.traffic is None else replace(config.traffic, config_file=where)
+    return replace(config, suites=suites, traffic=traffic)
 
 
 def _guard(text: str, source: str) -> None:

@@ -104,6 +104,8 @@ class TrafficConfig:
     click_action: str
     min_distinct_clients: int = 5
     online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
+    #: The file the section was read from, for the commands the monitor prints.
+    config_file: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "online", _freeze_map(self.online))

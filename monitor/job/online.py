@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from monitor.alerts.model import Alert, AlertIdentity
+from monitor.config.model import config_option
 from monitor.config.windows import Window
 from monitor.errors import UsageError
 from monitor.job.publish import Sink, export, suite_notifiers
@@ -103,14 +104,15 @@ def _read(
 
 
 def _baseline_window(
-    suite: OnlineSuiteConfig, store: Store, window: Window
+    traffic: TrafficConfig, suite: OnlineSuiteConfig, store: Store, window: Window
 ) -> tuple[Window | None, str]:
     if suite.baseline == "last_window":
         before = Window(window.start - suite.window, window.start)
         return before, f"the window before, {before.label}"
     pinned: StoredWindow | None = store.pinned_online_window(suite.name)
     if pinned is None:
-        return None, f"none pinned: `retrieval-monitor online pin --suite {suite.name}`"
+        pin = f"retrieval-monitor online pin --suite {suite.name}{config_option(traffic.config_file)}"
+        return None, f"none pinned: `{pin}`"
     span = Window(_naive(pinned.start), _naive(pinned.end))
     return span, f"pinned window {pinned.window_id}, {span.label}"
 
@@ -139,7 +141,7 @@ def _run(
                 f"the query logs with `logs import --keep-attribute {suite.segment}`"
             )
     current = _read(connection, traffic, suite, window)
-    span, label = _baseline_window(suite, store, window)
+    span, label = _baseline_window(traffic, suite, store, window)
     if current is None:
         stored = StoredWindow(suite.name, _aware(window.start), _aware(window.end), "no_data", 0)
         window_id = store.save_online_window(stored)
