@@ -111,7 +111,8 @@ def _baseline_window(
         return before, f"the window before, {before.label}"
     pinned: StoredWindow | None = store.pinned_online_window(suite.name)
     if pinned is None:
-        pin = f"retrieval-monitor online pin --suite {suite.name}{config_option(traffic.config_file)}"
+        where = config_option(traffic.config_file)
+        pin = f"retrieval-monitor online pin --suite {suite.name}{where}"
         return None, f"none pinned: `{pin}`"
     span = Window(_naive(pinned.start), _naive(pinned.end))
     return span, f"pinned window {pinned.window_id}, {span.label}"
