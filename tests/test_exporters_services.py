@@ -31,6 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alerts_data import dashboard_queries, expand
 from test_exporters import make_failure, make_snapshot
 
+from monitor.config.vocab import ONLINE_METRICS
 from monitor.exporters import RuleState, push_snapshot, start_http_exporter, write_textfile
 
 pytestmark = pytest.mark.service
@@ -185,20 +186,20 @@ def test_a_first_run_that_fails_creates_its_group(stack: Stack) -> None:
 
 @pytest.mark.slow
 def test_every_dashboard_query_runs_on_prometheus(stack: Stack) -> None:
-    """Prometheus accepts each dashboard query, and the panels show a pushed run's data."""
+    """Prometheus accepts each dashboard query, and the panels show a pushed run's data (an
+    online suite's too)."""
     suite = suite_name()
-    stack.push(recent(suite=suite))
+    groups = {("all", "all"): 100, ("web", "all"): 60, ("all", "mobile"): 40}
+    online = {(metric, *group): 0.5 for metric in ONLINE_METRICS for group in groups}
+    stack.push(recent(suite=suite, online=online, online_searches=groups))
     poll(lambda: stack.values(f'retrieval_run_success{{suite="{suite}"}}'), "pushed run")
     empty: list[str] = []
     for where, expr in dashboard_queries():
-        for filled in expand(expr.replace("$suite", suite)):
+        named = expr.replace("$suite", suite).replace("$online_suite", suite)
+        for filled in expand(named):
             answer = stack.query(filled)
             assert "success" == answer["status"], f"{where}: {filled}: {answer}"
-        shown = expand(
-            expr.replace("$suite", suite)
-            .replace("${measure}", "recall")
-            .replace("$measure", "recall")
-        )
+        shown = expand(named.replace("${measure}", "recall").replace("$measure", "recall"))
         if not where.startswith("annotation") and not stack.query(shown[0])["data"]["result"]:
             empty.append(f"{where}: {shown[0]}")
     assert [] == empty
