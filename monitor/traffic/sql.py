@@ -2,8 +2,12 @@
 
 Every statement here is plain SQL over the tables below (joins, ``GROUP BY``, ``GROUPING SETS``,
 window functions and ``CASE``), with no engine's list or JSON functions: the import
-flattens each search's hit list into ``impressions`` so that an engine other than DuckDB
-(Spark SQL) can run the same text. Parameters are named ``$name``.
+flattens each search's hit list into ``impressions`` so that Spark SQL runs the same text
+as DuckDB (``--engine spark``, :mod:`monitor.traffic.spark`, which also holds the one
+dialect change: parameters are named ``$name`` here, ``:name`` there). The statements keep
+to what the two dialects read alike: no decimal literals (Spark reads ``1.0`` as a
+DECIMAL and averages it to five places; a rate is the mean of a 0/1 integer instead),
+no ``NULLS FIRST``/``LAST`` defaults relied on (they differ), strings compared byte by byte.
 
 Tables (timestamps are UTC, without a zone):
 
@@ -150,16 +154,16 @@ SELECT
     grouping(p.application) AS overall,
     count(*) AS searches,
     sum(CASE WHEN p.hits > 0 THEN 1 ELSE 0 END) AS with_results,
-    avg(CASE WHEN p.hits = 0 THEN 1.0 ELSE 0.0 END) AS zero_result_rate,
-    avg(CASE WHEN p.clicks > 0 THEN 1.0 ELSE 0.0 END) AS ctr,
-    avg(CASE WHEN p.first_rank <= 1 THEN 1.0 ELSE 0.0 END) AS ctr_at_1,
-    avg(CASE WHEN p.first_rank <= 3 THEN 1.0 ELSE 0.0 END) AS ctr_at_3,
-    avg(CASE WHEN p.first_rank <= 5 THEN 1.0 ELSE 0.0 END) AS ctr_at_5,
-    avg(CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1.0 ELSE 0.0 END) END)
+    avg(CASE WHEN p.hits = 0 THEN 1 ELSE 0 END) AS zero_result_rate,
+    avg(CASE WHEN p.clicks > 0 THEN 1 ELSE 0 END) AS ctr,
+    avg(CASE WHEN p.first_rank <= 1 THEN 1 ELSE 0 END) AS ctr_at_1,
+    avg(CASE WHEN p.first_rank <= 3 THEN 1 ELSE 0 END) AS ctr_at_3,
+    avg(CASE WHEN p.first_rank <= 5 THEN 1 ELSE 0 END) AS ctr_at_5,
+    avg(CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1 ELSE 0 END) END)
         AS abandonment,
     avg(CAST(p.first_rank AS DOUBLE)) AS mean_first_click_position,
     avg(CAST(r.reformulated AS DOUBLE)) AS reformulation_rate,
-    avg(coalesce(paul.paul, 0.0)) AS paulscore
+    avg(coalesce(paul.paul, 0)) AS paulscore
 FROM per_search p JOIN reformulated r ON r.query_id = p.query_id
 LEFT JOIN paul ON paul.query_id = p.query_id
 GROUP BY GROUPING SETS ((p.application), ())
