@@ -29,7 +29,7 @@ from typing import Final, Literal
 
 from monitor.errors import UsageError
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection, rows
+from monitor.traffic.engine import Connection, Reader, rows
 from monitor.traffic.online import CLICK_ACTION
 from monitor.traffic.window import EVERYTHING, Window
 
@@ -114,7 +114,7 @@ def grade_of(score: float, cutoffs: Sequence[float]) -> int:
 
 
 def click_grades(
-    connection: Connection, settings: ClickSettings, window: Window = EVERYTHING
+    connection: Reader, settings: ClickSettings, window: Window = EVERYTHING
 ) -> list[ClickGrade]:
     """Return the graded pairs of ``window`` under ``settings``, by query key then doc."""
     statement = MODELS[settings.model][0]

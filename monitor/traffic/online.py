@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection, rows
+from monitor.traffic.engine import Reader, rows
 from monitor.traffic.errors import NoTrafficError
 from monitor.traffic.window import Window
 
@@ -70,7 +70,7 @@ class OnlineMetrics:
 
 
 def online_metrics(
-    connection: Connection,
+    connection: Reader,
     window: Window,
     *,
     click_action: str = CLICK_ACTION,
