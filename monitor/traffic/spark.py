@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,11 +48,14 @@ TABLES: Final = ("queries", "impressions", "events")
 #: The master unless told otherwise: this machine, two cores.
 DEFAULT_MASTER: Final = "local[2]"
 
-#: Settings a user may override: no web UI, no progress bar on stderr.
+#: Settings a user may override: no web UI, no progress bar on stderr (and the driver's log
+#: lines at ERROR, from the packaged log4j2 file: :func:`spark_session` adds it).
 DEFAULTS: Final = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
+#: The packaged log4j2 settings of the driver, under ``monitor/data``.
+LOG_CONFIG: Final = ("spark", "log4j2.properties")
 
 #: Settings the SQL depends on: its timestamps are UTC, and so must the session's zone be.
 PINNED: Final = {"spark.sql.session.timeZone": "UTC"}
@@ -93,12 +97,18 @@ def settings_from(
     return SparkSettings(master=chosen, conf=pairs)
 
 
+@contextmanager
+def _no_pandas_warning() -> Iterator[None]:
+    # pyspark warns, when it first looks for pandas, about the pandas versions it was tested
+    # with: not the user's concern, since the traffic SQL hands no data to pandas.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "PySpark does not yet", FutureWarning)
+        yield
+
+
 def pyspark_sql() -> Any:
     """Return the ``pyspark.sql`` module, or raise UsageError naming the extra to install."""
-    with warnings.catch_warnings():
-        # pyspark warns at import about the pandas version it was tested with: not the
-        # user's concern, and the traffic SQL hands no data to pandas.
-        warnings.simplefilter("ignore", FutureWarning)
+    with _no_pandas_warning():
         try:
             return importlib.import_module("pyspark.sql")
         except ImportError:
@@ -136,16 +146,19 @@ def spark_session(settings: SparkSettings) -> Iterator[Any]:
         return
     java()
     builder = module.SparkSession.builder.master(settings.master).appName("retrieval-monitor")
-    for key, value in {**DEFAULTS, **settings.conf, **PINNED}.items():
-        builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as error:  # pyspark's start-up errors share no base class
-        raise SparkStartError(settings.master, str(error)) from None
-    try:
-        yield spark
-    finally:
-        stop(spark)
+    with resources.as_file(resources.files("monitor").joinpath("data", *LOG_CONFIG)) as logs:
+        quiet = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{logs}"}
+        for key, value in {**DEFAULTS, **quiet, **settings.conf, **PINNED}.items():
+            builder = builder.config(key, value)
+        try:
+            with _no_pandas_warning():
+                spark = builder.getOrCreate()
+        except Exception as error:  # pyspark's start-up errors share no base class
+            raise SparkStartError(settings.master, str(error)) from None
+        try:
+            yield spark
+        finally:
+            stop(spark)
 
 
 def stop(spark: Any) -> None:
@@ -207,8 +220,9 @@ class SparkReader:
     def execute(self, query: str, parameters: Mapping[str, object] | None = None) -> SparkCursor:
         """Run ``query`` (DuckDB's dialect, ``$name`` parameters) on Spark; return its rows."""
         args = {name: spark_value(value) for name, value in (parameters or {}).items()}
-        frame = self.spark.sql(spark_sql(query), args=args or None)
-        return SparkCursor(frame.columns, frame.collect())
+        with _no_pandas_warning():
+            frame = self.spark.sql(spark_sql(query), args=args or None)
+            return SparkCursor(frame.columns, frame.collect())
 
 
 def parquet_tables(spark: Any, folder: Path | str) -> SparkReader:
