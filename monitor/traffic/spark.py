@@ -54,6 +54,8 @@ DEFAULTS: Final = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
+#: The driver JVM's options: the packaged log4j2 file, then any the user gives.
+JAVA_OPTIONS: Final = "spark.driver.extraJavaOptions"
 #: The packaged log4j2 settings of the driver, under ``monitor/data``.
 LOG_CONFIG: Final = ("spark", "log4j2.properties")
 
@@ -147,8 +149,11 @@ def spark_session(settings: SparkSettings) -> Iterator[Any]:
     java()
     builder = module.SparkSession.builder.master(settings.master).appName("retrieval-monitor")
     with resources.as_file(resources.files("monitor").joinpath("data", *LOG_CONFIG)) as logs:
-        quiet = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{logs}"}
-        for key, value in {**DEFAULTS, **quiet, **settings.conf, **PINNED}.items():
+        options = f"-Dlog4j2.configurationFile=file:{logs}"
+        given = settings.conf.get(JAVA_OPTIONS)
+        # The user's options come after, so that their own log4j2 file wins over ours.
+        java_options = {JAVA_OPTIONS: f"{options} {given}" if given else options}
+        for key, value in {**DEFAULTS, **settings.conf, **java_options, **PINNED}.items():
             builder = builder.config(key, value)
         try:
             with _no_pandas_warning():
