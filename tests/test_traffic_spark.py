@@ -26,6 +26,7 @@ from conftest import unavailable
 from monitor.cli import main
 from monitor.cli.exits import exit_code
 from monitor.errors import UsageError
+from monitor.evalset import bundled
 from monitor.traffic import engine
 from monitor.traffic.clicks import ClickSettings, click_grades
 from monitor.traffic.engine import Connection, connect
@@ -234,6 +235,41 @@ def test_evalset_sample_with_the_spark_engine_writes_duckdbs_file(
         written.append((code, out.read_text(encoding="utf-8")))
     capsys.readouterr()
     assert written[0] == written[1]
+
+
+@pytest.mark.slow
+def test_from_clicks_with_the_spark_engine_keeps_duckdbs_grades(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``judgments from-clicks --engine spark`` stores the grades and counts DuckDB does."""
+    monkeypatch.chdir(tmp_path)
+    texts = [query.text for query in list(bundled.larkfield_evalset())[:3]]
+    planted = generate(3, texts=texts, docs_per_query=4, searches_per_query=20)
+    kept = []
+    for name in ("duckdb", "spark"):
+        folder = tmp_path / name
+        folder.mkdir()
+        db = folder / "traffic.duckdb"
+        connection = connect(db)
+        try:
+            import_logs(
+                connection,
+                [write_ndjson(folder / "q.ndjson", planted.queries)],
+                [write_ndjson(folder / "e.ndjson", planted.events)],
+                min_distinct_clients=1,
+            )
+        finally:
+            connection.close()
+        code = main(["judgments", "from-clicks", "--suite", "larkfield", "--store",
+                     str(folder / "monitor.db"), "--db", str(db), "--engine", name])  # fmt: skip
+        connection = connect(db, read_only=True)
+        try:
+            rows = connection.execute("SELECT * FROM click_grades ORDER BY query_id, doc")
+            kept.append((code, [tuple(row) for row in rows.fetchall()]))
+        finally:
+            connection.close()
+    assert [] == differences(kept[0], kept[1])
+    assert 12 == len(kept[0][1])
 
 
 def test_parameters_become_sparks_markers() -> None:
