@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import math
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import astuple
 from datetime import datetime, timedelta
@@ -207,6 +208,22 @@ def test_a_seeded_sample_picks_the_same_queries_on_both_engines(
     """The draw reads only the population, so one seed picks the same queries on both."""
     duck, spark = populations
     assert draw(duck, method, 3, seed=11).queries() == draw(spark, method, 3, seed=11).queries()
+
+
+@pytest.mark.slow
+def test_a_window_is_utc_on_spark_whatever_the_process_time_zone(
+    duck: Connection, on_spark: SparkReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a zone nine hours from UTC, Spark still cuts the window where DuckDB does."""
+    expected = population(duck, MIDDLE)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        found = population(on_spark, MIDDLE)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert (expected.keys, expected.searches.tolist()) == (found.keys, found.searches.tolist())
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ between the dialects is in :func:`spark_sql` and :func:`spark_value`, nowhere el
 Where Spark reads the logs from: the tables of the DuckDB database (:data:`TABLES`) are
 exported to Parquet in a temporary folder, one folder per table, and registered as temporary
 views of the same names (:func:`tables_on_spark`); a folder laid out the same way, written
-by Spark jobs upstream, is read in place with :func:`parquet_tables`.
+by Spark jobs upstream, is read in place with :func:`parquet_tables`. The temporary folder
+is made under ``TMPDIR``: with a cluster master it must be a mount every executor reads.
 
 pyspark is imported only here, when a command asks for ``--engine spark``: without it the
 command says, in one line, which extra to install; without Java it says so too (both exit
