@@ -317,6 +317,18 @@ def test_spark_settings_come_from_options_then_environment_then_defaults(
     assert expected == settings_from(master, conf, environ)
 
 
+@pytest.mark.parametrize(
+    ("master", "environ", "option"),
+    [("nonsense", {}, "--spark-master"), (None, {"MONITOR_SPARK_MASTER": "local[0]"}, "MONITOR_")],
+)
+def test_a_master_spark_would_refuse_is_a_usage_error_naming_where_it_came_from(
+    master: str | None, environ: dict[str, str], option: str
+) -> None:
+    """A master that is not local[N], spark://, yarn or k8s:// is refused before Spark starts."""
+    with pytest.raises(UsageError, match=f"^{option}.*expected local, local"):
+        settings_from(master, [], environ)
+
+
 def test_a_spark_setting_without_a_value_is_a_usage_error() -> None:
     """``--spark-conf`` takes KEY=VALUE and names what it found instead."""
     with pytest.raises(UsageError, match=r"--spark-conf: expected KEY=VALUE, found 'spark\.x'"):

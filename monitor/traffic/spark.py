@@ -64,6 +64,8 @@ LOG_CONFIG: Final = ("spark", "log4j2.properties")
 PINNED: Final = {"spark.sql.session.timeZone": "UTC"}
 
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+#: The masters Spark's launcher accepts.
+_MASTER = re.compile(r"local(\[([1-9][0-9]*|\*)(,[0-9]+)?\])?|yarn|(spark|k8s|mesos)://\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,15 @@ def settings_from(
             if not equals or not key.strip():
                 raise UsageError(f"{option}: expected KEY=VALUE, found {item!r}")
             pairs[key.strip()] = value
-    chosen = master or environ.get("MONITOR_SPARK_MASTER") or DEFAULT_MASTER
+    told = environ.get("MONITOR_SPARK_MASTER")
+    chosen = master or told or DEFAULT_MASTER
+    if not _MASTER.fullmatch(chosen):
+        # Spark's launcher would print its Java stack before the one line of our error.
+        option = "--spark-master" if master else "MONITOR_SPARK_MASTER"
+        raise UsageError(
+            f"{option}: expected local, local[N], local[*], spark://HOST:PORT, yarn or "
+            f"k8s://URL, found {chosen!r}"
+        )
     return SparkSettings(master=chosen, conf=pairs)
 
 
@@ -160,6 +170,7 @@ def spark_session(settings: SparkSettings) -> Iterator[Any]:
             with _no_pandas_warning():
                 spark = builder.getOrCreate()
         except Exception as error:  # pyspark's start-up errors share no base class
+            _end_jvm(importlib.import_module("pyspark").SparkContext)  # started or not
             raise SparkStartError(settings.master, str(error)) from None
         try:
             yield spark
@@ -171,6 +182,11 @@ def stop(spark: Any) -> None:
     """Stop ``spark`` and the JVM pyspark started for it, so no process is left running."""
     context = type(spark.sparkContext)
     spark.stop()
+    _end_jvm(context)
+
+
+def _end_jvm(context: Any) -> None:
+    """End the JVM pyspark launched for SparkContext class ``context``, if it did."""
     gateway = getattr(context, "_gateway", None)
     if gateway is None:
         return
