@@ -240,11 +240,11 @@ def write_logs(folder: Path, searches: int, seed: int, formats: tuple[str, ...])
 
 def ours(queries: Path, events: Path, db: Path) -> dict[str, Any]:
     """Import the logs into a new database at ``db``; return the online metrics and COEC."""
+    from monitor.config.windows import EVERYTHING
     from monitor.traffic.clicks import ClickSettings, click_grades
     from monitor.traffic.engine import connect
     from monitor.traffic.importer import import_logs
     from monitor.traffic.online import online_metrics
-    from monitor.traffic.window import EVERYTHING
 
     connection = connect(db)
     try:
@@ -267,12 +267,12 @@ def ours(queries: Path, events: Path, db: Path) -> dict[str, Any]:
 def on_spark(queries: Path, events: Path, db: Path, master: str) -> dict[str, Any]:
     """Import as :func:`ours` does, then aggregate on Spark; return the result with the
     seconds of each phase (``import``, ``start``, ``export``, ``aggregate``)."""
+    from monitor.config.windows import EVERYTHING
     from monitor.traffic.clicks import ClickSettings, click_grades
     from monitor.traffic.engine import connect
     from monitor.traffic.importer import import_logs
     from monitor.traffic.online import online_metrics
     from monitor.traffic.spark import SparkSettings, spark_session, tables_on_spark
-    from monitor.traffic.window import EVERYTHING
 
     phases: dict[str, float] = {}
     start = time.perf_counter()

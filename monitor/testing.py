@@ -7,6 +7,9 @@ callable. :func:`sample_queries` makes queries to run through them::
     search = FakeSearch({"q0": ["d0", "d9"]}, failures={"q1": [SearchCallError(
         "HTTPStatusError 503", "busy", retryable=True), None]})
     result = run_queries(sample_queries(3), search, retries=1)
+
+:class:`~monitor.fake_llm.FakeLLM` is a local chat-completions server with planted
+behaviour (correct, biased, noisy, slow, malformed, injection-echo), for testing a judge.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from monitor.fake_llm import BEHAVIOURS, FakeLLM
 from monitor.records import MetaValue, Query
+
+__all__ = ["BEHAVIOURS", "AsyncFakeSearch", "FakeLLM", "FakeSearch", "sample_queries"]
 
 
 class FakeSearch:

@@ -13,10 +13,12 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
@@ -37,6 +39,49 @@ def unavailable(reason: str) -> None:
     if services_required():
         pytest.fail(f"required service unavailable: {reason}")
     pytest.skip(reason)
+
+
+#: The database scripts/start-postgres.sh starts, unless MONITOR_POSTGRES_URL names another.
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """Return the URL of a reachable PostgreSQL database, or skip."""
+    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    try:
+        import psycopg
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'retrieval-monitor[postgres]')")
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        unavailable(f"no PostgreSQL at {urlsplit(url).hostname}:{urlsplit(url).port} ({exc})")
+    return url
+
+
+@pytest.fixture
+def postgres_schema_url(postgres_url: str) -> Iterator[str]:
+    """Return a URL whose connections work in a new, empty schema; drop it afterwards."""
+    import psycopg
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {name}")
+        parts = urlsplit(postgres_url)
+        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
+        query = f"{parts.query}&{options}" if parts.query else options
+        yield urlunsplit(parts._replace(query=query))
+        admin.execute(f"DROP SCHEMA {name} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/monitor.db"
+    url: str = request.getfixturevalue("postgres_schema_url")
+    return url
 
 
 #: Where Debian's chromium-driver package puts the driver.

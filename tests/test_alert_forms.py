@@ -21,7 +21,8 @@ from monitor.alerts.build import failure_alert, regression_alert
 from monitor.alerts.model import SEVERITIES, Alert, FailureReason, RegressionDetails
 from monitor.alerts.testing import breach, segment, worse
 from monitor.compare.records import Change, QueryDiff, RuleOutcome, RuleStatus, SegmentChange
-from monitor.config.model import Check, LinksConfig
+from monitor.config.common import LinksConfig
+from monitor.config.model import Check
 from monitor.errors import UsageError
 
 DATA = Path(__file__).resolve().parent / "data" / "alerts"

@@ -6,15 +6,11 @@ PostgreSQL store at ``MONITOR_POSTGRES_URL``.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
-from conftest import unavailable
 
 from monitor.alerts.build import failure_alert, regression_alert
 from monitor.alerts.lifecycle import NAMESPACE, AlertLifecycle, AlertStore
@@ -23,27 +19,6 @@ from monitor.alerts.outbox import OUTBOX_KIND, flush_outbox, send_now
 from monitor.alerts.testing import ManualClock, MemoryStore, RecordingNotifier, breach, no_sleep
 from monitor.errors import NotifyError, UsageError
 from monitor.store import open_store
-
-#: The database scripts/start-postgres.sh starts.
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """Return a URL to a fresh schema of the PostgreSQL at MONITOR_POSTGRES_URL."""
-    psycopg = pytest.importorskip("psycopg")
-    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    try:
-        admin = psycopg.connect(url, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        unavailable(f"no PostgreSQL at {urlsplit(url).hostname}:{urlsplit(url).port} ({exc})")
-    name = f"alerts_{uuid.uuid4().hex[:12]}"
-    with admin:
-        admin.execute(f"CREATE SCHEMA {name}")
-        parts = urlsplit(url)
-        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
-        yield urlunsplit(parts._replace(query=f"{parts.query}&{options}".lstrip("&")))
-        admin.execute(f"DROP SCHEMA {name} CASCADE")
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
@@ -54,7 +29,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AlertStore
         return
     where = tmp_path / "monitor.db"
     if request.param == "postgresql":
-        where = request.getfixturevalue("postgres_url")
+        where = request.getfixturevalue("postgres_schema_url")
     with open_store(where) as opened:
         yield opened  # type: ignore[misc]
 

@@ -18,7 +18,7 @@ from monitor.alerts.model import (
 )
 from monitor.alerts.testing import breach, segment, worse
 from monitor.compare.records import RuleOutcome
-from monitor.config.model import LinksConfig
+from monitor.config.common import LinksConfig
 from monitor.errors import UsageError
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)

@@ -22,14 +22,8 @@ from monitor.alerts.lifecycle import AlertLifecycle
 from monitor.alerts.model import Alert, FailureReason, RegressionDetails, failures_checked
 from monitor.alerts.registry import build_notifiers
 from monitor.alerts.testing import ManualClock, RecordingReceiver, breach
-from monitor.config.model import (
-    EvalSetConfig,
-    NotifierConfig,
-    ScheduleConfig,
-    SearchConfig,
-    Secret,
-    SuiteConfig,
-)
+from monitor.config.common import NotifierConfig, ScheduleConfig
+from monitor.config.model import EvalSetConfig, SearchConfig, Secret, SuiteConfig
 from monitor.store import open_store
 
 EVIDENCE = RegressionDetails(

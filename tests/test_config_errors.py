@@ -45,7 +45,7 @@ SUITE_CASES = [
     ("evalset: [a.jsonl]", "evalset", 3, "a mapping"),
     ("evalset: {bundled: Lark Field}", "evalset.bundled", 3, "bundled eval set name"),
     # search
-    ("search: {kind: solr}", "search.kind", 3, "one of http, python, replay"),
+    ("search: {kind: solr}", "search.kind", 3, "one of http, interleave, python, replay"),
     ("search: {kind: http, bundled: larkfield/keyword}", "search.bundled", 3, "kind: replay"),
     ("search: {url: 'http://x'}", "search", 3, "the key 'kind'"),
     ("search: {kind: replay, bundled: keyword}", "search.bundled", 3, "larkfield/keyword"),

@@ -65,6 +65,12 @@ UNITLESS = {
     "retrieval_queries_failed",  # a count
     "retrieval_index_size",  # a count of documents
     "retrieval_labels_needed",  # 0/1
+    "retrieval_judge_agreement",  # kappa and alpha run from -1 to 1: no ratio
+    "retrieval_judge_agreement_pairs",  # a count of (query, doc) pairs
+    "retrieval_query_drift",  # statistics of several scales (MMD^2, AUC, distances)
+    "retrieval_online_metric",  # a rate, a position or milliseconds: the metric label says
+    "retrieval_online_searches",  # a count
+    "retrieval_online_no_data",  # 0/1
 }
 
 
@@ -119,7 +125,14 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "rbo": 0.72,
         "jaccard": 0.6,
         "labels_needed": False,
+        "judge": "judge:llm:tiny:0123456789ab",
+        "judge_agreement": {"exact": 0.8, "kappa": 0.7, "kappa_linear": 0.65, "alpha": 0.69},
+        "judge_pairs": 40,
+        "drift": {"query_drift": {"auc": 0.52, "mmd_p_value": 0.4}},
         "last_success_at": None,
+        "online": {("ctr", "all", "all"): 0.4, ("ctr", "web", "all"): 0.45},
+        "online_searches": {("all", "all"): 120, ("web", "all"): 80},
+        "online_no_data": False,
     }
     fields.update(changes)
     return SuiteSnapshot(**fields)
@@ -430,7 +443,7 @@ def test_a_failed_run_exports_the_attempt_and_the_last_success_only() -> None:
 def test_a_failed_run_with_figures_still_exports_no_quality() -> None:
     """Figures on a failed snapshot (partial, untrustworthy) are not exported."""
     text = render(make_snapshot(success=False, last_success_at=None))
-    assert ATTEMPT == names(text)
+    assert ATTEMPT | {"retrieval_online_no_data"} == names(text)
 
 
 # -- snapshot checks --------------------------------------------------------------------------

@@ -86,6 +86,18 @@ def successful_run() -> SuiteSnapshot:
         rbo=0.7125,
         jaccard=0.5833333333333334,
         labels_needed=False,
+        judge="judge:llm:tiny:0123456789ab",
+        judge_agreement={
+            "exact": 0.8,
+            "kappa": 0.7142857142857143,
+            "kappa_linear": 0.625,
+            "alpha": 0.7,
+        },
+        judge_pairs=40,
+        drift={"query_drift": {"auc": 0.5125, "mmd2": 0.0003, "mmd_p_value": 0.42}},
+        online={("ctr", "all", "all"): 0.4125, ("ctr", "web", "all"): 0.45},
+        online_searches={("all", "all"): 1200, ("web", "all"): 800},
+        online_no_data=False,
     )
 
 

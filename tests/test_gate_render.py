@@ -19,7 +19,8 @@ from monitor.compare.records import (
     RuleStatus,
     Verdict,
 )
-from monitor.config.model import Check, LinksConfig
+from monitor.config.common import LinksConfig
+from monitor.config.model import Check
 from monitor.gate.records import GateResult, gate_verdict
 from monitor.gate.render import annotations, junit_xml, markdown_summary
 

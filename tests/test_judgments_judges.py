@@ -30,6 +30,7 @@ from monitor.judgments.judges import (
     parse_grade,
 )
 from monitor.store import open_store
+from monitor.testing import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -372,17 +373,15 @@ def test_a_bad_judge_key_names_file_line_and_key(
     assert key in str(caught.value)
 
 
-def test_an_http_judge_in_a_suite_grades_through_the_chat_server(
-    tmp_path: Path, chat: ChatServer
-) -> None:
+def test_an_http_judge_in_a_suite_grades_through_the_chat_server(tmp_path: Path) -> None:
     """A suite's ``kind: http`` judge asks the server once per pair and stores its grades."""
-    chat.answer("1")
-    judge = f"{{kind: http, id: llm, url: '{chat.url}', model: tiny, max_per_run: 3}}"
-    config = write_config(tmp_path, judge)
-    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    with FakeLLM(default=1) as llm:
+        judge = f"{{kind: http, id: llm, url: '{llm.url}', model: tiny, max_per_run: 3}}"
+        config = write_config(tmp_path, judge)
+        assert 0 == main(["run", "--config", str(config), "--no-progress"])
     (layer,) = judge_layers(tmp_path)
     grades = {grade for docs in layer.grades.values() for grade in docs.values()}
-    assert (3, 3, {1}, "llm tiny") == (len(chat.requests), layer.size, grades, layer.who)
+    assert (3, 3, {1}, "llm tiny") == (len(llm.requests), layer.size, grades, layer.who)
 
 
 def test_a_judge_that_fails_leaves_the_run_standing(

@@ -8,15 +8,15 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from test_store import postgres_schema_url, postgres_url, store, store_url
+from test_store import store
 
 from monitor.errors import StoreLookupError, UsageError
 from monitor.store import JudgmentLayer, RunLabels, RunRecord, SqlStore
 
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
 
-#: The fixtures taken from the store tests: the backends every test here runs on.
-__all__ = ["postgres_schema_url", "postgres_url", "store", "store_url"]
+#: The store tests' fixture: an open store on each backend the store tests run on.
+__all__ = ["store"]
 
 
 def layer(suite: str = "s", **grades: dict[str, int]) -> JudgmentLayer:

@@ -124,3 +124,12 @@ def test_rbp_matches_ranx_on_binary_judgments(metric: str, persistence: float, s
     ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
     expected = ranx_metrics.rank_biased_precision(*as_ranx_lists(case), persistence)
     np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_ranx_rbp_is_another_measure_on_graded_qrels() -> None:
+    """ranx's rbp at 0.8 gains the raw grade, 0.2 (1 + 3 x 0.8) = 0.68, where rbp_80 gains
+    grade / highest grade, 0.2 (1/3 + 0.8): why its RBP names are refused here."""
+    case = Case({"q": {"a": 3, "b": 1}}, {"q": {"b": 3.0, "a": 2.0}})
+    theirs = ranx_metrics.rank_biased_precision(*as_ranx_lists(case), 0.8)
+    ours = evaluate(case.qrels, case.run, ["rbp_80"]).means["rbp_80"]
+    assert (0.68, round(0.2 * (1 / 3 + 0.8), 12)) == (round(theirs[0], 12), round(ours, 12))

@@ -30,15 +30,8 @@ from monitor.alerts.lifecycle import AlertLifecycle
 from monitor.alerts.model import Alert, RegressionDetails
 from monitor.alerts.registry import build_notifiers
 from monitor.alerts.testing import breach, no_sleep
-from monitor.config.model import (
-    EvalSetConfig,
-    LinksConfig,
-    NotifierConfig,
-    ScheduleConfig,
-    SearchConfig,
-    Secret,
-    SuiteConfig,
-)
+from monitor.config.common import LinksConfig, NotifierConfig, ScheduleConfig
+from monitor.config.model import EvalSetConfig, SearchConfig, Secret, SuiteConfig
 from monitor.store import open_store
 
 pytestmark = pytest.mark.service

@@ -15,7 +15,8 @@ from monitor.alerts.delivery import DeliveryPolicy, deliver, try_deliver
 from monitor.alerts.http import Poster, retry_after
 from monitor.alerts.notifiers import webhook
 from monitor.alerts.testing import RecordingNotifier
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError, UsageError
 
 T0 = datetime(2030, 1, 1, tzinfo=timezone.utc)

@@ -21,14 +21,8 @@ from monitor.alerts.model import Alert, RegressionDetails
 from monitor.alerts.outbox import OUTBOX_KIND, enqueue, notification_from
 from monitor.alerts.registry import build_notifier, build_notifiers
 from monitor.alerts.testing import ManualClock, MemoryStore, RecordingReceiver, breach
-from monitor.config.model import (
-    EvalSetConfig,
-    NotifierConfig,
-    ScheduleConfig,
-    SearchConfig,
-    Secret,
-    SuiteConfig,
-)
+from monitor.config.common import NotifierConfig, ScheduleConfig
+from monitor.config.model import EvalSetConfig, SearchConfig, Secret, SuiteConfig
 from monitor.store import open_store
 
 FAST = DeliveryPolicy(attempts=2, backoff_seconds=0.0, backoff_max_seconds=0.0)

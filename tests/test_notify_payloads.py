@@ -19,7 +19,8 @@ from monitor.alerts.notifiers import alertmanager, pagerduty, slack, stdout, web
 from monitor.alerts.registry import build_notifier
 from monitor.alerts.testing import ManualClock, breach, worse
 from monitor.alerts.text import alert_annotations
-from monitor.config.model import LinksConfig, NotifierConfig, Secret
+from monitor.config.common import LinksConfig, NotifierConfig
+from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError
 
 T0 = datetime(2030, 1, 1, 9, 0, tzinfo=timezone.utc)

@@ -24,14 +24,8 @@ from monitor.alerts.notifiers import webhook
 from monitor.alerts.outbox import OUTBOX_KIND
 from monitor.alerts.registry import build_notifiers
 from monitor.alerts.testing import ManualClock, RecordingReceiver, breach, worse
-from monitor.config.model import (
-    EvalSetConfig,
-    NotifierConfig,
-    ScheduleConfig,
-    SearchConfig,
-    Secret,
-    SuiteConfig,
-)
+from monitor.config.common import NotifierConfig, ScheduleConfig
+from monitor.config.model import EvalSetConfig, SearchConfig, Secret, SuiteConfig
 from monitor.store import Store, open_store
 
 SIGNING_KEY = "whsec-0123456789"

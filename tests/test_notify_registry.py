@@ -16,14 +16,8 @@ from monitor.alerts.model import Alert
 from monitor.alerts.notifiers.stdout import StdoutNotifier
 from monitor.alerts.registry import build_notifier, build_notifiers, schedule_interval_seconds
 from monitor.config import load_config_text
-from monitor.config.model import (
-    EvalSetConfig,
-    NotifierConfig,
-    ScheduleConfig,
-    SearchConfig,
-    Secret,
-    SuiteConfig,
-)
+from monitor.config.common import NotifierConfig, ScheduleConfig
+from monitor.config.model import EvalSetConfig, SearchConfig, Secret, SuiteConfig
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
 
 T0 = datetime(2030, 1, 1, tzinfo=timezone.utc)

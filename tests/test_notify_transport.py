@@ -23,7 +23,8 @@ from monitor.alerts.build import failure_alert
 from monitor.alerts.registry import build_notifier
 from monitor.alerts.testing import RecordingReceiver
 from monitor.config import load_config_text
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
 
 TLS = Path(__file__).parent / "data" / "tls"

@@ -1,16 +1,13 @@
 """ir_measures' and ranx's RBP names are refused, saying why: on graded qrels they are other
-measures than this project's rbp (grade / the query's highest grade)."""
+measures than this project's rbp (grade / the query's highest grade): see
+``test_metrics_ranx.py`` for ranx's value on graded qrels."""
 
 from __future__ import annotations
 
 import pytest
 
 from monitor.errors import MetricError
-from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import parse_metric
-
-GRADED_QRELS = {"q": {"a": 3, "b": 1}}
-RUN = {"q": {"b": 3.0, "a": 2.0}}
 
 
 @pytest.mark.parametrize(
@@ -45,12 +42,3 @@ def test_a_persistence_without_a_canonical_rbp_is_refused_saying_so() -> None:
 def test_trec_eval_and_canonical_rbp_names_still_resolve(name: str) -> None:
     """trec_eval's rbp and the canonical names are read as before."""
     assert name.lower() == str(parse_metric(name))
-
-
-def test_ranx_rbp_is_another_measure_on_graded_qrels() -> None:
-    """ranx's rbp.8 gains the raw grade, 0.2 (1 + 3 x 0.8) = 0.68, where rbp_80 gains grade /
-    highest grade, 0.2 (1/3 + 0.8)."""
-    ranx = pytest.importorskip("ranx")
-    theirs = ranx.evaluate(ranx.Qrels(GRADED_QRELS), ranx.Run(RUN), "rbp.8")
-    ours = evaluate(GRADED_QRELS, RUN, ["rbp_80"]).means["rbp_80"]
-    assert (0.68, round(0.2 * (1 / 3 + 0.8), 12)) == (round(theirs, 12), round(ours, 12))

@@ -147,14 +147,17 @@ def test_unknown_kind_names_it_and_lists_the_known_ones() -> None:
     """An unknown kind raises an error naming it and listing every known kind."""
     with pytest.raises(UnknownSearchKindError) as caught:
         build_search("elastic", {})
-    assert ("elastic", ("http", "python", "replay")) == (caught.value.kind, caught.value.known)
+    assert ("elastic", ("http", "interleave", "python", "replay")) == (
+        caught.value.kind,
+        caught.value.known,
+    )
     assert "'elastic'" in str(caught.value)
-    assert "http, python, replay" in str(caught.value)
+    assert "http, interleave, python, replay" in str(caught.value)
 
 
 def test_known_kinds_lists_the_builtins() -> None:
     """The built-in kinds are always known."""
-    assert {"http", "python", "replay"} <= set(known_kinds())
+    assert {"http", "interleave", "python", "replay"} <= set(known_kinds())
 
 
 # -- python ----------------------------------------------------------------------------------

@@ -9,18 +9,15 @@ at full size (200 suites over 8 processes, 100,000 queries over 4 shards).
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 pytestmark = [pytest.mark.service, pytest.mark.slow]
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "shard_load.py"
 
 
@@ -34,21 +31,6 @@ def load() -> ModuleType:
     sys.modules["shard_load"] = module
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> str:
-    """Return the URL of a reachable PostgreSQL database, or skip."""
-    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    try:
-        import psycopg
-    except ImportError:
-        pytest.skip("PostgreSQL not available: psycopg is not installed")
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        pytest.skip(f"PostgreSQL not available: cannot connect to {urlsplit(url).hostname}: {exc}")
-    return url
 
 
 @pytest.fixture(scope="module")

@@ -14,14 +14,11 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
 from store_legacy import insert_legacy_run
@@ -46,53 +43,7 @@ from monitor.store import (
     schema,
 )
 
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:55432/monitor_test"
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
-
-
-def _service_missing(reason: str) -> None:
-    if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"PostgreSQL is required (MONITOR_REQUIRE_SERVICES=1) but {reason}")
-    pytest.skip(f"PostgreSQL not available: {reason}")
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> str:
-    """Return the URL of a reachable PostgreSQL database, or skip."""
-    url = os.environ.get("MONITOR_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    try:
-        import psycopg
-    except ImportError:
-        _service_missing("psycopg is not installed (pip install 'retrieval-monitor[postgres]')")
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        _service_missing(f"cannot connect to {urlsplit(url).hostname}: {exc}")
-    return url
-
-
-@pytest.fixture
-def postgres_schema_url(postgres_url: str) -> Iterator[str]:
-    """Return a URL whose connections work in a new, empty schema; drop it afterwards."""
-    import psycopg
-
-    name = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {name}")
-        parts = urlsplit(postgres_url)
-        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
-        query = f"{parts.query}&{options}" if parts.query else options
-        yield urlunsplit(parts._replace(query=query))
-        admin.execute(f"DROP SCHEMA {name} CASCADE")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/monitor.db"
-    url: str = request.getfixturevalue("postgres_schema_url")
-    return url
 
 
 @pytest.fixture

@@ -15,21 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_legacy import insert_legacy_run
-from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
+from test_store import make_run
 
 from monitor.errors import StoreError, StoreLookupError
 from monitor.run import codec
 from monitor.store import QueryRecord, SqlStore, columnar, open_store, schema
 from monitor.store.records import QueryColumns
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/monitor.db"
-    url: str = request.getfixturevalue("postgres_schema_url")
-    return url
 
 
 @pytest.fixture

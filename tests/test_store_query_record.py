@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
+from test_store import make_run
 
 from monitor.errors import StoreLookupError
 from monitor.store import QueryRecord, Store, open_store

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from test_store import make_run, postgres_schema_url, postgres_url  # noqa: F401  (fixtures)
+from test_store import make_run
 
 from monitor.cli import main
 from monitor.config import load_config
@@ -19,15 +19,6 @@ from monitor.store import QueryRecord, SqlStore, open_store
 from monitor.store.retention import Retention
 
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/monitor.db"
-    url: str = request.getfixturevalue("postgres_schema_url")
-    return url
 
 
 class Clock:

@@ -83,8 +83,8 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     for name in ("stage_queries", "stage_events"):
         real = getattr(fast, name)
 
-        def spy(connection: Any, path: Path, real: Any = real) -> Any:
-            result = real(connection, path)
+        def spy(connection: Any, path: Path, *rest: Any, real: Any = real) -> Any:
+            result = real(connection, path, *rest)
             record.append(result is not None)
             return result
 
@@ -97,8 +97,8 @@ def by_rows(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     """Return a switch that sends every file to the row reader (the fast path declines)."""
 
     def switch() -> None:
-        monkeypatch.setattr(fast, "stage_queries", lambda connection, path: None)
-        monkeypatch.setattr(fast, "stage_events", lambda connection, path: None)
+        monkeypatch.setattr(fast, "stage_queries", lambda connection, path, *rest: None)
+        monkeypatch.setattr(fast, "stage_events", lambda connection, path, *rest: None)
 
     return switch
 
@@ -348,8 +348,8 @@ def test_any_rows_store_or_fail_alike_by_both_paths(
         for name in ("fast", "rows"):
             with pytest.MonkeyPatch.context() as patch:
                 if name == "rows":
-                    patch.setattr(fast, "stage_queries", lambda connection, path: None)
-                    patch.setattr(fast, "stage_events", lambda connection, path: None)
+                    patch.setattr(fast, "stage_queries", lambda connection, path, *rest: None)
+                    patch.setattr(fast, "stage_events", lambda connection, path, *rest: None)
                 try:
                     outcomes.append(store(Path(folder), f"{name}.duckdb", *files,
                                           min_distinct_clients=1, skip_bad=1))  # fmt: skip

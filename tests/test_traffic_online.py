@@ -23,11 +23,11 @@ import pytest
 pytest.importorskip("duckdb")
 
 from monitor.cli import main
+from monitor.config.windows import Window
 from monitor.traffic.engine import connect
 from monitor.traffic.errors import NoTrafficError
 from monitor.traffic.importer import import_logs
 from monitor.traffic.online import OnlineMetrics, online_metrics
-from monitor.traffic.window import Window
 from tests.traffic_logs import T0, click, search, write_ndjson
 
 DAY = Window(datetime(2026, 11, 1), datetime(2026, 11, 2))

@@ -29,10 +29,10 @@ def test_the_query_key_ignores_case_and_runs_of_white_space(text: str, space: st
 def test_every_rate_is_in_0_1_and_the_first_click_at_least_1(tmp_path: Path, seed: int) -> None:
     """Rates lie in [0, 1], PaulScore below 1 / (1 - F), the mean first-click rank at least 1."""
     pytest.importorskip("duckdb")
+    from monitor.config.windows import EVERYTHING
     from monitor.traffic.engine import connect
     from monitor.traffic.importer import import_logs
     from monitor.traffic.online import online_metrics
-    from monitor.traffic.window import EVERYTHING
     from tests.traffic_logs import generate, write_ndjson
 
     planted = generate(seed=seed, n_queries=4, searches_per_query=30)

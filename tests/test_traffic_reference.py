@@ -18,12 +18,12 @@ import pytest
 
 pytest.importorskip("duckdb")
 
+from monitor.config.windows import EVERYTHING
 from monitor.traffic.clicks import ClickSettings, click_grades
 from monitor.traffic.engine import connect
 from monitor.traffic.importer import import_logs
 from monitor.traffic.keys import query_key
 from monitor.traffic.online import online_metrics
-from monitor.traffic.window import EVERYTHING
 from tests.traffic_logs import T0, click, search, write_ndjson
 
 

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("duckdb")
 
 from monitor.cli import main
+from monitor.config.windows import EVERYTHING
 from monitor.errors import UsageError
 from monitor.evalset.model import EvalSet
 from monitor.traffic.engine import connect
@@ -25,7 +26,6 @@ from monitor.traffic.sample import (
     strata_of,
     weighted_mean,
 )
-from monitor.traffic.window import EVERYTHING
 from tests.traffic_logs import T0, search, write_ndjson
 
 #: Searches per key: a head of two big keys, a torso, and a long tail.

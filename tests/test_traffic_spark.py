@@ -26,6 +26,7 @@ from conftest import unavailable
 
 from monitor.cli import main
 from monitor.cli.exits import exit_code
+from monitor.config.windows import EVERYTHING, Window
 from monitor.errors import UsageError
 from monitor.evalset import bundled
 from monitor.traffic import engine
@@ -46,7 +47,6 @@ from monitor.traffic.spark import (
     spark_session,
     spark_sql,
 )
-from monitor.traffic.window import EVERYTHING, Window
 from tests.traffic_logs import T0, click, generate, search, write_ndjson
 
 #: A window that cuts the generated logs (about 20 hours of searches) at both ends.

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
 import yaml
@@ -672,45 +669,6 @@ def test_the_same_corpus_as_the_baseline_gives_no_note() -> None:
 
 
 # -- the stored fingerprint ----------------------------------------------------------------
-
-
-def _service_missing(reason: str) -> None:
-    if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"PostgreSQL is required (MONITOR_REQUIRE_SERVICES=1) but {reason}")
-    pytest.skip(f"PostgreSQL not available: {reason}")
-
-
-@pytest.fixture
-def postgres_schema_url() -> Iterator[str]:
-    """Return a URL whose connections work in a new, empty schema; drop it afterwards."""
-    url = os.environ.get(
-        "MONITOR_POSTGRES_URL", "postgresql://postgres@127.0.0.1:55432/monitor_test"
-    )
-    try:
-        import psycopg
-    except ImportError:
-        _service_missing("psycopg is not installed (pip install 'retrieval-monitor[postgres]')")
-    try:
-        admin = psycopg.connect(url, autocommit=True, connect_timeout=3)
-    except psycopg.Error as exc:
-        _service_missing(f"cannot connect to {urlsplit(url).hostname}: {exc}")
-    name = f"test_{uuid.uuid4().hex[:16]}"
-    with admin:
-        admin.execute(f"CREATE SCHEMA {name}")
-        parts = urlsplit(url)
-        options = urlencode({"options": f"-c search_path={name}"}, quote_via=quote)
-        query = f"{parts.query}&{options}" if parts.query else options
-        yield urlunsplit(parts._replace(query=query))
-        admin.execute(f"DROP SCHEMA {name} CASCADE")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.service)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Return the URL of an empty store: a SQLite file, or a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/monitor.db"
-    url: str = request.getfixturevalue("postgres_schema_url")
-    return url
 
 
 def test_the_store_keeps_the_last_fingerprint_of_each_suite(store_url: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from test_store import postgres_schema_url, postgres_url, store, store_url
+from test_store import store
 
 from monitor.config import default_config
 from monitor.errors import LayersChangedError, UsageError
@@ -25,8 +25,8 @@ from monitor.web import WebSettings
 from monitor.web.labels import Label, LabelConflictError, default_sink
 from monitor.web.server import WebServer
 
-#: The fixtures taken from the store tests: the backends the store tests here run on.
-__all__ = ["postgres_schema_url", "postgres_url", "store", "store_url"]
+#: The store tests' fixture: an open store on each backend the store tests run on.
+__all__ = ["store"]
 
 SUITE = "larkfield"
 T0 = datetime(2024, 5, 1, 3, 0, tzinfo=timezone.utc)

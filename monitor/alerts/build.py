@@ -26,7 +26,8 @@ from monitor.alerts.model import (
 )
 from monitor.compare.coverage import labels_todo
 from monitor.compare.records import Comparison, RuleOutcome
-from monitor.config.model import CoverageConfig, LinksConfig, Severity
+from monitor.config.common import LinksConfig, Severity
+from monitor.config.model import CoverageConfig
 from monitor.errors import UsageError
 
 #: Most worse queries an alert shows.
@@ -218,7 +219,11 @@ def checked_rules(comparison: Comparison) -> frozenset[str]:
     """Return the alert rules ``comparison`` evaluated, rules' and invariants' alike: the
     regression alerts a run may resolve. Skipped ones keep their state, and so do held ones
     (``unjudged``): until the new documents are labelled, nobody knows whether it holds."""
-    rules = (rule.rule for rule in comparison.rules if rule.status not in ("skipped", "unjudged"))
+    rules = (
+        rule.rule
+        for rule in comparison.rules
+        if rule.status not in ("skipped", "unjudged", "unverified")
+    )
     invariants = (i.rule for i in comparison.invariants if i.status != "skipped")
     return frozenset((*rules, *invariants))
 

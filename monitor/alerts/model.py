@@ -3,7 +3,7 @@
 An :class:`Alert` is about one condition of one suite, named by its :class:`AlertIdentity`
 (kind, suite, rule and metric); the identity gives the alert its ``fingerprint``, which stays
 the same from run to run, so that receivers, the lifecycle and the outbox recognise a
-condition they have seen before. There are two kinds, kept apart everywhere:
+condition they have seen before. The kinds, kept apart everywhere:
 
 - ``regression``: a rule of the suite broke (``recall@5 max_drop``, ``error_rate_max``);
   :class:`RegressionDetails` holds the comparison's own records: the rule's outcome, the
@@ -15,6 +15,9 @@ condition they have seen before. There are two kinds, kept apart everywhere:
 - ``labels_needed``: a quality breach was held because the run's top k holds documents the
   eval set has not judged (verdict ``unjudged``); rule :data:`LABELS_NEEDED_RULE`, its
   description saying how many came in, in how many queries, and where to label them.
+- ``query_drift``: a suite's query drift check (:mod:`monitor.drift`) found the current
+  window's queries unlike the reference window's; its rule is the check's name, its
+  description the figures.
 
 The records carry no wording: :mod:`monitor.alerts.build` makes alerts, with the sentences
 of :mod:`monitor.alerts.text`. Alerts start ``firing``; :meth:`Alert.resolved` gives the same
@@ -33,13 +36,19 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from monitor.compare.records import InvariantOutcome, QueryDiff, RuleOutcome, SegmentChange
-from monitor.config.model import Check, LinksConfig, Severity
+from monitor.config.common import LinksConfig, Severity
+from monitor.config.model import Check
 from monitor.errors import UsageError
 
-AlertKind = Literal["regression", "monitor_failure", "labels_needed"]
+AlertKind = Literal["regression", "monitor_failure", "labels_needed", "query_drift"]
 AlertStatus = Literal["firing", "resolved"]
 
-KINDS: Final[tuple[AlertKind, ...]] = ("regression", "monitor_failure", "labels_needed")
+KINDS: Final[tuple[AlertKind, ...]] = (
+    "regression",
+    "monitor_failure",
+    "labels_needed",
+    "query_drift",
+)
 STATUSES: Final[tuple[AlertStatus, ...]] = ("firing", "resolved")
 #: Severities from the least to the most serious.
 SEVERITIES: Final[tuple[Severity, ...]] = ("info", "warning", "critical")
@@ -50,6 +59,7 @@ ALERT_NAMES: Final[Mapping[AlertKind, str]] = MappingProxyType(
         "regression": "RetrievalRegression",
         "monitor_failure": "RetrievalMonitorFailure",
         "labels_needed": "RetrievalLabelsNeeded",
+        "query_drift": "RetrievalQueryDrift",
     }
 )
 

@@ -33,12 +33,8 @@ from typing import TYPE_CHECKING, Final, TextIO, TypeAlias, cast
 
 from monitor.alerts.base import Clock, Notification, Notifier, NotifierContext, accepts, utcnow
 from monitor.alerts.model import SEVERITIES, Alert
-from monitor.config.model import (
-    NotifierConfig,
-    ScheduleConfig,
-    Severity,
-    SuiteConfig,
-)
+from monitor.config.common import NotifierConfig, ScheduleConfig, Severity
+from monitor.config.model import SuiteConfig
 from monitor.config.vocab import MAX_INTERVAL_SECONDS, interval_to_seconds
 from monitor.daemon.cron import cron_trigger
 from monitor.errors import NotifierSetupError, NotifyError, UnknownNotifierKindError
@@ -47,6 +43,8 @@ from monitor.secrets import Scrubber, secret_values
 
 if TYPE_CHECKING:
     import httpx
+
+    from monitor.config.traffic import OnlineSuiteConfig
 
 #: Builds a notifier from its config and context; raises NotifierSetupError when it cannot.
 NotifierBuilder: TypeAlias = Callable[[NotifierConfig, NotifierContext], Notifier]
@@ -79,7 +77,7 @@ KINDS: Final = PluginKinds(ENTRY_POINT_GROUP, BUILTINS, UnknownNotifierKindError
 
 
 def build_notifiers(
-    suite: SuiteConfig,
+    suite: SuiteConfig | OnlineSuiteConfig,
     *,
     transport: httpx.BaseTransport | None = None,
     clock: Clock = utcnow,
@@ -100,7 +98,7 @@ def build_notifiers(
 
 
 def notifier_plan(
-    suite: SuiteConfig,
+    suite: SuiteConfig | OnlineSuiteConfig,
     *,
     transport: httpx.BaseTransport | None = None,
     clock: Clock = utcnow,

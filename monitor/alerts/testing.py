@@ -35,7 +35,8 @@ from typing import Any, TypeAlias
 
 from monitor.alerts.base import Notification
 from monitor.compare.records import Change, QueryDiff, RuleOutcome, SegmentChange
-from monitor.config.model import Check, Severity
+from monitor.config.common import Severity
+from monitor.config.model import Check
 from monitor.errors import NotifyError
 
 

@@ -112,6 +112,7 @@ _BROKE: Final[Mapping[Check, Callable[[RuleOutcome], str]]] = MappingProxyType(
         Check.TOP1_SCORE_MAX_RELATIVE_DROP: _dropped,
         Check.INDEX_SIZE_MAX_RELATIVE_DROP: _dropped,
         Check.MIN_OVERLAP: _below,
+        Check.JUDGE_AGREEMENT: _below,
     }
 )
 
@@ -127,6 +128,8 @@ def resolved_summary(alert: Alert) -> str:
         return f"{alert.suite}: the monitor measures again ({alert.rule} is over)"
     if alert.kind == "labels_needed":
         return f"{alert.suite}: judgment coverage is back, no quality breach is held"
+    if alert.kind == "query_drift":
+        return f"{alert.suite}: {alert.rule}: the queries are like the reference window's again"
     return f"{alert.suite}: {alert.rule} holds again"
 
 

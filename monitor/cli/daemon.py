@@ -201,7 +201,7 @@ def load_built(args: argparse.Namespace) -> MonitorConfig:
 
 def metrics_address(args: argparse.Namespace, config: MonitorConfig) -> tuple[str, int]:
     """Return where to serve ``/metrics``: the options, the config's http exporter, defaults."""
-    from monitor.config.model import HttpExporterConfig
+    from monitor.config.common import HttpExporterConfig
 
     exporter = next(
         (

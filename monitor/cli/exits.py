@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from monitor import errors
-from monitor.traffic.errors import NoTrafficError
+from monitor.traffic.errors import NoInterleavedTrafficError, NoTrafficError
 
 
 class ExitCode(IntEnum):
@@ -61,12 +61,15 @@ _MEANINGS: Final = MappingProxyType(
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "
             "pipelines), or `gate` found a regression (or, with `--on-insufficient-evidence "
-            "fail`, could not tell), or `evalset check` found a finding of severity error"
+            "fail`, could not tell), or `evalset check` found a finding of severity error, or "
+            "`drift check` found query drift"
         ),
         ExitCode.INSUFFICIENT_EVIDENCE: (
             "`gate --on-insufficient-evidence code` only: the gate cannot tell, a rule's "
-            "threshold was passed but the change is not significant; or `logs metrics` found "
-            "no search in its window (no data, never a rate of 0)"
+            "threshold was passed but the change is not significant; or `logs metrics` or "
+            "`online run` found no search in its window (no data, never a rate of 0); or "
+            "`interleave score` found none of the team log's searches in the traffic database; "
+            "or `drift check` found a window with too few queries to tell"
         ),
         ExitCode.UNEXPECTED: (
             "an unexpected error (a bug, or a fault outside the monitor such as an unwritable "
@@ -105,6 +108,7 @@ class ErrorCode:
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = (
     ErrorCode(errors.StoreLockedError, ExitCode.OK, "skipped"),
     ErrorCode(NoTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
+    ErrorCode(NoInterleavedTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
     ErrorCode(errors.SearchBackendError, ExitCode.BACKEND),
     ErrorCode(errors.SearchSetupError, ExitCode.USAGE),
     ErrorCode(errors.NotifierSetupError, ExitCode.USAGE),

@@ -82,6 +82,40 @@ def register(subparsers: Any) -> None:
     )
     export.set_defaults(handler=export_command)
 
+    agreement = actions.add_parser(
+        "agreement", help="how often each judge agrees with human grades on their overlap"
+    )
+    add_config_options(agreement)
+    agreement.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    agreement.add_argument(
+        "--format", choices=("text", "json"), default="text", help="default: text"
+    )
+    agreement.set_defaults(handler=agreement_command)
+
+    verify = actions.add_parser(
+        "verify", help="draw a stratified sample of the judge's grades for people, blind"
+    )
+    add_config_options(verify)
+    verify.add_argument("--suite", required=True, metavar="NAME", help="the suite")
+    verify.add_argument(
+        "--share",
+        type=arguments.share,
+        default=0.1,
+        metavar="X",
+        help="the share of the judge's unverified grades to draw (default 0.1)",
+    )
+    verify.add_argument(
+        "--seed", type=arguments.integer(0, what="a seed"), default=0, metavar="N",
+        help="the seed of the draw (default 0)",
+    )  # fmt: skip
+    verify.add_argument(
+        "--format", choices=("csv", "jsonl", "trec"), default="csv", help="default: csv"
+    )
+    verify.add_argument(
+        "--output", type=arguments.output_file, metavar="FILE", help="write to FILE, not stdout"
+    )
+    verify.set_defaults(handler=verify_command)
+
     from monitor.cli.traffic import register_from_clicks
 
     register_from_clicks(actions)
@@ -218,4 +252,74 @@ def export_command(args: argparse.Namespace) -> int:
     else:
         text = format_evalset(Contents(evalset.name, evalset.queries), "jsonl")
     _emit(text, args.output)
+    return 0
+
+
+def agreement_command(args: argparse.Namespace) -> int:
+    """Print each judge's agreement with human grades (and store it for the layer state)."""
+    from monitor.judgments.agreement import ITERATIONS, LEVEL, SEED, suite_agreement
+    from monitor.judgments.judges import DEFAULT_MAX_GRADE
+
+    suite, store, frozen = _open(args)
+    top = suite.judge.max_grade if suite.judge is not None else DEFAULT_MAX_GRADE
+    with store:
+        found = suite_agreement(store, suite.name, frozen, max_grade=top)
+    if args.format == "json":
+        method = (
+            f"{LEVEL:.0%} percentile bootstrap over queries, {ITERATIONS} resamples, seed {SEED}"
+        )
+        judges = [agreement.to_state() for agreement in found]
+        print(
+            json.dumps(
+                {
+                    "suite": suite.name,
+                    "kappa_weights": "quadratic",
+                    "interval": method,
+                    "judges": judges,
+                }
+            )
+        )
+        return 0
+    if not found:
+        print(f"suite {suite.name}: no judge layer yet")
+    for agreement in found:
+        for line in agreement.lines():
+            print(printable(line))
+    return 0
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """Write a blind, stratified sample of the suite judge's unverified grades."""
+    from monitor.errors import UsageError
+    from monitor.judgments.judges import judge_source
+    from monitor.judgments.suite import doc_texts
+    from monitor.judgments.todo import write_todo
+    from monitor.judgments.verify import verify_sample
+
+    suite, store, frozen = _open(args)
+    if suite.judge is None:
+        raise UsageError(f"suite {suite.name!r} has no judge whose grades to verify")
+    with store:
+        runs = [run for run in (store.latest_run(suite.name),) if run is not None]
+        baseline = store.get_baseline(suite.name)
+        if baseline is not None and all(baseline.run_id != run.run_id for run in runs):
+            runs.append(baseline)
+        sample = verify_sample(
+            frozen,
+            store.layers(suite.name),
+            judge_source(suite.judge),
+            share=args.share,
+            seed=args.seed,
+            segment=suite.segments[0] if suite.segments else None,
+            runs=runs,
+            depth=suite.k,
+            doc_text=doc_texts(suite),
+        )
+    _emit(write_todo(sample.items, args.format), args.output)
+    strata = "; ".join(stratum.describe() for stratum in sample.strata)
+    print(
+        f"{len(sample.items)} of {sample.population} unverified judge grades drawn "
+        f"(seed {args.seed}){': ' + strata if strata else ''}",
+        file=sys.stderr,
+    )
     return 0

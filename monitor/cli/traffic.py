@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
+    from monitor.config.windows import Window
     from monitor.traffic.engine import Connection, Reader
     from monitor.traffic.online import OnlineMetrics
-    from monitor.traffic.window import Window
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
@@ -109,13 +109,21 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="an event log (repeatable)",
     )
-    _add_db(reading)
+    reading.add_argument(
+        "--db", type=Path, metavar="PATH", help="the traffic database (default: the config's)"
+    )
+    reading.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a config whose traffic: section gives the database and the client floor",
+    )
     reading.add_argument(
         "--min-distinct-clients",
         type=int,
-        default=MIN_DISTINCT_CLIENTS,
         metavar="N",
-        help=f"drop queries fewer clients issued (default {MIN_DISTINCT_CLIENTS})",
+        help=f"drop queries fewer clients issued (default the config's, else "
+        f"{MIN_DISTINCT_CLIENTS})",
     )
     reading.add_argument(
         "--skip-bad",
@@ -123,6 +131,11 @@ def register(subparsers: Any) -> None:
         default=0,
         metavar="N",
         help="skip up to N bad rows, counted (default 0: the first is an error)",
+    )
+    reading.add_argument(
+        "--keep-attribute",
+        metavar="FIELD",
+        help="keep this query-log field (e.g. query_attributes.device) for online segments",
     )
     reading.set_defaults(handler=import_command)
     metrics = actions.add_parser(
@@ -264,7 +277,7 @@ def _keep_version(path: Path) -> Path | None:
 
 
 def _window(args: argparse.Namespace) -> Window:
-    from monitor.traffic.window import EVERYTHING, parse_moment, window
+    from monitor.config.windows import EVERYTHING, parse_moment, window
 
     if args.window is None:
         if args.until is None:
@@ -275,17 +288,30 @@ def _window(args: argparse.Namespace) -> Window:
 
 def import_command(args: argparse.Namespace) -> int:
     """Import the logs into the traffic database and print what was stored."""
+    from monitor.errors import UsageError
     from monitor.traffic.engine import connect
-    from monitor.traffic.importer import import_logs
+    from monitor.traffic.importer import MIN_DISTINCT_CLIENTS, import_logs
 
-    connection = connect(args.db)
+    db, floor = args.db, args.min_distinct_clients
+    if args.config is not None:
+        from monitor.config import load_config
+
+        section = load_config(args.config).traffic
+        if section is None:
+            raise UsageError(f"{args.config}: no traffic: section to take the database from")
+        db = db or section.database
+        floor = section.min_distinct_clients if floor is None else floor
+    if db is None:
+        raise UsageError("logs import needs --db PATH, or --config FILE with a traffic: section")
+    connection = connect(db)
     try:
         summary = import_logs(
             connection,
             args.queries,
             args.events,
-            min_distinct_clients=args.min_distinct_clients,
+            min_distinct_clients=MIN_DISTINCT_CLIENTS if floor is None else floor,
             skip_bad=args.skip_bad,
+            keep_attribute=args.keep_attribute,
         )
     finally:
         connection.close()

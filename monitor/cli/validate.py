@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from monitor.config.common import NotifierConfig
 from monitor.config.model import (
     JudgeConfig,
     MonitorConfig,
-    NotifierConfig,
     Origin,
     SearchConfig,
     Secret,

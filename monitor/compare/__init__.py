@@ -41,7 +41,7 @@ from monitor.compare.records import (
     SegmentChange,
     Verdict,
 )
-from monitor.compare.rules import apply_rule, run_figure
+from monitor.compare.rules import Agreement, apply_rule, run_figure
 from monitor.compare.stats import mean_ci
 from monitor.config.model import (
     Check,
@@ -94,6 +94,7 @@ def compare_runs(
     invariants: Sequence[InvariantConfig] = (),
     qrels: Qrels | None = None,
     coverage: CoverageConfig | None = None,
+    agreement: Agreement | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` under ``rules`` and ``invariants``.
 
@@ -104,7 +105,8 @@ def compare_runs(
     (:mod:`monitor.compare.invariants`); a breached one makes the verdict ``regression``.
     ``qrels`` are the eval set's judgments: with them, coverage is measured at every k a
     quality rule reads, a breach that lost more than ``coverage.max_drop`` of it is held
-    (``unjudged``), and every metric change carries its judged-only means.
+    (``unjudged``), and every metric change carries its judged-only means. ``agreement`` is
+    the suite judge's agreement with human grades, for a ``judge_agreement`` rule.
     """
     significance = significance or SignificanceConfig()
     coverage = coverage or CoverageConfig()
@@ -146,6 +148,7 @@ def compare_runs(
                     history.get(rule.name, ()),
                     overlap=overlap,
                     matched=matched,
+                    agreement=agreement,
                 )
             )
         outcomes.append(outcome)

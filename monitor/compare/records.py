@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from monitor.compare.coverage import CoverageChange
 from monitor.compare.overlap import Overlap
-from monitor.config.model import Check, Severity
+from monitor.config.common import Severity
+from monitor.config.model import Check
 from monitor.errors import UsageError
 
 #: The outcome of one rule.
@@ -17,8 +18,12 @@ from monitor.errors import UsageError
 #: ``pending``: a significant breach not yet seen in enough recent runs (persistence);
 #: ``skipped``: could not be evaluated (no baseline, figure unknown, eval set changed);
 #: ``unjudged``: a quality breach held because judgment coverage at the metric's k fell by
-#: more than ``coverage.max_drop``: labels are needed before it can be called a regression.
-RuleStatus = Literal["ok", "breach", "insufficient_evidence", "pending", "skipped", "unjudged"]
+#: more than ``coverage.max_drop``: labels are needed before it can be called a regression;
+#: ``unverified``: a ``judge_agreement`` rule whose judge and people share too few graded
+#: pairs to say (shown, not alerted).
+RuleStatus = Literal[
+    "ok", "breach", "insufficient_evidence", "pending", "skipped", "unjudged", "unverified"
+]
 
 #: The verdict of a whole comparison.
 Verdict = Literal[
@@ -80,6 +85,8 @@ class RuleOutcome:
     @property
     def ci_label(self) -> str:
         """Return the interval's name for people, e.g. ``"bootstrap 95% CI of delta"``."""
+        if self.check is Check.JUDGE_AGREEMENT:  # of the statistic itself, over queries
+            return f"bootstrap 95% CI of {self.metric}"
         bounds = "mean" if self.check is Check.MIN else "delta"
         return f"{self.ci_method} 95% CI of {bounds}"
 

@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Protocol
 
 import numpy as np
 
@@ -29,6 +30,26 @@ from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
 from monitor.store.records import RunFigures, RunRecord
+
+
+class Agreement(Protocol):
+    """What a ``judge_agreement`` rule reads of a judge's agreement with human grades (the
+    judgments stage's ``Agreement`` is one): the judge, the pairs both graded, each
+    statistic's value and bootstrap interval."""
+
+    @property
+    def judge(self) -> str: ...
+
+    @property
+    def pairs(self) -> int: ...
+
+    @property
+    def intervals(self) -> Mapping[str, tuple[float, float]]: ...
+
+    def value(self, statistic: str) -> float:
+        """Return the statistic's value, NaN when undefined."""
+        ...
+
 
 #: The run figure each operational check reads, by check: its name and how to read it.
 FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] = {
@@ -57,14 +78,18 @@ def apply_rule(
     history: Sequence[bool] = (),
     overlap: Overlap | None = None,
     matched: Matched | None = None,
+    agreement: Agreement | None = None,
 ) -> RuleOutcome:
     """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values,
-    ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``) and
-    ``matched`` the two runs' queries matched by id, when the caller has them."""
+    ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``),
+    ``matched`` the two runs' queries matched by id, when the caller has them, and
+    ``agreement`` the suite judge's agreement with human grades (for ``judge_agreement``)."""
     if rule.metric is not None:
         outcome = _quality(rule, current, baseline, paired, significance, matched)
     elif rule.check is Check.MIN_OVERLAP:
         outcome = _overlap(rule, overlap)
+    elif rule.check is Check.JUDGE_AGREEMENT:
+        outcome = _agreement(rule, agreement)
     else:
         outcome = _operational(rule, current, baseline)
     if outcome.status == "breach" and significance.persistence is not None:
@@ -226,6 +251,39 @@ def _overlap(rule: RuleConfig, overlap: Overlap | None) -> RuleOutcome:
             f"{overlap.rbo:.4f} {'<' if under else '>='} {rule.threshold:g}; "
             f"Jaccard@{overlap.k} {overlap.jaccard:.4f} over {overlap.n} queries"
         ),
+    )
+
+
+def _agreement(rule: RuleConfig, agreement: Agreement | None) -> RuleOutcome:
+    """Apply a ``judge_agreement`` rule: the suite judge's ``statistic`` with human grades
+    stays at or above the floor. Below ``min_overlap`` graded pairs in common the figure says
+    too little: the rule is ``unverified`` (shown, never alerted)."""
+    make = _outcome(rule, f"judge_{rule.statistic}", quality=False)
+    if agreement is None:
+        return make(status="skipped", message="no judge agreement measured (a suite judge?)")
+    value = agreement.value(rule.statistic)
+    low, high = agreement.intervals.get(rule.statistic, (math.nan, math.nan))
+    known = {
+        "current": None if math.isnan(value) else value,
+        "ci_low": None if math.isnan(low) else low,
+        "ci_high": None if math.isnan(high) else high,
+    }
+    pairs = f"{agreement.pairs} pairs graded by both people and {agreement.judge}"
+    if agreement.pairs < rule.min_overlap:
+        return make(
+            status="unverified",
+            **known,
+            message=f"judge unverified: {pairs}, fewer than min_overlap {rule.min_overlap}; "
+            "grade a verification sample (judgments verify)",
+        )
+    if math.isnan(value):
+        return make(status="skipped", message=f"{rule.statistic} is undefined on {pairs}")
+    under = value < rule.threshold
+    return make(
+        status="breach" if under else "ok",
+        **known,
+        message=f"judge {rule.statistic} {value:.3f} {'<' if under else '>='} "
+        f"{rule.threshold:g} on {pairs} (95% bootstrap [{low:.3f}, {high:.3f}])",
     )
 
 

@@ -4,6 +4,15 @@
 raw dicts. See ``config/monitor.example.yaml`` for every key.
 """
 
+from monitor.config.common import (
+    ExporterConfig,
+    HttpExporterConfig,
+    LinksConfig,
+    NotifierConfig,
+    PushgatewayExporterConfig,
+    ScheduleConfig,
+    TextfileExporterConfig,
+)
 from monitor.config.hashing import config_hash
 from monitor.config.load import (
     default_config,
@@ -16,26 +25,19 @@ from monitor.config.model import (
     BaselineConfig,
     Check,
     EvalSetConfig,
-    ExporterConfig,
-    HttpExporterConfig,
     InvariantConfig,
-    LinksConfig,
     MonitorConfig,
     MustInclude,
     NoLostHits,
-    NotifierConfig,
     PersistenceConfig,
-    PushgatewayExporterConfig,
     RuleConfig,
     RunnerConfig,
-    ScheduleConfig,
     ScoringConfig,
     SearchConfig,
     Secret,
     SignificanceConfig,
     StoreConfig,
     SuiteConfig,
-    TextfileExporterConfig,
 )
 from monitor.config.schema import config_schema
 

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Final
 
 from monitor.config import vocab
+from monitor.config.common import Severity
 from monitor.config.fields import Fields
-from monitor.config.model import InvariantConfig, MustInclude, NoLostHits, Severity
+from monitor.config.model import InvariantConfig, MustInclude, NoLostHits
 from monitor.config.nodes import Node, Scalar, child_path
 from monitor.config.sections import alert_severity
 from monitor.errors import ConfigError, InputError

@@ -1,4 +1,5 @@
-"""Read a suite's ``judge`` (a plug-in grading label holes) and ``alert_labels``."""
+"""Read a suite's ``judge`` (a plug-in grading label holes), ``alert_labels``, and the
+``judge_agreement`` rule on the judge's agreement with people."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from monitor.config import vocab
+from monitor.config.common import Severity
 from monitor.config.fields import Fields, is_secret_key
-from monitor.config.model import JudgeConfig, OptionValue
+from monitor.config.model import Check, JudgeConfig, OptionValue, RuleConfig
 from monitor.config.nodes import Node
 
 #: Keys of ``judge`` read here; every other key is an option of the plug-in.
@@ -73,3 +76,26 @@ def alert_labels(f: Fields, node: Node | None) -> Literal["human", "all"]:
     if value == "all":
         return "all"
     raise f.error(node, "one of human, all", show=True)
+
+
+def agreement_rule(f: Fields, node: Node, severity: Severity) -> RuleConfig:
+    """Read ``judge_agreement: {min, statistic?, min_overlap?}``."""
+    entries = f.mapping(node, vocab.AGREEMENT_KEYS, "min, statistic, min_overlap")
+    lo, hi, _ = vocab.THRESHOLDS[Check.JUDGE_AGREEMENT]
+    floor = f.require(node, entries, "min", " (the agreement below which the rule alerts)")
+    statistic = vocab.DEFAULT_AGREEMENT_STATISTIC
+    if "statistic" in entries:
+        expected = f"an agreement statistic: one of {', '.join(vocab.AGREEMENT_STATISTICS)}"
+        statistic = f.string(entries["statistic"], expected)
+        if statistic not in vocab.AGREEMENT_STATISTICS:
+            raise f.error(entries["statistic"], expected, show=True)
+    least = vocab.DEFAULT_MIN_OVERLAP
+    if "min_overlap" in entries:
+        least = f.integer(entries["min_overlap"], minimum=1, maximum=1_000_000)
+    return RuleConfig(
+        check=Check.JUDGE_AGREEMENT,
+        threshold=f.number(floor, minimum=lo, maximum=hi),
+        severity=severity,
+        statistic=statistic,
+        min_overlap=least,
+    )

@@ -19,18 +19,13 @@ from typing import Final
 
 import yaml
 
-from monitor.config import judge, outputs, sections, vocab
+from monitor.config import judge, online, outputs, sections, vocab
 from monitor.config.bands import bands
+from monitor.config.common import HttpExporterConfig
+from monitor.config.drift import drift
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
-from monitor.config.model import (
-    HttpExporterConfig,
-    MonitorConfig,
-    Secret,
-    StoreConfig,
-    SuiteConfig,
-    UiConfig,
-)
+from monitor.config.model import MonitorConfig, Secret, StoreConfig, SuiteConfig, UiConfig
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError, InputError, UsageError
 from monitor.io import read_bytes_limited
@@ -218,13 +213,19 @@ def _parse(
     f = Fields(source, base_dir, check_files=check_files)
     if root.value is None:
         raise f.error(root, "a mapping with the key 'suites' (the file is empty)")
-    entries = f.mapping(root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites")
+    entries = f.mapping(
+        root, vocab.TOP_KEYS, "the config: version, store, ui, defaults, suites, traffic"
+    )
     if "version" in entries:
         f.integer(entries["version"], minimum=1, maximum=1)
     store = _store(f, entries.get("store"), environ)
     ui = _ui(f, entries["ui"]) if "ui" in entries else None
     defaults = _defaults(f, entries.get("defaults"))
-    suites_node = f.require(root, entries, "suites")
+    traffic = online.traffic(f, entries["traffic"]) if "traffic" in entries else None
+    if "suites" not in entries and traffic is not None:
+        # A config of the traffic section alone: its online suites are its whole work.
+        return MonitorConfig(source=source, store=store, suites={}, ui=ui, traffic=traffic)
+    suites_node = f.require(root, entries, "suites", " (or 'traffic' with online suites)")
     if not isinstance(suites_node.value, Mapping):
         raise f.error(suites_node, "a mapping of suite names to suites", show=True)
     if not suites_node.value:
@@ -239,7 +240,16 @@ def _parse(
             )
         suites[name] = _suite(f, name, node, defaults, store.retention)
         _check_one_metrics_endpoint(f, node, suites)
-    return MonitorConfig(source=source, store=store, suites=suites, ui=ui)
+    if traffic is not None:
+        # Alerts, gauges and stored state are keyed by the suite's name alone.
+        for name in traffic.online:
+            if name in suites:
+                raise f.error(
+                    entries["traffic"],
+                    "online suite names other than the suites' names",
+                    found=name,
+                )
+    return MonitorConfig(source=source, store=store, suites=suites, ui=ui, traffic=traffic)
 
 
 def _ui(f: Fields, node: Node) -> UiConfig:
@@ -407,6 +417,7 @@ def _suite(
         alert_labels=judge.alert_labels(f, e.get("alert_labels")),
         retention=sections.suite_store(f, e.get("store")) or store_retention,
         bands=bands(f, e.get("bands")),
+        drift=drift(f, e.get("drift")),
     )
 
 

@@ -7,92 +7,29 @@ exporter URLs) are held in :class:`Secret`, whose ``repr`` and ``str`` show a ma
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal
 
+from monitor.config.common import (
+    ExporterConfig,
+    LinksConfig,
+    NotifierConfig,
+    ScheduleConfig,
+    Severity,
+)
+from monitor.config.traffic import TrafficConfig
+from monitor.config.values import OptionValue, Origin, Secret, _freeze_map, thaw
+from monitor.drift.settings import DriftSettings
 from monitor.errors import UsageError
 from monitor.metrics.bands import DEFAULT_BANDS, Bands
 from monitor.metrics.spec import Average, Metric
 from monitor.store.retention import Retention
 
-#: An option value kept from YAML: scalars, tuples and read-only mappings of them, or a Secret.
-OptionValue = object
-
-
-def _freeze_map(value: Mapping[str, object]) -> Mapping[str, object]:
-    """Return a read-only copy of ``value``."""
-    return MappingProxyType(dict(value))
-
-
-@dataclass(frozen=True, slots=True, eq=True)
-class Secret:
-    """A secret string: ``repr`` and ``str`` show ``masked``, :meth:`reveal` gives the value.
-
-    ``masked`` keeps what is safe to show (``https://hooks.slack.com/***``,
-    ``postgresql://monitor:***@db/monitor``) so that logs and errors still say which endpoint
-    is meant.
-    """
-
-    value: str = field(repr=False)
-    masked: str = "***"
-
-    def reveal(self) -> str:
-        """Return the secret value, for the one call that sends it."""
-        return self.value
-
-    def sha256(self) -> str:
-        """Return the hex SHA-256 of the value, to compare secrets without showing them."""
-        return hashlib.sha256(self.value.encode("utf-8")).hexdigest()
-
-    def __repr__(self) -> str:
-        return f"Secret({self.masked!r})"
-
-    def __str__(self) -> str:
-        return self.masked
-
-
-def thaw(value: OptionValue) -> object:
-    """Return a plain copy of an option value: dicts, lists, and secrets revealed.
-
-    Plug-ins get plain JSON-like values they may keep or change without touching the config.
-    """
-    if isinstance(value, Secret):
-        return value.reveal()
-    if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        return [thaw(item) for item in value]
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Where a plug-in's section was written: the file, its key path and line, and the key
-    path and line of each of its options (``headers.Authorization`` -> its own), so that an
-    option the plug-in refuses when it is built is reported where it was written."""
-
-    source: str
-    path: str
-    line: int | None
-    options: Mapping[str, tuple[str, int | None]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _freeze_map(self.options))
-
-    def at(self, option: str | None) -> tuple[str, int | None]:
-        """Return the key path and line of ``option``, or of its nearest written parent."""
-        name = option or ""
-        while name:
-            if name in self.options:
-                return self.options[name]
-            name = name.rpartition(".")[0]
-        return self.path, self.line
+__all__ = ["OptionValue", "Origin", "Secret", "thaw"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,18 +124,6 @@ class RunnerConfig:
     max_lock_skips: int = 3
 
 
-@dataclass(frozen=True, slots=True)
-class ScheduleConfig:
-    """When the daemon runs a suite: exactly one of ``cron`` (5 fields) or ``interval_seconds``.
-
-    ``timezone`` (an IANA name) applies to ``cron``; ``None`` means the host's local time.
-    """
-
-    cron: str | None = None
-    interval_seconds: float | None = 3600.0
-    timezone: str | None = None
-
-
 #: What starts a run: its schedule, or a change of its search's corpus.
 TriggerKind = Literal["schedule", "on_change"]
 
@@ -237,6 +162,7 @@ class Check(str, Enum):
     TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
     INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
     MIN_OVERLAP = "min_overlap"
+    JUDGE_AGREEMENT = "judge_agreement"
 
     @property
     def needs_metric(self) -> bool:
@@ -247,8 +173,6 @@ class Check(str, Enum):
 #: The checks that apply to one quality metric.
 METRIC_CHECKS: frozenset[Check] = frozenset({Check.MAX_DROP, Check.MAX_RELATIVE_DROP, Check.MIN})
 
-Severity = Literal["info", "warning", "critical"]
-
 
 @dataclass(frozen=True, slots=True)
 class RuleConfig:
@@ -256,17 +180,24 @@ class RuleConfig:
 
     ``max_drop`` is an absolute drop from the baseline (0.05 = five points), the
     ``*_relative_*`` checks a fraction of the baseline value (0.1 = 10 %), ``min`` and the
-    ``*_max`` checks absolute bounds on the current run.
+    ``*_max`` checks absolute bounds on the current run. ``judge_agreement`` is a floor
+    (``threshold``) on the suite judge's agreement ``statistic`` with human grades, judged
+    ``unverified`` (shown, never alerted) below ``min_overlap`` pairs.
     """
 
     check: Check
     threshold: float
     metric: Metric | None = None
     severity: Severity = "warning"
+    statistic: str = ""
+    min_overlap: int = 0
 
     @property
     def name(self) -> str:
-        """Return a stable name such as ``recall@5 max_drop`` or ``error_rate_max``."""
+        """Return a stable name such as ``recall@5 max_drop``, ``error_rate_max`` or
+        ``judge_agreement kappa``."""
+        if self.check is Check.JUDGE_AGREEMENT:
+            return f"{self.check.value} {self.statistic}"
         return self.check.value if self.metric is None else f"{self.metric} {self.check.value}"
 
 
@@ -367,69 +298,6 @@ class ScoringConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class PushgatewayExporterConfig:
-    """Push the gauges to a Prometheus Pushgateway at ``url`` under ``job``."""
-
-    url: Secret
-    job: str = "retrieval-monitor"
-    kind: Literal["pushgateway"] = field(default="pushgateway", init=False)
-
-
-@dataclass(frozen=True, slots=True)
-class TextfileExporterConfig:
-    """Write the gauges atomically to ``path`` (a ``.prom`` file for node_exporter)."""
-
-    path: Path
-    kind: Literal["textfile"] = field(default="textfile", init=False)
-
-
-@dataclass(frozen=True, slots=True)
-class HttpExporterConfig:
-    """Serve the gauges on ``http://address:port/metrics`` while the daemon runs."""
-
-    port: int = 9108
-    address: str = "127.0.0.1"
-    kind: Literal["http"] = field(default="http", init=False)
-
-
-ExporterConfig = PushgatewayExporterConfig | TextfileExporterConfig | HttpExporterConfig
-
-
-@dataclass(frozen=True, slots=True)
-class NotifierConfig:
-    """One alert destination: a ``kind`` alias (or ``entrypoint:<name>``) and its options.
-
-    ``url`` is a :class:`Secret` (webhook URLs carry their credentials). ``secret_env`` names
-    the environment variable that holds a signing secret, read when sending. ``options``
-    holds every other key, read-only and checked by the notifier itself; values under
-    secret-like keys are :class:`Secret`, revealed by :meth:`plugin_options`. ``origin``
-    says where the notifier was written; it takes no part in comparisons.
-    """
-
-    kind: str
-    url: Secret | None = None
-    secret_env: str | None = None
-    options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
-    origin: Origin | None = field(default=None, compare=False, hash=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _freeze_map(self.options))
-
-    def plugin_options(self) -> dict[str, object]:
-        """Return the options to hand to the notifier, as :func:`thaw` gives them."""
-        return {key: thaw(value) for key, value in self.options.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class LinksConfig:
-    """URLs put into alerts: the report, the dashboard and the runbook."""
-
-    report: str | None = None
-    dashboard: str | None = None
-    runbook: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class CoverageConfig:
     """When a quality breach is held for lack of judgments, and how that is told.
 
@@ -442,6 +310,21 @@ class CoverageConfig:
     max_drop: float = 0.05
     severity: Severity = "warning"
     queue_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DriftConfig:
+    """A suite's query drift check (``drift:``): the traffic database, its two windows
+    (:mod:`monitor.config.windows`), how it decides, and its alert's rule name and severity."""
+
+    logs: Path
+    reference: str
+    current: str
+    settings: DriftSettings = field(default_factory=DriftSettings)
+    name: str = "query_drift"
+    weighting: Literal["distinct", "searches"] = "distinct"
+    embedding: str = "onnx"
+    severity: Severity = "warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,7 +377,7 @@ class SuiteConfig:
     k: int
     pipeline: str
     runner: RunnerConfig = RunnerConfig()
-    schedule: ScheduleConfig = ScheduleConfig()
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     trigger: TriggerConfig = TriggerConfig()
     rules: tuple[RuleConfig, ...] = ()
     significance: SignificanceConfig = SignificanceConfig()
@@ -502,7 +385,7 @@ class SuiteConfig:
     exporters: tuple[ExporterConfig, ...] = ()
     notifiers: tuple[NotifierConfig, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
-    links: LinksConfig = LinksConfig()
+    links: LinksConfig = field(default_factory=LinksConfig)
     baseline: BaselineConfig | None = None
     invariants: tuple[InvariantConfig, ...] = ()
     scoring: ScoringConfig = ScoringConfig()
@@ -519,6 +402,8 @@ class SuiteConfig:
     retention: Retention | None = None
     #: The edges of each metric family's reading bands (a reading aid, never an alert).
     bands: Bands = DEFAULT_BANDS
+    #: The suite's query drift check, when it has one.
+    drift: DriftConfig | None = None
     #: The config file the suite was read from (absolute), for the commands the monitor
     #: prints; None for the embedded default and configs given as text.
     config_file: Path | None = field(default=None, compare=False)
@@ -543,12 +428,15 @@ class UiConfig:
 
 @dataclass(frozen=True, slots=True)
 class MonitorConfig:
-    """A whole configuration file: where to store results and the suites, in file order."""
+    """A whole configuration file: where to store results, the suites in file order, and the
+    traffic section."""
 
     source: str
     store: StoreConfig
     suites: Mapping[str, SuiteConfig] = field(hash=False)
     ui: UiConfig | None = None
+    #: The ``traffic:`` section: the traffic database and the online suites.
+    traffic: TrafficConfig | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "suites", _freeze_map(self.suites))

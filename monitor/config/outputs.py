@@ -7,17 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from monitor.config import vocab
-from monitor.config.fields import Fields, is_secret_key, mask_url
-from monitor.config.kinds import notifier_kinds, path_option, plugin_kind
-from monitor.config.model import (
+from monitor.config.common import (
     ExporterConfig,
     HttpExporterConfig,
     LinksConfig,
     NotifierConfig,
     PushgatewayExporterConfig,
-    Secret,
     TextfileExporterConfig,
 )
+from monitor.config.fields import Fields, is_secret_key, mask_url
+from monitor.config.kinds import notifier_kinds, path_option, plugin_kind
+from monitor.config.model import Secret
 from monitor.config.nodes import Node
 
 

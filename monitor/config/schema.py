@@ -15,6 +15,7 @@ from typing import Any
 from monitor.config import vocab
 from monitor.config.kinds import notifier_kinds, search_kinds
 from monitor.config.model import METRIC_CHECKS, Check
+from monitor.config.traffic import ONLINE_CHECKS
 from monitor.metrics.bands import FAMILIES as BAND_FAMILIES
 from monitor.metrics.names import alias_pattern
 from monitor.metrics.spec import AVERAGES, MEASURES, UNIT_CUTS, UNIT_PATTERN, Cutoff
@@ -37,7 +38,7 @@ def config_schema() -> Schema:
         "description": "Suites of frozen retrieval evaluations, their rules and alert routes.",
         "type": "object",
         "additionalProperties": False,
-        "required": ["suites"],
+        "anyOf": [{"required": ["suites"]}, {"required": ["traffic"]}],
         "properties": {
             "version": {"const": 1, "description": "The config format version."},
             "store": _store(),
@@ -60,6 +61,7 @@ def config_schema() -> Schema:
                 "propertyNames": {"pattern": _anchor(vocab.SUITE_NAME.pattern)},
                 "additionalProperties": {"anyOf": [{"$ref": "#/$defs/suite"}, {"type": "null"}]},
             },
+            "traffic": _traffic(suite),
         },
         "$defs": {"suite": suite},
     }
@@ -242,6 +244,26 @@ def _suite() -> Schema:
                 description="Reading bands per metric family: high above `high`, low below "
                 "`low`. A reading aid beside each mean, never an alert.",
             ),
+            "drift": _object(
+                {
+                    "name": _text(vocab.SEGMENT.pattern, "The alert's rule, the gauges' check."),
+                    "logs": _text(description="The traffic database (DuckDB) of `logs import`."),
+                    "reference": _text(description="START..END, or a length before current."),
+                    "current": _text(description="START..END, or a length ending now: 7d."),
+                    "alpha": _number(maximum=0.5, positive=True),
+                    "permutations": _integer(1, 100_000),
+                    "seed": _integer(0),
+                    "min_queries": _integer(5),
+                    "max_rows": _integer(5, 100_000),
+                    "max_auc": _number(0.5, 1),
+                    "max_centroid_distance": _number(0, 2),
+                    "weighting": {"enum": list(vocab.DRIFT_WEIGHTINGS)},
+                    "embedding": _text(description="The embedder kind (default onnx)."),
+                    "severity": {"enum": list(vocab.SEVERITIES)},
+                },
+                required=["logs", "reference", "current"],
+                description="A label-free query drift check of two windows of traffic.",
+            ),
             "coverage": _object(
                 {
                     "max_drop": _number(0, 1),
@@ -272,6 +294,61 @@ def _suite() -> Schema:
                 description="The suite's own retention; the file's store says where runs go.",
             ),
         }
+    )
+
+
+def _traffic(suite: Schema) -> Schema:
+    """Return the schema of ``traffic:``: the database, defaults and the online suites."""
+    from monitor.config import online
+
+    metric = {"enum": list(vocab.ONLINE_METRICS)}
+    checks: Schema = {check: _number(0) for check in ONLINE_CHECKS}
+    rule = _object(
+        {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
+        required=["metric"],
+        oneOf=[{"required": [check]} for check in ONLINE_CHECKS],
+    )
+    props = suite["properties"]
+    suite_schema = _object(
+        {
+            "name": _text(vocab.SUITE_NAME.pattern),
+            "schedule": _schedule(),
+            "window": _text(r"[1-9][0-9]*[mhdw]", "The window's length: 30m, 24h, 7d, 2w."),
+            "applications": {
+                "type": "array",
+                "maxItems": online.MAX_APPLICATIONS,
+                "uniqueItems": True,
+                "items": _text(vocab.TEXT.pattern),
+            },
+            "segment": _text(vocab.SEGMENT.pattern, "A field `logs import --keep-attribute` kept."),
+            "max_segment_values": _integer(1, 50),
+            "metrics": {"type": "array", "minItems": 1, "uniqueItems": True, "items": metric},
+            "rules": {"type": ["array", "null"], "items": rule},
+            "baseline": {"enum": list(online.BASELINES)},
+            "significance": _object(
+                {
+                    "over": {"enum": list(online.UNITS)},
+                    "resamples": _integer(100, 100_000),
+                    "seed": _integer(0),
+                    "alpha": _number(positive=True, maximum=0.5),
+                }
+            ),
+            "exporters": props["exporters"],
+            "notifiers": props["notifiers"],
+            "labels": props["labels"],
+            "links": props["links"],
+        },
+        required=["name", "window"],
+    )
+    return _object(
+        {
+            "database": _text(description="The DuckDB file `logs import` writes."),
+            "min_distinct_clients": _integer(1),
+            "click_action": _text(vocab.TEXT.pattern),
+            "online": {"type": ["array", "null"], "items": suite_schema},
+        },
+        required=["database"],
+        description="The traffic database and the online suites measured on its logs.",
     )
 
 
@@ -387,15 +464,20 @@ def _metrics() -> Schema:
     }
 
 
-def _schedule() -> Schema:
-    interval = {
+def _duration(bound: str, description: str) -> Schema:
+    """Return a length of time, as ``90s``/``1h30m`` text or seconds, with ``bound`` of 0."""
+    return {
         "anyOf": [
-            {"type": "number", "exclusiveMinimum": 0},
+            {"type": "number", bound: 0},
             {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
             _ENV,
         ],
-        "description": "90s, 30m, 1h, 1d, 1h30m or seconds.",
+        "description": description,
     }
+
+
+def _schedule() -> Schema:
+    interval = _duration("exclusiveMinimum", "90s, 30m, 1h, 1d, 1h30m or seconds.")
     return _object(
         {
             "cron": _text(r"\S+(?:\s+\S+){4}", '5-field crontab, e.g. "*/15 * * * *".'),
@@ -410,14 +492,7 @@ def _schedule() -> Schema:
 
 
 def _trigger() -> Schema:
-    wait = {
-        "anyOf": [
-            {"type": "number", "minimum": 0},
-            {"type": "string", "pattern": _anchor(vocab.INTERVAL.pattern)},
-            _ENV,
-        ],
-        "description": "0, 30s, 5m, 1h or seconds.",
-    }
+    wait = _duration("minimum", "0, 30s, 5m, 1h or seconds.")
     interval = _schedule()["properties"]["interval"]
     kinds = {"enum": list(vocab.TRIGGER_KINDS)}
     return {
@@ -437,6 +512,15 @@ def _rule() -> Schema:
     for check in Check:
         lo, hi, positive = vocab.THRESHOLDS[check]
         checks[check.value] = _number(lo, hi, positive)
+    lo, hi, _ = vocab.THRESHOLDS[Check.JUDGE_AGREEMENT]
+    checks[Check.JUDGE_AGREEMENT.value] = _object(
+        {
+            "min": _number(lo, hi, False),
+            "statistic": {"enum": list(vocab.AGREEMENT_STATISTICS)},
+            "min_overlap": _integer(1, 1_000_000),
+        },
+        required=["min"],
+    )
     conditions: list[Schema] = []
     for check in Check:
         wanted: Schema = {"required": ["metric"]}

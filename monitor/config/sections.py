@@ -10,10 +10,13 @@ import difflib
 import string
 from collections.abc import Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import cast
 
 from monitor.config import vocab
+from monitor.config.common import ScheduleConfig, Severity
 from monitor.config.fields import Fields, is_secret_key
+from monitor.config.judge import agreement_rule
 from monitor.config.kinds import path_option, plugin_kind, search_kinds
 from monitor.config.model import (
     BaselineConfig,
@@ -24,10 +27,8 @@ from monitor.config.model import (
     PersistenceConfig,
     RuleConfig,
     RunnerConfig,
-    ScheduleConfig,
     ScoringConfig,
     SearchConfig,
-    Severity,
     SignificanceConfig,
     TriggerConfig,
 )
@@ -136,6 +137,11 @@ def search(f: Fields, node: Node) -> SearchConfig:
             continue
         if key in vocab.PATH_OPTIONS.get(kind, ()):
             options[key] = path_option(f, child)
+        elif key in vocab.SEARCH_OPTIONS.get(kind, ()):
+            # Kept frozen, secrets still masked: plugin_options() thaws the whole tree.
+            inner = search(f, child)
+            named = {} if inner.bundled is None else {"bundled": inner.bundled}
+            options[key] = MappingProxyType({"kind": inner.kind, **inner.options, **named})
         else:
             options[key] = f.options(child, is_secret_key(key))
     return SearchConfig(
@@ -417,13 +423,15 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
         metric = _rule_metric(f, metric_node, chosen)
     elif "metric" in entries:
         raise f.error(entries["metric"], f"no 'metric' with {check.value} (it watches the run)")
+    severity: Severity = "warning"
+    if "severity" in entries:
+        severity = alert_severity(f, entries["severity"])
+    if check is Check.JUDGE_AGREEMENT:
+        return agreement_rule(f, entries[check.value], severity)
     lo, hi, positive = vocab.THRESHOLDS[check]
     threshold = f.number(
         entries[check.value], minimum=None if positive else lo, maximum=hi, positive=positive
     )
-    severity: Severity = "warning"
-    if "severity" in entries:
-        severity = alert_severity(f, entries["severity"])
     return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
 
 

@@ -14,7 +14,7 @@ from monitor.config.model import Check, RuleConfig, TriggerKind
 from monitor.metrics.spec import Metric
 
 #: Keys of the top level of a config file.
-TOP_KEYS = ("version", "store", "ui", "defaults", "suites")
+TOP_KEYS = ("version", "store", "ui", "defaults", "suites", "traffic")
 #: Keys of a suite (and of ``defaults``).
 SUITE_KEYS = (
     "evalset",
@@ -42,6 +42,7 @@ SUITE_KEYS = (
     "alert_labels",
     "store",
     "bands",
+    "drift",
 )
 #: Suite keys whose mappings merge key by key with ``defaults``; every other key replaces.
 MERGED_KEYS = ("runner", "significance", "labels", "links", "coverage", "scoring", "bands")
@@ -74,6 +75,24 @@ METRICS_GRID_KEYS = ("measures", "k")
 LINK_KEYS = ("report", "dashboard", "runbook")
 BASELINE_KEYS = ("bundled_run",)
 COVERAGE_KEYS = ("max_drop", "severity", "queue_url")
+#: Keys of a suite's query drift check.
+DRIFT_KEYS = (
+    "name",
+    "logs",
+    "reference",
+    "current",
+    "alpha",
+    "permutations",
+    "seed",
+    "min_queries",
+    "max_rows",
+    "max_auc",
+    "max_centroid_distance",
+    "weighting",
+    "embedding",
+    "severity",
+)
+DRIFT_WEIGHTINGS = ("distinct", "searches")
 #: Keys of one metric family's entry under ``bands`` (the families: monitor.metrics.bands).
 BAND_KEYS = ("high", "low")
 #: Keys of an inline ``invariants`` entry, by kind: a must-return pair or a policy.
@@ -104,9 +123,13 @@ TREC_SUFFIXES = (".qrels", ".trec")
 #: file's folder (the plug-ins themselves would take them from the current folder).
 PATH_OPTIONS: dict[str, tuple[str, ...]] = {
     "http": ("verify",),  # a CA bundle file when it is a string
+    "interleave": ("team_log",),
     "python": ("path",),
     "replay": ("path",),
 }
+#: Options of the built-in search kinds that are searches themselves, read as a ``search``
+#: section is (kind checked, paths resolved), so errors name their line.
+SEARCH_OPTIONS: dict[str, tuple[str, ...]] = {"interleave": ("a", "b")}
 #: Options of every built-in notifier that hold file paths, resolved the same way.
 NOTIFIER_PATH_OPTIONS = ("verify",)  # a CA bundle file when it is a string
 
@@ -124,6 +147,39 @@ TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 INTERVAL = re.compile(r"(?:\d+(?:\.\d+)?[smhd])+|\d+(?:\.\d+)?", re.ASCII)
 INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)([smhd])", re.ASCII)
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+#: The metrics an online suite may watch, in the order they are reported
+#: (:mod:`monitor.traffic.online` defines each), the latency percentiles among them by
+#: their percentile, and those for which a lower value is better (their rules watch a rise).
+ONLINE_METRICS = (
+    "zero_result_rate",
+    "ctr",
+    "ctr@1",
+    "ctr@3",
+    "ctr@5",
+    "abandonment",
+    "mean_first_click_position",
+    "reformulation_rate",
+    "paulscore",
+    "latency_p50",
+    "latency_p95",
+)
+ONLINE_PERCENTILES = {"latency_p50": 50.0, "latency_p95": 95.0}
+ONLINE_LOWER_IS_BETTER = frozenset(
+    {
+        "zero_result_rate",
+        "abandonment",
+        "mean_first_click_position",
+        "reformulation_rate",
+        *ONLINE_PERCENTILES,
+    }
+)
+#: The ``action_name`` of a click unless the config or a command says otherwise.
+CLICK_ACTION = "click"
+#: The length of a window of traffic: ``30m``, ``24h``, ``7d``, ``2w``.
+WINDOW_LENGTH = re.compile(r"([1-9][0-9]*)([mhdw])")
+WINDOW_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 #: The longest interval a schedule or a notifier option may give: a year. Longer ones
@@ -154,7 +210,17 @@ THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.MIN_OVERLAP: (0.0, 1.0, False),
+    # Kappa and alpha run from -1 (systematic disagreement) to 1.
+    Check.JUDGE_AGREEMENT: (-1.0, 1.0, False),
 }
+
+#: The agreement statistics of a judge with human grades (monitor.judgments.agreement);
+#: ``kappa`` is Cohen's kappa with quadratic weights.
+AGREEMENT_STATISTICS = ("exact", "kappa", "kappa_linear", "alpha")
+#: The keys of a ``judge_agreement`` rule, and its defaults.
+AGREEMENT_KEYS = ("min", "statistic", "min_overlap")
+DEFAULT_AGREEMENT_STATISTIC = "kappa"
+DEFAULT_MIN_OVERLAP = 30
 
 #: The metric the default quality rule watches (kept only when the suite measures it).
 DEFAULT_RULE_METRIC = Metric("recall", 5)

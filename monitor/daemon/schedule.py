@@ -21,7 +21,7 @@ from monitor.daemon.cron import cron_trigger
 from monitor.errors import UsageError
 
 if TYPE_CHECKING:
-    from monitor.config.model import ScheduleConfig
+    from monitor.config.common import ScheduleConfig
 
 #: The most a run may start late and still run, in seconds.
 MAX_MISFIRE_GRACE_SECONDS = 3600

@@ -40,6 +40,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.daemon.change import watch_job_suite
+from monitor.daemon.online import OnlineJobs
 from monitor.daemon.polls import POLL_EXECUTOR, CorpusPolls
 from monitor.daemon.schedule import build_trigger, misfire_grace_seconds
 from monitor.daemon.status import DaemonSnapshot, StatusBoard
@@ -143,6 +144,13 @@ class Daemon:
             stopping=self._stopping,
             clock=clock,
         )
+        self._online = OnlineJobs(
+            lambda: self._current,
+            self._store,
+            self._stopping,
+            () if metrics is None else (metrics.update,),
+            initial_run,
+        )
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -159,6 +167,7 @@ class Daemon:
 
         config = self._current[0]
         plans = {name: _plan(suite) for name, suite in config.suites.items()}
+        online = self._online.plans(config)
         # Built before anything starts: a search that cannot be watched stops the start.
         watches = self._polls.build(config)
         self._scheduler = BackgroundScheduler(
@@ -174,6 +183,7 @@ class Daemon:
         for name, (trigger, grace) in plans.items():
             self._add_job(name, trigger, grace)
         self._polls.install(self._scheduler, watches)
+        self._online.install(self._scheduler, online)
         self._scheduler.start()
         log.info(
             "daemon_started",
@@ -296,6 +306,7 @@ class Daemon:
         try:
             config = self._reload_config()
             plans = {name: _plan(suite) for name, suite in config.suites.items()}
+            online = self._online.plans(config)
             target = self._store_target(config)
             if target != current_target:
                 self._store(target).close()
@@ -338,6 +349,7 @@ class Daemon:
         for name in added:
             self._add_job(name, *plans[name])
         self._polls.install(self._scheduler, watches)
+        self._online.install(self._scheduler, online)
         self._board.reloaded(True)
         log.info(
             "config_reloaded",

@@ -130,6 +130,12 @@ def _scalar(get: Callable[[SuiteSnapshot], float | int | bool | None]) -> Reader
     return read
 
 
+def _drift(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for check, statistics in snapshot.drift.items():
+        for statistic, value in statistics.items():
+            yield (check, statistic), value
+
+
 def _last_success(snapshot: SuiteSnapshot) -> Iterator[Series]:
     moment = snapshot.last_success
     if moment is not None:
@@ -156,6 +162,16 @@ def _segments(snapshot: SuiteSnapshot) -> Iterator[Series]:
                     yield (key, value, metric.measure, k_label(metric)), mean
 
 
+def _agreement(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for statistic, value in snapshot.judge_agreement.items():
+        yield (snapshot.judge, statistic), value
+
+
+def _judge_pairs(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    if snapshot.judge and snapshot.judge_pairs is not None:
+        yield (snapshot.judge,), float(snapshot.judge_pairs)
+
+
 def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
     def read(snapshot: SuiteSnapshot) -> Iterator[Series]:
         value = get(snapshot)
@@ -163,6 +179,15 @@ def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
             yield (str(snapshot.overlap_k),), value
 
     return read
+
+
+def _online(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    yield from snapshot.online.items()
+
+
+def _online_searches(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    for (application, segment), count in snapshot.online_searches.items():
+        yield (application, segment), float(count)
 
 
 _BAND_HELP = (
@@ -356,12 +381,61 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         _overlap(lambda s: s.jaccard),
     ),
     Gauge(
+        "retrieval_judge_agreement",
+        "Agreement of the suite's judge (its layer source) with human grades on the pairs "
+        "both graded: exact (share alike), kappa (Cohen's, quadratic weights), kappa_linear, "
+        "alpha (Krippendorff's, ordinal); -1 to 1.",
+        ("judge", "statistic"),
+        "success",
+        _agreement,
+    ),
+    Gauge(
+        "retrieval_judge_agreement_pairs",
+        "The (query, doc) pairs that both people and the suite's judge graded: the overlap "
+        "the agreement figures are over.",
+        ("judge",),
+        "success",
+        _judge_pairs,
+    ),
+    Gauge(
         "retrieval_labels_needed",
         "1 when the latest successful run held a quality breach because its top k holds "
         "documents nobody judged (verdict unjudged), else 0.",
         (),
         "success",
         _scalar(lambda s: s.labels_needed),
+    ),
+    Gauge(
+        "retrieval_query_drift",
+        "A statistic of the suite's latest query drift check that could measure: mmd2, "
+        "mmd_p_value, auc, auc_p_value, centroid_cosine_distance, centroid_euclidean_distance.",
+        ("check", "statistic"),
+        "success",
+        _drift,
+    ),
+    Gauge(
+        "retrieval_online_metric",
+        "An online metric of the latest window of traffic that held searches, overall "
+        '(application="all", segment="all"), per application (the rest: "other") or per '
+        "value of the suite's segment; a metric with no data exports no series.",
+        ("metric", "application", "segment"),
+        "success",
+        _online,
+    ),
+    Gauge(
+        "retrieval_online_searches",
+        "Searches in the latest window of traffic that held any, by application and segment.",
+        ("application", "segment"),
+        "success",
+        _online_searches,
+    ),
+    Gauge(
+        "retrieval_online_no_data",
+        "1 when the online suite's latest window held no search (no data, never a rate of 0), "
+        "else 0.",
+        (),
+        "attempt",
+        _scalar(lambda s: s.online_no_data),
     ),
 )
 

@@ -35,13 +35,20 @@ RESERVED_LABELS: Final = frozenset(
         "percentile",
         "segment",
         "segment_value",
+        # The online suites' own labels.
+        "metric",
+        "application",
         "fingerprint",
         "baseline_run_id",
+        "judge",
+        "statistic",
         "job",
         "instance",
         "le",
         # The daemon's retrieval_scheduler_runs_total.
         "outcome",
+        # retrieval_query_drift.
+        "check",
     }
 )
 

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Final, get_args
 
-from monitor.config.model import Severity
+from monitor.config.common import Severity
 from monitor.errors import UsageError
 from monitor.exporters.labels import check_value, validate_labels
 from monitor.metrics.spec import Metric, parse_metric
@@ -91,8 +91,18 @@ class SuiteSnapshot:
       Jaccard of the run's top ``overlap_k`` with the baseline's, None without a baseline.
     - ``labels_needed``: whether a quality breach was held for unjudged documents (verdict
       ``unjudged``); None when coverage was not measured (no baseline or no judgments).
+    - ``judge``: the suite judge's layer source (``judge:<id>:<model>:<prompt digest>``),
+      ``""`` without one; ``judge_agreement``: statistic (``exact``, ``kappa``,
+      ``kappa_linear``, ``alpha``) -> its agreement with human grades, each from -1 to 1;
+      ``judge_pairs``: the pairs both graded (None without a judge).
     - ``last_success_at``: when the suite last succeeded, from the store; on a successful
       run it may be left ``None``, the run's own ``finished_at`` is used.
+    - ``drift``: drift check name -> statistic (``mmd2``, ``auc``, ...) -> value, of the
+      suite's latest query drift check that could measure (:mod:`monitor.drift`).
+    - ``online``: an online suite's window: ``(metric, application, segment)`` -> value
+      (``all`` for every application or segment value); ``online_searches``:
+      ``(application, segment)`` -> searches; ``online_no_data``: whether the window held
+      no search (None: not an online suite).
 
     A NaN figure (the store's "could not be computed") is left out: it exports no series.
 
@@ -129,7 +139,14 @@ class SuiteSnapshot:
     rbo: float | None = None
     jaccard: float | None = None
     labels_needed: bool | None = None
+    judge: str = ""
+    judge_agreement: Mapping[str, float] = field(default_factory=dict, hash=False)
+    judge_pairs: int | None = None
     last_success_at: datetime | None = None
+    drift: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    online: Mapping[tuple[str, str, str], float] = field(default_factory=dict, hash=False)
+    online_searches: Mapping[tuple[str, str], int] = field(default_factory=dict, hash=False)
+    online_no_data: bool | None = None
     metrics: Mapping[str, Metric] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +200,16 @@ class SuiteSnapshot:
         if self.labels_needed is not None and not isinstance(self.labels_needed, bool):
             raise UsageError(
                 f"labels_needed must be True, False or None, not {self.labels_needed!r}"
+            )
+        _set(self, "judge_agreement", _agreement(self.judge, self.judge_agreement))
+        if self.judge_pairs is not None:
+            _count("judge_pairs", self.judge_pairs)
+        _set(self, "drift", _drift(self.drift))
+        _set(self, "online", _online(self.online))
+        _set(self, "online_searches", _online_searches(self.online_searches))
+        if self.online_no_data is not None and not isinstance(self.online_no_data, bool):
+            raise UsageError(
+                f"online_no_data must be True, False or None, not {self.online_no_data!r}"
             )
         _set(self, "metrics", MappingProxyType(metrics))
 
@@ -309,6 +336,27 @@ def _latency(values: Mapping[str, float]) -> Mapping[str, float]:
     return MappingProxyType(out)
 
 
+def _agreement(judge: str, values: Mapping[str, float]) -> Mapping[str, float]:
+    """Return the finite agreement figures, each checked to lie in -1..1 (NaN left out)."""
+    if not isinstance(judge, str):
+        raise UsageError("judge must be a string")
+    if judge:
+        check_value("judge", judge)
+    elif values:
+        raise UsageError("judge_agreement needs the judge it is of")
+    out: dict[str, float] = {}
+    for statistic, value in values.items():
+        check_value("statistic", statistic)
+        number = _finite(f"judge_agreement[{statistic!r}]", value)
+        if number is not None:
+            if not -1.0 <= number <= 1.0:
+                raise UsageError(
+                    f"judge_agreement[{statistic!r}] must be from -1 to 1, not {number}"
+                )
+            out[statistic] = number
+    return MappingProxyType(out)
+
+
 def _count(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageError(f"{name} must be a whole number of 0 or more, not {value!r}")
@@ -335,4 +383,52 @@ def _segments(
                 for value, m in by_value.items()
             }
         )
+    return MappingProxyType(out)
+
+
+def _drift(values: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
+    out: dict[str, Mapping[str, float]] = {}
+    for check, statistics in values.items():
+        check_value("check", check)
+        figures = {}
+        for name, value in statistics.items():
+            number = _finite(f"drift[{check!r}][{name!r}]", value)
+            if number is not None:
+                figures[check_value("statistic", name)] = number
+        out[check] = MappingProxyType(figures)
+    return MappingProxyType(out)
+
+
+def _bounded(name: str, values: set[str]) -> None:
+    """Refuse more distinct values of a label than :data:`MAX_SEGMENT_VALUES`."""
+    if len(values) > MAX_SEGMENT_VALUES:
+        raise UsageError(
+            f"online {name} has {len(values)} values, more than the {MAX_SEGMENT_VALUES} a "
+            "label may take; fold the rest into 'other'"
+        )
+
+
+def _online(values: Mapping[tuple[str, str, str], float]) -> Mapping[tuple[str, str, str], float]:
+    out: dict[tuple[str, str, str], float] = {}
+    for (metric, application, segment), value in values.items():
+        key = (
+            check_value("metric", metric),
+            check_value("application", application),
+            check_value("segment", segment),
+        )
+        number = _finite(f"online[{key!r}]", value)
+        if number is not None:
+            out[key] = number
+    _bounded("application", {key[1] for key in out})
+    _bounded("segment", {key[2] for key in out})
+    return MappingProxyType(out)
+
+
+def _online_searches(values: Mapping[tuple[str, str], int]) -> Mapping[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for (application, segment), count in values.items():
+        _count(f"online_searches[{application!r}, {segment!r}]", count)
+        out[(check_value("application", application), check_value("segment", segment))] = count
+    _bounded("application", {key[0] for key in out})
+    _bounded("segment", {key[1] for key in out})
     return MappingProxyType(out)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from monitor.compare.records import Comparison
-from monitor.config.model import LinksConfig
+from monitor.config.common import LinksConfig
 
 #: The gate's verdict of one suite: ``pass`` (no rule breached), ``regression`` (a rule
 #: breached with significant evidence), ``insufficient_evidence`` (a rule's threshold was

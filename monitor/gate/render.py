@@ -33,7 +33,7 @@ from monitor.compare.records import (
     RuleOutcome,
     RuleStatus,
 )
-from monitor.config.model import LinksConfig
+from monitor.config.common import LinksConfig
 from monitor.gate.records import GateResult, GateVerdict
 from monitor.terminal import printable
 
@@ -79,6 +79,7 @@ _STATUS_WORDS: Final[Mapping[RuleStatus, str]] = MappingProxyType(
         "pending": "pending",
         "skipped": "skipped",
         "unjudged": "labels needed",
+        "unverified": "unverified",
     }
 )
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from monitor.errors import LockedTooLongError, StoreLockedError
 
 if TYPE_CHECKING:
-    from monitor.config.model import ScheduleConfig, SuiteConfig
+    from monitor.config.common import ScheduleConfig
+    from monitor.config.model import SuiteConfig
     from monitor.store import Store
     from monitor.store.records import LockHolder
 

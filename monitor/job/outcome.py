@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from monitor.compare import Comparison
     from monitor.evalset import EvalSet
+    from monitor.judgments.agreement import Agreement
     from monitor.metrics.evaluation import EvaluationResult
     from monitor.runner import RunResult
     from monitor.store.records import RunRecord
@@ -36,7 +37,8 @@ class SuiteOutcome:
 
     ``baseline`` is the suite's pinned baseline as stored (before any re-scoring under
     changed judgments), None when there was none: the readers of the run need not load it
-    again.
+    again. ``agreement`` is the suite judge's agreement with human grades (None without a
+    judge).
     """
 
     suite: str
@@ -48,6 +50,7 @@ class SuiteOutcome:
     evalset: EvalSet
     published: Published = field(default_factory=Published)
     baseline: RunRecord | None = None
+    agreement: Agreement | None = None
 
     @property
     def run_id(self) -> int | None:

@@ -33,7 +33,7 @@ from monitor.evalset.suite import load_evalset
 from monitor.job.measurable import measured_anything
 from monitor.job.outcome import SuiteOutcome
 from monitor.judgments import align_baseline, labels_of
-from monitor.judgments.suite import judge_after_run
+from monitor.judgments.suite import judge_after_run, judge_agreement
 from monitor.metrics.evaluation import EvaluationResult, evaluate
 from monitor.metrics.spec import Metric
 from monitor.runner import RunResult, run_queries
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from monitor.config.model import SignificanceConfig, SuiteConfig
     from monitor.evalset import EvalSet
     from monitor.evalset.digests import SetDigests
+    from monitor.judgments.agreement import Agreement
     from monitor.search.base import Search
     from monitor.store import Store
     from monitor.store.records import RunRecord
@@ -183,10 +184,11 @@ def compare_with_baseline(
     *,
     history: dict[str, list[bool]],
     significance: SignificanceConfig | None = None,
+    agreement: Agreement | None = None,
 ) -> Comparison:
     """Compare ``run`` (measured on ``evalset``) with ``baseline`` under the suite's rules,
     segments, invariants and coverage; ``significance`` replaces the suite's (the gate's,
-    without persistence)."""
+    without persistence); ``agreement`` is the suite judge's, for ``judge_agreement``."""
     columns = evalset.columns()  # the set's queries by id, read from its columns
     return compare_runs(
         run,
@@ -200,6 +202,7 @@ def compare_with_baseline(
         invariants=suite.invariants,
         qrels=columns.qrels(),
         coverage=suite.coverage,
+        agreement=agreement,
     )
 
 
@@ -229,8 +232,12 @@ def compare_stored(
     aligned = align_baseline(store, stored, evalset, frozen, corpus=corpus, current=labels)
     baseline = aligned.baseline
     history = rule_history(store, suite.name, before=run_id)
+    # Judging after the run fills holes only, so it never moves the overlap measured here.
+    agreement = judge_agreement(store, suite, frozen)
     try:
-        comparison = compare_with_baseline(suite, record, baseline, evalset, history=history)
+        comparison = compare_with_baseline(
+            suite, record, baseline, evalset, history=history, agreement=agreement
+        )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
     warned: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
@@ -250,5 +257,12 @@ def compare_stored(
     record_verdict(store, suite.name, run_id, comparison)
     apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(
-        suite.name, record, comparison, evaluation, result, evalset, baseline=stored
+        suite.name,
+        record,
+        comparison,
+        evaluation,
+        result,
+        evalset,
+        baseline=stored,
+        agreement=agreement,
     )

@@ -44,6 +44,7 @@ from monitor.store.measured import failure_figures
 if TYPE_CHECKING:
     from monitor.alerts import Alert, AlertLifecycle, FailureReason, Notifier
     from monitor.config.model import SuiteConfig
+    from monitor.config.traffic import OnlineSuiteConfig
     from monitor.exporters import SuiteSnapshot
     from monitor.job.outcome import SuiteOutcome
     from monitor.store import Store
@@ -60,7 +61,7 @@ Clock = Callable[[], datetime]
 
 @contextmanager
 def suite_notifiers(
-    suite: SuiteConfig, given: Mapping[str, Notifier] | None
+    suite: SuiteConfig | OnlineSuiteConfig, given: Mapping[str, Notifier] | None
 ) -> Iterator[dict[str, Notifier]]:
     """Yield ``given`` (a test's notifiers, kept open), else the suite's configured
     notifiers, built for the block and closed after it."""
@@ -104,7 +105,7 @@ def suite_snapshot(
             queries_sent=attempt.sent,
             queries_failed=attempt.failed,
         )
-    run, comparison = outcome.run, outcome.comparison
+    run, comparison, agreement = outcome.run, outcome.comparison, outcome.agreement
     changes = comparison.metrics
     overlap = comparison.overlap
     segments: dict[str, dict[str, dict[str, float]]] = {}
@@ -148,6 +149,9 @@ def suite_snapshot(
         rbo=overlap.rbo if overlap is not None else None,
         jaccard=overlap.jaccard if overlap is not None else None,
         labels_needed=bool(comparison.held) if comparison.coverage else None,
+        judge="" if agreement is None else agreement.judge,
+        judge_agreement={} if agreement is None else dict(agreement.statistics),
+        judge_pairs=None if agreement is None else agreement.pairs,
         last_success_at=run.finished_at,
     )
 
@@ -158,9 +162,11 @@ def _corpus_fingerprint(value: object) -> str:
     return value if isinstance(value, str) and 0 < len(value) <= 64 else ""
 
 
-def export(snapshot: SuiteSnapshot, suite: SuiteConfig, sinks: Iterable[Sink] = ()) -> list[str]:
+def export(
+    snapshot: SuiteSnapshot, suite: SuiteConfig | OnlineSuiteConfig, sinks: Iterable[Sink] = ()
+) -> list[str]:
     """Send ``snapshot`` to the suite's exporters and ``sinks``; return the errors, logged."""
-    from monitor.config.model import PushgatewayExporterConfig, TextfileExporterConfig
+    from monitor.config.common import PushgatewayExporterConfig, TextfileExporterConfig
 
     targets: list[tuple[str, Sink]] = []
     for exporter in suite.exporters:
@@ -362,10 +368,25 @@ def publish_run(
 ) -> SuiteOutcome:
     """Export a completed run's gauges and send its alerts; return the outcome with both."""
     snapshot, errors = _run_snapshot(suite, outcome)
+    if snapshot is not None and suite.drift is not None:
+        snapshot = replace(snapshot, drift=latest_drift(store, suite))
     if snapshot is not None:
         errors += export(snapshot, suite, sinks)
     alerts = alert(suite, store, outcome, None, at=clock(), notifiers=notifiers, delivery=delivery)
     return replace(outcome, published=replace(alerts, export_errors=tuple(errors)))
+
+
+def latest_drift(store: Store, suite: SuiteConfig) -> dict[str, dict[str, float]]:
+    """Return the statistics of the suite's latest drift check that measured, by its name."""
+    if suite.drift is None:
+        return {}
+    try:
+        checks = store.drift_checks(suite.name, limit=20)
+    except MonitorError as error:  # the gauges of the run go out without them
+        log.error("drift_checks_unreadable", suite=suite.name, error=str(error))
+        return {}
+    measured = [c for c in checks if c.name == suite.drift.name and c.statistics]
+    return {suite.drift.name: dict(measured[0].statistics)} if measured else {}
 
 
 def publish_lock_failure(

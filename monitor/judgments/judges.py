@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import socket
 import threading
 import time
@@ -26,10 +25,20 @@ import httpx
 
 from monitor.config.fields import MAX_SECONDS
 from monitor.config.model import JudgeConfig, thaw
-from monitor.errors import MonitorError, SearchSetupError, UsageError
+from monitor.errors import SearchSetupError, UsageError
 from monitor.evalset import EvalSet
+from monitor.judgments.answers import DEFAULT_LIST_PROMPT as DEFAULT_LIST_PROMPT
+from monitor.judgments.answers import DEFAULT_MAX_GRADE as DEFAULT_MAX_GRADE
+from monitor.judgments.answers import DEFAULT_PROMPT as DEFAULT_PROMPT
+from monitor.judgments.answers import JudgeAnswerError as JudgeAnswerError
+from monitor.judgments.answers import JudgeError as JudgeError
+from monitor.judgments.answers import fill_list_prompt as fill_list_prompt
+from monitor.judgments.answers import fill_prompt as fill_prompt
+from monitor.judgments.answers import parse_grade as parse_grade
+from monitor.judgments.answers import parse_grades as parse_grades
+from monitor.judgments.answers import quote
 from monitor.judgments.layers import _now, add_layer
-from monitor.judgments.todo import DocText, todo_items
+from monitor.judgments.todo import DocText, TodoItem, todo_items
 from monitor.store import JudgmentLayer, RunRecord, Store
 
 #: Grades one (query, document text) pair.
@@ -38,44 +47,24 @@ Judge = Callable[[str, str], int]
 #: The entry-point group of third-party judges.
 JUDGE_GROUP = "retrieval_monitor.judges"
 
-#: The grade scale of a judge when the suite names none: 0 (not relevant) to 2.
-DEFAULT_MAX_GRADE = 2
 #: The most bytes of one judge answer read; a longer body is refused, not held in memory.
 MAX_ANSWER_BYTES = 1 << 20
 
-#: The prompt of the ``http`` judge when the suite names none; ``{query}``, ``{document}``
-#: and ``{max_grade}`` are filled in.
-DEFAULT_PROMPT = (
-    "Grade how well the document answers the query, on a scale of 0 to {max_grade}: "
-    "0 not relevant, {max_grade} highly relevant. Reply with one JSON object and nothing "
-    'else: {"grade": N}, where N is an integer from 0 to {max_grade}.'
-    "\n\nQuery: {query}\n\nDocument: {document}"
-)
+
+#: How many documents of a query one listwise call grades when ``list_size`` is not given.
+DEFAULT_LIST_SIZE = 20
 
 
-class JudgeError(MonitorError):
-    """A judge could not be built, could not be reached, or failed.
-
-    ``option`` is the option at fault (``url``, ``headers``) when building refused one.
-    """
-
-    def __init__(self, judge: str, reason: str, *, option: str | None = None) -> None:
-        self.judge = judge
-        self.reason = reason
-        self.option = option
-        super().__init__(f"judge {judge!r}: {reason}")
-
-
-class JudgeAnswerError(JudgeError):
-    """A judge answered, but not with exactly one grade of its scale: the answer is refused.
-
-    A refused answer is never stored as a grade; the round counts it as a failure.
-    """
+def is_listwise(config: JudgeConfig) -> bool:
+    """Return whether the judge grades a query's documents in one call (``listwise: true``)."""
+    return config.options.get("listwise") is True
 
 
 def judge_prompt(config: JudgeConfig) -> str:
-    """Return the prompt ``config``'s judge sends: its own or the default, scale filled in."""
-    return (config.prompt or DEFAULT_PROMPT).replace("{max_grade}", str(config.max_grade))
+    """Return the prompt ``config``'s judge sends: its own or the default (the listwise one
+    for a listwise judge), scale filled in."""
+    default = DEFAULT_LIST_PROMPT if is_listwise(config) else DEFAULT_PROMPT
+    return (config.prompt or default).replace("{max_grade}", str(config.max_grade))
 
 
 def judge_source(config: JudgeConfig) -> str:
@@ -88,86 +77,20 @@ def judge_source(config: JudgeConfig) -> str:
     return f"judge:{config.judge_id}:{config.model}:{digest}"
 
 
-#: A bare grade, or the last line ``grade: N``: a few ASCII digits, nothing else.
-_BARE = re.compile(r"[0-9]{1,3}", re.ASCII)
-_GRADE_LINE = re.compile(r"grade\s*[:=]\s*([0-9]{1,3})", re.ASCII | re.IGNORECASE)
-_GRADE_MENTION = re.compile(r"\s*grade\s*[:=]", re.ASCII | re.IGNORECASE)
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.ASCII | re.DOTALL)
-
-
-def parse_grade(answer: str, judge: str = "http", max_grade: int = DEFAULT_MAX_GRADE) -> int:
-    """Return the one grade of ``answer``; raise JudgeAnswerError when there is not exactly one.
-
-    Read are, and nothing else: a JSON object ``{"grade": N}`` (other keys, such as a
-    ``reason``, are ignored; a fenced code block around it is allowed), a bare ``N``, or text
-    whose last line is ``grade: N`` and no other line names a grade. ``N`` is an integer
-    from 0 to ``max_grade``; any other answer is refused, quoted in the error.
-    """
-    text = answer.strip()
-    fenced = _FENCE.fullmatch(text)
-    if fenced is not None:
-        text = fenced.group(1)
-    if text.startswith("{"):
-        grade = _json_grade(text)
-    elif _BARE.fullmatch(text):
-        grade = int(text)
-    else:
-        lines = [line for line in text.splitlines() if line.strip()]
-        last = _GRADE_LINE.fullmatch(lines[-1].strip()) if lines else None
-        named = sum(1 for line in lines if _GRADE_MENTION.match(line))
-        grade = int(last.group(1)) if last is not None and named == 1 else None
-    if grade is None:
-        raise JudgeAnswerError(
-            judge,
-            'expected an answer of exactly one grade ({"grade": N}, N alone, or a last line '
-            f"grade: N), found {_quote(answer)}",
-        )
-    if not 0 <= grade <= max_grade:
-        raise JudgeAnswerError(
-            judge, f"expected a grade from 0 to {max_grade}, found {grade} in {_quote(answer)}"
-        )
-    return grade
-
-
-def _json_grade(text: str) -> int | None:
-    """Return the integer ``grade`` of a JSON object given once, else None."""
-
-    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        keys = [key for key, _ in pairs]
-        if len(set(keys)) != len(keys):
-            raise ValueError("a key given twice")
-        return dict(pairs)
-
-    try:
-        found = json.loads(text, object_pairs_hook=unique, parse_int=_short_int)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(found, dict):
-        return None
-    grade = found.get("grade")
-    if isinstance(grade, bool) or not isinstance(grade, int):
-        return None
-    return grade
-
-
-def _short_int(literal: str) -> int:
-    """Return a JSON integer of at most 6 digits; refuse a longer one (no grade is)."""
-    if len(literal.lstrip("-")) > 6:
-        raise ValueError("an integer too long to be a grade")
-    return int(literal)
-
-
-def _quote(answer: str) -> str:
-    return repr(answer if len(answer) <= 80 else answer[:77] + "...")
-
-
 class HttpJudge:
     """Ask an LLM server's ``/chat/completions`` endpoint for a grade.
 
     The request is ``{"model", "messages": [{"role": "user", "content": prompt}],
     "temperature": 0}``; the grade is read from ``choices[0].message.content`` by
-    :func:`parse_grade`. ``timeout`` bounds the whole call (connecting, sending and reading
-    every byte of the answer), not each read: a server that drips its answer is cut off.
+    :func:`parse_grade` (``strict``: the JSON object only, as the built-in prompt asks; the
+    default when no ``prompt`` is given). ``timeout`` bounds the whole call (connecting,
+    sending and reading every byte of the answer), not each read: a server that drips its
+    answer is cut off.
+
+    :meth:`grade_list` grades several documents of a query in one call (``listwise``, whose
+    prompt is then the listwise one), read by :func:`parse_grades`. ``calls`` and
+    ``tokens`` (the ``usage.total_tokens`` the endpoint reports, when it does) count what
+    the judge spent; :meth:`spent` says when ``max_calls`` or ``max_tokens`` is reached.
     """
 
     def __init__(
@@ -181,10 +104,22 @@ class HttpJudge:
         transport: httpx.BaseTransport | None = None,
         name: str = "http",
         max_grade: int = DEFAULT_MAX_GRADE,
+        strict: bool | None = None,
+        listwise: bool = False,
+        list_size: int = DEFAULT_LIST_SIZE,
+        max_calls: int | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self._url = url
+        self._strict = not prompt if strict is None else strict
         self._model = model
-        self._prompt = (prompt or DEFAULT_PROMPT).replace("{max_grade}", str(max_grade))
+        default = DEFAULT_LIST_PROMPT if listwise else DEFAULT_PROMPT
+        self._prompt = (prompt or default).replace("{max_grade}", str(max_grade))
+        self.listwise = listwise
+        self.list_size = list_size
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        self.calls = self.tokens = 0
         self._name = name
         self._timeout = timeout
         self._max_grade = max_grade
@@ -199,26 +134,50 @@ class HttpJudge:
 
     def __call__(self, query: str, doc_text: str) -> int:
         """Return the grade the server gives the pair."""
-        content = self._prompt.replace("{query}", query).replace("{document}", doc_text)
+        answer = self._ask(fill_prompt(self._prompt, query, doc_text))
+        return parse_grade(answer, self._name, self._max_grade, strict=self._strict)
+
+    def grade_list(self, query: str, docs: Sequence[tuple[str, str]]) -> dict[str, int]:
+        """Return doc id -> grade for ``docs`` (id, text) of ``query``, asked in one call."""
+        answer = self._ask(fill_list_prompt(self._prompt, query, docs))
+        return parse_grades(answer, [doc for doc, _ in docs], self._name, self._max_grade)
+
+    def spent(self) -> str | None:
+        """Return which cost cap the calls so far reached (``max_calls``, ``max_tokens``), or
+        None while both leave room for another call."""
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return f"{self.calls} calls (max_calls {self.max_calls})"
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            return f"{self.tokens} tokens (max_tokens {self.max_tokens})"
+        return None
+
+    def _ask(self, content: str) -> str:
+        """Send one user message; return the answer's text, counting the call and tokens."""
         body = {
             "model": self._model,
             "messages": [{"role": "user", "content": content}],
             "temperature": 0,
         }
+        self.calls += 1
         status, data = self._post(body)
         if status != 200:
             raise JudgeError(self._name, f"expected status 200, found {status}")
         try:
-            answer = json.loads(data)["choices"][0]["message"]["content"]
+            reply = json.loads(data)
+            answer = reply["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise JudgeError(
                 self._name,
                 "expected a chat-completions answer with choices[0].message.content, found "
                 f"{data[:80].decode('utf-8', 'replace')!r}",
             ) from None
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        total = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            self.tokens += total
         if not isinstance(answer, str):
             raise JudgeError(self._name, f"expected text content, found {answer!r}")
-        return parse_grade(answer, self._name, self._max_grade)
+        return answer
 
     def _post(self, body: dict[str, Any]) -> tuple[int, bytes]:
         """Send ``body``; return the status and the answer's bytes, all within the timeout.
@@ -304,6 +263,16 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
             raise JudgeError(
                 config.judge_id, "expected 'headers' to map names to strings", option="headers"
             )
+        listwise = options.get("listwise", False)
+        if not isinstance(listwise, bool):
+            raise JudgeError(
+                config.judge_id, f"expected listwise true or false, found {listwise!r}",
+                option="listwise",
+            )  # fmt: skip
+        caps = {
+            name: _count_option(config.judge_id, options, name, most)
+            for name, most in (("list_size", 100), ("max_calls", 10**6), ("max_tokens", 10**12))
+        }
         return HttpJudge(
             url,
             model=config.model,
@@ -313,6 +282,13 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
             transport=transport,
             name=config.judge_id,
             max_grade=config.max_grade,
+            # The built-in prompt asks for the JSON object alone; a prompt of the suite's own
+            # may ask for a bare grade or a last line ``grade: N``.
+            strict=not config.prompt,
+            listwise=listwise,
+            list_size=caps["list_size"] or DEFAULT_LIST_SIZE,
+            max_calls=caps["max_calls"],
+            max_tokens=caps["max_tokens"],
         )
     if config.kind == "python":
         from monitor.search import build_search
@@ -344,14 +320,61 @@ def build_judge(config: JudgeConfig, *, transport: httpx.BaseTransport | None = 
     raise UsageError(f"unknown judge kind {config.kind!r}; known: python, http, entrypoint:NAME")
 
 
+def _count_option(judge: str, options: Mapping[str, object], name: str, most: int) -> int | None:
+    """Return the whole-number option ``name`` (1 to ``most``), None when not given."""
+    value = options.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise JudgeError(
+            judge, f"expected {name} a whole number from 1 to {most}, found {value!r}", option=name
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeRound:
     """What one round of a judge after a run gave: the layer stored (None when no grade was),
-    the answers refused (never stored), and the first refusal's reason."""
+    the answers refused (never stored), the first refusal's reason, and, when a cost cap
+    stopped the round, which one (``stopped``) and how many pairs it left unjudged."""
 
     layer: JudgmentLayer | None
     refused: int = 0
     first_refusal: str | None = None
+    stopped: str | None = None
+    left: int = 0
+
+
+def _batches(items: Sequence[TodoItem], judge: Judge) -> list[list[TodoItem]]:
+    """Return the calls to make: one pair each, or for a listwise judge up to its
+    ``list_size`` pairs of one query, best ranks first."""
+    if getattr(judge, "listwise", False) is not True:
+        return [[item] for item in items]
+    size = int(getattr(judge, "list_size", DEFAULT_LIST_SIZE))
+    by_query: dict[str, list[TodoItem]] = {}
+    for item in items:
+        by_query.setdefault(item.query_id, []).append(item)
+    return [group[i : i + size] for group in by_query.values() for i in range(0, len(group), size)]
+
+
+def _grades(judge: Judge, batch: Sequence[TodoItem], config: JudgeConfig) -> dict[str, int]:
+    """Ask ``judge`` for the grades of ``batch`` (one query's pairs); check each is one of
+    the scale (JudgeAnswerError if not)."""
+    if len(batch) > 1 or getattr(judge, "listwise", False) is True:
+        if not isinstance(judge, HttpJudge):
+            raise JudgeError(config.judge_id, "expected a listwise judge (kind: http)")
+        return judge.grade_list(batch[0].query, [(i.doc_id, i.doc_text or "") for i in batch])
+    item = batch[0]
+    grade = judge(item.query, item.doc_text or "")
+    if isinstance(grade, bool) or not isinstance(grade, int):
+        raise JudgeAnswerError(
+            config.judge_id, f"expected an integer grade, found {quote(str(grade))}"
+        )
+    if not 0 <= grade <= config.max_grade:
+        raise JudgeAnswerError(
+            config.judge_id, f"expected a grade from 0 to {config.max_grade}, found {grade}"
+        )
+    return {item.doc_id: grade}
 
 
 def judge_holes(
@@ -370,29 +393,26 @@ def judge_holes(
     """Grade up to ``config.max_per_run`` unjudged pairs of ``runs``, best ranks first.
 
     ``evalset`` holds the judgments in force with this judge's earlier grades, so a pair is
-    never asked twice. Pairs with no known document text are left for people. An answer that
-    is not one grade of the scale (0 to ``config.max_grade``) is refused and counted, never
-    stored; a judge that cannot be reached or raises stops the round (JudgeError).
+    never asked twice. Pairs with no known document text are left for people. A listwise
+    judge grades up to its ``list_size`` pairs of a query per call. An answer that is not
+    the grades asked for (each of the scale 0 to ``config.max_grade``) is refused and
+    counted, never stored; a judge that cannot be reached or raises stops the round
+    (JudgeError). A judge whose ``spent()`` names a cost cap reached stops cleanly before
+    its next call: the grades so far are stored, the rest left unjudged and counted.
     """
+    items = todo_items(evalset, runs, depth=depth, doc_text=doc_text)
+    batches = _batches([item for item in items if item.doc_text][: config.max_per_run], judge)
+    spent = getattr(judge, "spent", None)
     grades: dict[str, dict[str, int]] = {}
-    asked = refused = 0
-    first: str | None = None
-    for item in todo_items(evalset, runs, depth=depth, doc_text=doc_text):
-        if asked >= config.max_per_run:
+    refused = left = 0
+    first = stopped = None
+    for position, batch in enumerate(batches):
+        stopped = spent() if callable(spent) else None
+        if stopped is not None:
+            left = sum(len(rest) for rest in batches[position:])
             break
-        if not item.doc_text:
-            continue
-        asked += 1
         try:
-            grade = judge(item.query, item.doc_text)
-            if isinstance(grade, bool) or not isinstance(grade, int):
-                raise JudgeAnswerError(
-                    config.judge_id, f"expected an integer grade, found {_quote(str(grade))}"
-                )
-            if not 0 <= grade <= config.max_grade:
-                raise JudgeAnswerError(
-                    config.judge_id, f"expected a grade from 0 to {config.max_grade}, found {grade}"
-                )
+            found = _grades(judge, batch, config)
         except JudgeAnswerError as error:
             refused += 1
             first = first or error.reason
@@ -401,9 +421,9 @@ def judge_holes(
             raise
         except Exception as error:  # a plug-in's own failure: the run it follows stands
             raise JudgeError(config.judge_id, f"raised {type(error).__name__}: {error}") from None
-        grades.setdefault(item.query_id, {})[item.doc_id] = grade
+        grades.setdefault(batch[0].query_id, {}).update(found)
     if not grades:
-        return JudgeRound(None, refused, first)
+        return JudgeRound(None, refused, first, stopped, left)
     layer = add_layer(
         store,
         suite,
@@ -414,4 +434,4 @@ def judge_holes(
         kind="judge",
         clock=clock,
     )
-    return JudgeRound(layer, refused, first)
+    return JudgeRound(layer, refused, first, stopped, left)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from monitor.config.model import SuiteConfig
     from monitor.evalset.corpus import Corpus
+    from monitor.judgments.agreement import Agreement
     from monitor.runner import RunResult
 
 log = get_logger(__name__)
@@ -127,15 +128,40 @@ def judge_after_run(
             f"judge failed: judge {config.judge_id!r}: {counted(graded.refused, 'answer')} "
             f"refused, never stored (first: {said})"
         )
+    if graded.stopped is not None:
+        log.warning("judge_cost_cap", suite=suite.name, stopped=graded.stopped, left=graded.left)
+        warnings.append(
+            f"judge {config.judge_id} stopped at its cost cap ({graded.stopped}): "
+            f"{counted(graded.left, 'pair')} left unjudged this run"
+        )
     notes += label_views(store, suite, frozen, record)
     return JudgeLines(tuple(notes), tuple(warnings))
+
+
+def judge_agreement(
+    store: Store, suite: SuiteConfig, frozen: EvalSet, *, keep: bool = True
+) -> Agreement | None:
+    """Return the agreement of the suite's judge (as configured now) with human grades, with
+    no pair when it graded nothing yet; None for a suite without judge. ``keep`` stores
+    figures computed afresh (see ``suite_agreement``)."""
+    if suite.judge is None:
+        return None
+    from monitor.judgments.agreement import agreement_of, suite_agreement
+
+    source = judge_source(suite.judge)
+    top = suite.judge.max_grade
+    for found in suite_agreement(store, suite.name, frozen, max_grade=top, keep=keep):
+        if found.judge == source:
+            return found
+    return agreement_of(suite.name, source, [], max_grade=top)
 
 
 def label_views(
     store: Store, suite: SuiteConfig, frozen: EvalSet, record: RunRecord
 ) -> tuple[str, ...]:
     """Return lines giving the run's rule metrics with human labels only and with the
-    judge's labels, and which of the two gates alerts (nothing for a suite without judge)."""
+    judge's labels, which of the two gates alerts, and the judge's agreement with human
+    grades (nothing for a suite without judge)."""
     if suite.judge is None:
         return ()
     lines = []
@@ -147,6 +173,10 @@ def label_views(
         lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
     gate = "human labels only" if suite.alert_labels == "human" else "judge labels"
     lines.append(f"alerts are gated on {gate} (alert_labels: {suite.alert_labels})")
+    # Read only: a report shows the figures and never writes the store.
+    agreement = judge_agreement(store, suite, frozen, keep=False)
+    if agreement is not None:
+        lines.append(agreement.lines()[0])
     return tuple(lines)
 
 

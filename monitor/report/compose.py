@@ -239,8 +239,11 @@ def compose_report(
                 "from its current version"
             )
 
+    agreement = None
     if evalset is not None and suite.evalset.reference is None:
-        from monitor.judgments.suite import rescored_pair
+        from monitor.judgments.suite import judge_agreement, rescored_pair
+
+        agreement = judge_agreement(store, suite, evalset, keep=False)
 
         # Judgments changed since a run was measured: both are re-scored, not discarded.
         effective = None
@@ -263,6 +266,7 @@ def compose_report(
         history=history,
         qrels=qrels,
         coverage=suite.coverage,
+        agreement=agreement,
     )
     comparison = replace(
         comparison,

@@ -53,6 +53,7 @@ _STATUS = {
     "pending": "pending",
     "skipped": "skipped",
     "unjudged": "labels?",
+    "unverified": "unverified",
 }
 _CHANGE = {
     "lost_hit": ("lost hit", "a relevant document was in the top k and none is now"),

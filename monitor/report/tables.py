@@ -22,6 +22,7 @@ SERIOUSNESS: tuple[RuleStatus, ...] = (
     "unjudged",
     "pending",
     "insufficient_evidence",
+    "unverified",
     "skipped",
     "ok",
 )

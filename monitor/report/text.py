@@ -20,6 +20,7 @@ _MARK = {
     "pending": "pending",
     "skipped": "skipped",
     "unjudged": "labels?",
+    "unverified": "unverified",
 }
 _VERDICT = {
     "ok": "ok: no rule breached",

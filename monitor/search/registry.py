@@ -1,8 +1,9 @@
 """Build a search function from a kind and its options.
 
-Built-in kinds are the aliases of :data:`BUILTINS` (``python``, ``http`` and ``replay``);
-third-party packages add kinds through the entry-point group ``retrieval_monitor.search``,
-each entry point naming a :data:`SearchBuilder` (``options -> search function``)::
+Built-in kinds are the aliases of :data:`BUILTINS` (``python``, ``http``, ``replay`` and
+``interleave``); third-party packages add kinds through the entry-point group
+``retrieval_monitor.search``, each entry point naming a :data:`SearchBuilder`
+(``options -> search function``)::
 
     [project.entry-points."retrieval_monitor.search"]
     qdrant = "my_package.monitor_plugin:build"
@@ -32,6 +33,7 @@ ENTRY_POINT_GROUP: Final = "retrieval_monitor.search"
 #: of a run that replays a file.
 BUILTINS: Final[Mapping[str, str]] = {
     "http": "monitor.search.http:build",
+    "interleave": "monitor.search.interleave:build",
     "python": "monitor.search.python:build",
     "replay": "monitor.search.replay:build",
 }

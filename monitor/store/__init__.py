@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from monitor.store.backends import open_store
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS, Store
+from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, LayerKind, RunLabels
 from monitor.store.records import (
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_LOCK_TTL_SECONDS",
     "SCHEMA_VERSION",
     "Baseline",
+    "DriftRecord",
     "JudgmentLayer",
     "KnownCorpus",
     "LayerKind",

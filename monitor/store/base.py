@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.records import MetaValue
+from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.records import (
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from monitor.store.columnar import QueryArrays
+    from monitor.store.online import StoredWindow
     from monitor.store.retention import PruneResult, Retention
 
 #: How long a run lock's lease lasts: a holder that stops renewing it loses it this much later.
@@ -147,6 +149,34 @@ class Store(Protocol):
         self, suite: str, fingerprint: str, detail: Mapping[str, MetaValue]
     ) -> None:
         """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
+        ...
+
+    def add_drift_check(self, record: DriftRecord) -> int:
+        """Store a query drift check of a suite; return its id."""
+        ...
+
+    def drift_checks(self, suite: str, limit: int = 50) -> list[DriftRecord]:
+        """Return up to ``limit`` drift checks of ``suite``, newest first."""
+        ...
+
+    def save_online_window(self, window: StoredWindow) -> int:
+        """Store a measured window of an online suite; return its id."""
+        ...
+
+    def online_window(self, window_id: int) -> StoredWindow:
+        """Return the stored online window ``window_id``."""
+        ...
+
+    def latest_online_window(self, suite: str, status: str | None = "ok") -> StoredWindow | None:
+        """Return the suite's latest stored window (of ``status`` unless None), or None."""
+        ...
+
+    def pin_online_window(self, suite: str, window_id: int) -> None:
+        """Pin the stored window ``window_id`` as the online suite's baseline."""
+        ...
+
+    def pinned_online_window(self, suite: str) -> StoredWindow | None:
+        """Return the window pinned for the online suite, or None."""
         ...
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:

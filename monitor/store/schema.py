@@ -216,6 +216,48 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        8,
+        "the query drift checks of each suite",
+        (
+            # One row per check: its verdict, the windows compared and each statistic, so
+            # the latest figures can be exported and a history charted.
+            """CREATE TABLE drift_checks (
+                check_id {id},
+                suite TEXT NOT NULL,
+                name TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'drift', 'no data')),
+                reference TEXT NOT NULL,
+                current TEXT NOT NULL,
+                statistics {json} NOT NULL,
+                detail {json} NOT NULL,
+                checked_at {ts} NOT NULL
+            )""",
+            "CREATE INDEX drift_checks_by_suite ON drift_checks (suite, name, checked_at)",
+        ),
+    ),
+    Migration(
+        9,
+        "online suites' measured windows and pinned baseline windows",
+        (
+            """CREATE TABLE online_windows (
+                window_id {id},
+                suite TEXT NOT NULL,
+                start_at {ts} NOT NULL,
+                end_at {ts} NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('ok', 'no_data')),
+                searches {bigint} NOT NULL,
+                figures {json} NOT NULL,
+                saved_at {ts} NOT NULL
+            )""",
+            "CREATE INDEX online_windows_by_suite ON online_windows (suite, saved_at)",
+            """CREATE TABLE online_pins (
+                suite TEXT PRIMARY KEY,
+                window_id {bigint} NOT NULL REFERENCES online_windows (window_id),
+                pinned_at {ts} NOT NULL
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

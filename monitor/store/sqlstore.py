@@ -18,11 +18,24 @@ from monitor.errors import (
 )
 from monitor.logs import get_logger
 from monitor.records import MetaValue
-from monitor.store import columnar, fingerprints, frames, kv, layers, locks, retention, runs
+from monitor.store import (
+    columnar,
+    drift,
+    fingerprints,
+    frames,
+    kv,
+    layers,
+    locks,
+    online,
+    retention,
+    runs,
+)
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
+from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
+from monitor.store.online import StoredWindow
 from monitor.store.records import (
     Baseline,
     LockHolder,
@@ -308,6 +321,43 @@ class SqlStore:
         """Store ``fingerprint`` (the digest of ``detail``) as the suite's corpus."""
         with self._write("storing a corpus fingerprint") as tx:
             fingerprints.put_corpus(tx, suite, fingerprint, detail, self._clock())
+
+    def add_drift_check(self, record: DriftRecord) -> int:
+        """Store a query drift check of a suite; return its id."""
+        with self._write("storing a drift check") as tx:
+            return drift.insert_drift(tx, record, self._clock())
+
+    def drift_checks(self, suite: str, limit: int = 50) -> list[DriftRecord]:
+        """Return up to ``limit`` drift checks of ``suite``, newest first."""
+        with self._read("reading drift checks") as tx:
+            return drift.list_drift(tx, suite, limit)
+
+    # Online windows ------------------------------------------------------------------------
+
+    def save_online_window(self, window: StoredWindow) -> int:
+        """Store a measured window of an online suite; return its id."""
+        with self._write("storing an online window") as tx:
+            return online.save_window(tx, window, self._clock())
+
+    def online_window(self, window_id: int) -> StoredWindow:
+        """Return the stored online window ``window_id``."""
+        with self._read("reading an online window") as tx:
+            return online.get_window(tx, window_id)
+
+    def latest_online_window(self, suite: str, status: str | None = "ok") -> StoredWindow | None:
+        """Return the suite's latest stored window (of ``status`` unless None), or None."""
+        with self._read("reading an online window") as tx:
+            return online.latest_window(tx, suite, status)
+
+    def pin_online_window(self, suite: str, window_id: int) -> None:
+        """Pin the stored window ``window_id`` as the online suite's baseline."""
+        with self._write("pinning an online window") as tx:
+            online.pin_window(tx, suite, window_id, self._clock())
+
+    def pinned_online_window(self, suite: str) -> StoredWindow | None:
+        """Return the window pinned for the online suite, or None."""
+        with self._read("reading a pinned online window") as tx:
+            return online.pinned_window(tx, suite)
 
     def enqueue(self, kind: str, key: str, payload: Mapping[str, object]) -> int:
         """Put a notification in the outbox (replacing an undelivered twin); return its id."""

@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from monitor.config.windows import EVERYTHING, Window
 from monitor.errors import UsageError
 from monitor.traffic import sql
 from monitor.traffic.engine import Connection, Reader, rows
 from monitor.traffic.online import CLICK_ACTION
-from monitor.traffic.window import EVERYTHING, Window
 
 ClickModel = Literal["coec", "ctr_share"]
 

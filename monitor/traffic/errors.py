@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from monitor.errors import MonitorError, UsageError
 
 if TYPE_CHECKING:
-    from monitor.traffic.window import Window
+    from monitor.config.windows import Window
 
 
 class NoTrafficError(MonitorError):
@@ -52,3 +53,16 @@ class SparkStartError(UsageError):
         self.reason = reason
         first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason")
         super().__init__(f"Spark did not start with master {master!r}: {first}")
+
+
+class NoInterleavedTrafficError(MonitorError):
+    """No search of a team log is in the traffic database: its preference is no data."""
+
+    def __init__(self, teams: Path, logs: Path, served: int) -> None:
+        self.teams = teams
+        self.logs = logs
+        self.served = served
+        super().__init__(
+            f"no data: none of the {served} interleavings served in {teams} is a search of "
+            f"{logs} (joined by query_id)"
+        )

@@ -32,14 +32,15 @@ from typing import Any, Final, cast
 from monitor.io import compression_of, open_input
 from monitor.traffic.engine import Connection, duckdb
 from monitor.traffic.keys import query_key
-from monitor.traffic.rows import DEFAULT_APPLICATION, format_of
+from monitor.traffic.rows import DEFAULT_APPLICATION, LATENCY_FIELD, format_of
 
 #: The staging tables of an import, as the statements of :mod:`monitor.traffic.sql` read them
 #: (``new_queries`` is made from ``staged_queries`` and the query keys once all are read).
 STAGING: Final = (
     """CREATE OR REPLACE TEMP TABLE staged_queries (
         query_id VARCHAR, user_query VARCHAR, ts TIMESTAMP, epoch_s DOUBLE,
-        client_id VARCHAR, application VARCHAR, hits INTEGER
+        client_id VARCHAR, application VARCHAR, hits INTEGER, latency_ms DOUBLE,
+        attribute_name VARCHAR, attribute VARCHAR
     )""",
     "CREATE OR REPLACE TEMP TABLE new_impressions (query_id VARCHAR, rank INTEGER, doc VARCHAR)",
     """CREATE OR REPLACE TEMP TABLE new_events (
@@ -55,6 +56,7 @@ QUERY_FIELDS: Final = {
     "cid": "client_id",
     "app": "application",
     "hits": "query_response_hit_ids",
+    "lat": LATENCY_FIELD,
 }
 EVENT_FIELDS: Final = {
     "act": "action_name",
@@ -81,6 +83,8 @@ _TIMESTAMP: Final = (
     r"(?:\.([0-9]{1,9}))?(Z|([+-])([01][0-9]|2[0-3]):?([0-5][0-9]))?$"
 )
 _INT32_MAX: Final = 2_147_483_647
+#: The fields read as numbers (their adapters give ``*_num`` for a floating-point value).
+_NUMBERS: Final = ("pos", "lat")
 
 
 def _quote(name: str) -> str:
@@ -131,17 +135,23 @@ _PARSED_TIME: Final = (
     " * (coalesce(try_cast(tp.oh AS BIGINT), 0) * 60 + coalesce(try_cast(tp.om AS BIGINT), 0)))"
 )
 
-#: The checks of a query log, over the columns an adapter below gives each field: ``*_tag``
-#: (missing, str, int, float, time, list or other: the type the row reader would see),
-#: ``*_text``, and ``ts_time`` for a typed time, ``hits_list`` and ``hits_ok`` for a list.
-_QUERY_CHECKS: Final = f"""
+#: The start of both logs' checks: the adapter's rows (``{source}``) with the parts of their
+#: time text.
+_TIMED_SOURCE: Final = f"""
 WITH src AS ({{source}}),
 t AS (
     SELECT *, regexp_extract(ts_text, {_literal(_TIMESTAMP)},
         ['d', 't', 'f', 'z', 'sign', 'oh', 'om']) AS tp
     FROM src
 ),
-v AS (
+"""
+
+#: The checks of a query log, over the columns an adapter below gives each field: ``*_tag``
+#: (missing, str, int, float, time, list or other: the type the row reader would see),
+#: ``*_text``, and ``ts_time`` for a typed time, ``hits_list`` and ``hits_ok`` for a list.
+_QUERY_CHECKS: Final = (
+    _TIMED_SOURCE
+    + f"""v AS (
     SELECT guard,
         CASE WHEN qid_tag IN ('str', 'int') AND qid_text <> '' THEN qid_text END AS query_id,
         CASE WHEN uq_tag = 'str' THEN uq_text END AS user_query,
@@ -151,26 +161,34 @@ v AS (
         CASE WHEN app_tag IN ('str', 'int') AND app_text <> '' THEN app_text
             ELSE {_literal(DEFAULT_APPLICATION)} END AS application,
         CASE hits_tag WHEN 'list' THEN CASE WHEN hits_ok THEN hits_list END
-            WHEN 'str' THEN {_hit_text("hits_text")} END AS hit_list
+            WHEN 'str' THEN {_hit_text("hits_text")} END AS hit_list,
+        lat_tag = 'missing' AS lat_none,
+        CASE lat_tag
+            WHEN 'int' THEN try_cast(lat_text AS DOUBLE)
+            WHEN 'float' THEN lat_num
+            WHEN 'str' THEN CASE WHEN regexp_matches(lat_text, '^[0-9]{{1,15}}(\\.[0-9]{{1,15}})?$')
+                THEN try_cast(lat_text AS DOUBLE) END
+        END AS latency,
+        attr_tag IN ('missing', 'str', 'int') AS attr_ok,
+        CASE WHEN attr_tag IN ('str', 'int') AND attr_text <> '' THEN attr_text END AS attribute
     FROM t
 )
 SELECT query_id, user_query, ts, CAST(epoch_us(ts) AS DOUBLE) / 1e6 AS epoch_s, client_id,
     application, CAST(len(hit_list) AS INTEGER) AS hits, hit_list,
+    CASE WHEN lat_none THEN NULL ELSE latency END AS latency_ms, attribute,
     coalesce(guard OR query_id IS NULL OR user_query IS NULL OR ts IS NULL
-        OR client_id IS NULL OR NOT app_ok OR hit_list IS NULL, true) AS bad
+        OR client_id IS NULL OR NOT app_ok OR hit_list IS NULL
+        OR (NOT lat_none AND (latency IS NULL OR isnan(latency) OR latency < 0))
+        OR NOT attr_ok, true) AS bad
 FROM v
 """
+)
 
 #: The checks of an event log, over an adapter's columns as for queries (``pos_num`` for a
 #: floating-point ordinal).
-_EVENT_CHECKS: Final = f"""
-WITH src AS ({{source}}),
-t AS (
-    SELECT *, regexp_extract(ts_text, {_literal(_TIMESTAMP)},
-        ['d', 't', 'f', 'z', 'sign', 'oh', 'om']) AS tp
-    FROM src
-),
-v AS (
+_EVENT_CHECKS: Final = (
+    _TIMED_SOURCE
+    + f"""v AS (
     SELECT guard,
         CASE WHEN act_tag IN ('str', 'int') AND act_text <> '' THEN act_text END AS action_name,
         qid_tag IN ('missing', 'str', 'int') AS qid_ok,
@@ -196,6 +214,7 @@ SELECT action_name, query_id, CASE WHEN pos_none THEN NULL ELSE position END AS 
         OR NOT obj_ok OR ts IS NULL, true) AS bad
 FROM v
 """
+)
 
 
 def _json_tag(value: str) -> str:
@@ -207,12 +226,15 @@ def _json_tag(value: str) -> str:
     )
 
 
-def _json_source(path: Path, fields: dict[str, str]) -> str:
+def _json_source(path: Path, fields: dict[str, str | None]) -> str:
     """Return the adapter of an NDJSON log: each line read whole, its fields by JSON path."""
     paths: list[str] = []
     columns: list[str] = []
     nested: list[str] = []
     for alias, name in fields.items():
+        if name is None:  # a field the import does not read
+            columns.extend(_text_columns(alias, None))
+            continue
         parts = name.split(".")
         # The row reader reads a dotted key first, the nested object only without it.
         flat = f"v[{len(paths) + 1}]"
@@ -228,8 +250,8 @@ def _json_source(path: Path, fields: dict[str, str]) -> str:
         columns.append(f"{_json_tag(value)} AS {alias}_tag, {value} ->> '$' AS {alias}_text")
         if alias == "ts":
             columns.append("CAST(NULL AS TIMESTAMP) AS ts_time")
-        elif alias == "pos":
-            columns.append(f"try_cast({value} AS DOUBLE) AS pos_num")
+        elif alias in _NUMBERS:
+            columns.append(f"try_cast({value} AS DOUBLE) AS {alias}_num")
         elif alias == "hits":
             ids, ok = _ids_of_array(value)
             columns.append(f"{ids} AS hits_list, {ok} AS hits_ok")
@@ -260,8 +282,8 @@ def _text_columns(alias: str, column: str | None) -> list[str]:
     columns = [f"{tag} AS {alias}_tag", f"{text} AS {alias}_text"]
     if alias == "ts":
         columns.append("CAST(NULL AS TIMESTAMP) AS ts_time")
-    elif alias == "pos":
-        columns.append("CAST(NULL AS DOUBLE) AS pos_num")
+    elif alias in _NUMBERS:
+        columns.append(f"CAST(NULL AS DOUBLE) AS {alias}_num")
     elif alias == "hits":
         columns.append("CAST(NULL AS VARCHAR[]) AS hits_list, false AS hits_ok")
     return columns
@@ -284,7 +306,7 @@ def _csv_header(path: Path) -> list[str] | None:
         return None
 
 
-def _csv_source(path: Path, fields: dict[str, str]) -> str | None:
+def _csv_source(path: Path, fields: dict[str, str | None]) -> str | None:
     """Return the adapter of a flat CSV log, or None when its header is not a plain one."""
     names = _csv_header(path)
     if names is None or not names:
@@ -293,7 +315,7 @@ def _csv_source(path: Path, fields: dict[str, str]) -> str | None:
     columns: list[str] = []
     used: list[str] = []
     for alias, name in fields.items():
-        source = given.get(name)
+        source = None if name is None else given.get(name)
         columns.extend(_text_columns(alias, source))
         if source is not None:
             used.append(f"coalesce(contains({source}, chr(13)), false)")
@@ -344,8 +366,8 @@ def _parquet_columns(alias: str, column: str | None, kind: Any) -> list[str]:
     ]
     if alias == "ts":
         columns.append(f"{time} AS ts_time")
-    elif alias == "pos":
-        columns.append(f"{num} AS pos_num")
+    elif alias in _NUMBERS:
+        columns.append(f"{num} AS {alias}_num")
     elif alias == "hits":
         columns.append(f"{hits} AS hits_list, {hits_ok} AS hits_ok")
     return columns
@@ -381,7 +403,7 @@ def _parquet_field(schema: Any, name: str) -> tuple[str | None, Any]:
     return expression, kind
 
 
-def _parquet_source(path: Path, fields: dict[str, str]) -> str | None:
+def _parquet_source(path: Path, fields: dict[str, str | None]) -> str | None:
     """Return the adapter of a Parquet log, or None when its schema is one to read by rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -394,6 +416,9 @@ def _parquet_source(path: Path, fields: dict[str, str]) -> str | None:
         return None
     columns: list[str] = []
     for alias, name in fields.items():
+        if name is None:
+            columns.extend(_text_columns(alias, None))
+            continue
         try:
             column, kind = _parquet_field(schema, name)
         except _ByRows:
@@ -406,7 +431,7 @@ def _compression(path: Path) -> str:
     return "gzip" if compression_of(path) == ".gz" else "none"
 
 
-def _source(path: Path, fields: dict[str, str]) -> str | None:
+def _source(path: Path, fields: dict[str, str | None]) -> str | None:
     """Return the adapter SQL of the log at ``path``, or None when it is read by rows."""
     kind = format_of(path)
     compression = compression_of(path)
@@ -429,7 +454,9 @@ def _starts_with_bom(path: Path) -> bool:
         return True  # the row reader names the error
 
 
-def _checked(connection: Connection, path: Path, fields: dict[str, str], checks: str) -> bool:
+def _checked(
+    connection: Connection, path: Path, fields: dict[str, str | None], checks: str
+) -> bool:
     """Read the log at ``path`` into the temporary table ``file_rows``; return whether every
     row passed the checks (False: the table is dropped and the file is read by rows)."""
     source = _source(path, fields)
@@ -450,10 +477,12 @@ def _checked(connection: Connection, path: Path, fields: dict[str, str], checks:
     return True
 
 
-def stage_queries(connection: Connection, path: Path) -> int | None:
+def stage_queries(connection: Connection, path: Path, attribute: str | None = None) -> int | None:
     """Add the searches of the query log ``path`` and their impressions to the staging
-    tables; return how many, or None (nothing staged) when the file must be read by rows."""
-    if not _checked(connection, path, QUERY_FIELDS, _QUERY_CHECKS):
+    tables, keeping the field ``attribute`` when one is named; return how many, or None
+    (nothing staged) when the file must be read by rows."""
+    fields: dict[str, str | None] = {**QUERY_FIELDS, "attr": attribute}
+    if not _checked(connection, path, fields, _QUERY_CHECKS):
         return None
     try:
         rows, distinct, known = connection.execute(
@@ -465,7 +494,8 @@ def stage_queries(connection: Connection, path: Path) -> int | None:
             return None
         connection.execute(
             "INSERT INTO staged_queries SELECT query_id, user_query, ts, epoch_s, client_id, "
-            "application, hits FROM file_rows"
+            "application, hits, latency_ms, $name, attribute FROM file_rows",
+            {"name": attribute},
         )
         # A document listed twice was shown at its first place; the others keep theirs.
         connection.execute(
@@ -482,7 +512,7 @@ def stage_queries(connection: Connection, path: Path) -> int | None:
 def stage_events(connection: Connection, path: Path) -> tuple[int, int] | None:
     """Add the events of the event log ``path`` that name a search to the staging tables;
     return how many, and how many named none, or None when the file must be read by rows."""
-    if not _checked(connection, path, EVENT_FIELDS, _EVENT_CHECKS):
+    if not _checked(connection, path, dict(EVENT_FIELDS), _EVENT_CHECKS):
         return None
     try:
         staged, without = connection.execute(
@@ -521,7 +551,8 @@ def key_queries(connection: Connection) -> None:
     try:
         connection.execute(
             "CREATE OR REPLACE TEMP TABLE new_queries AS SELECT s.query_id, s.user_query, "
-            "k.query_key, s.ts, s.epoch_s, s.client_id, s.application, s.hits "
+            "k.query_key, s.ts, s.epoch_s, s.client_id, s.application, s.hits, s.latency_ms, "
+            "s.attribute_name, s.attribute "
             "FROM staged_queries s JOIN query_keys k ON k.user_query = s.user_query"
         )
     finally:

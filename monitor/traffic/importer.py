@@ -88,9 +88,13 @@ def import_logs(
     *,
     min_distinct_clients: int = MIN_DISTINCT_CLIENTS,
     skip_bad: int = 0,
+    keep_attribute: str | None = None,
     clock: Callable[[], datetime] = _now,
 ) -> ImportSummary:
     """Store the searches of ``queries`` and the events of ``events``; return the summary.
+
+    ``keep_attribute`` names one more query-log field to keep with each search (dotted for
+    nesting, e.g. ``query_attributes.device``): an online suite may segment by it.
 
     Raise UsageError for a file imported before, a missing file, an unknown format, or more
     bad rows than ``skip_bad``; InputError (file and line) for the first bad row when
@@ -109,7 +113,7 @@ def import_logs(
     for statement in fast.STAGING:
         connection.execute(statement)
     try:
-        read = _stage(connection, list(queries), list(events), skipper)
+        read = _stage(connection, list(queries), list(events), skipper, keep_attribute)
         fast.key_queries(connection)
         return _store(connection, read, prints, min_distinct_clients, skipper, clock())
     finally:
@@ -131,15 +135,22 @@ class _Read:
 
 
 def _stage(
-    connection: Connection, queries: list[Path], events: list[Path], skipper: Skipper
+    connection: Connection,
+    queries: list[Path],
+    events: list[Path],
+    skipper: Skipper,
+    attribute: str | None = None,
 ) -> _Read:
     """Stage every file: by DuckDB's readers and SQL checks, or row by row when those find
     a row they do not accept (so its error and ``--skip-bad`` read as the row reader's)."""
     read = _Read()
     for path in queries:
-        staged = fast.stage_queries(connection, path)
+        staged = fast.stage_queries(connection, path, attribute)
         if staged is None:
-            columns = QueryColumns(seen=fast.staged_ids(connection) if read.searches else set())
+            columns = QueryColumns(
+                seen=fast.staged_ids(connection) if read.searches else set(),
+                attribute_name=attribute,
+            )
             read_queries([path], columns, skipper)
             _add_queries(connection, columns)
             staged = len(columns)
@@ -169,6 +180,9 @@ def _add_queries(connection: Connection, queries: QueryColumns) -> None:
             "client_id": pa.array(queries.client_id, pa.string()),
             "application": pa.array(queries.application, pa.string()),
             "hits": pa.array(queries.hits, pa.int32()),
+            "latency_ms": pa.array(queries.latency_ms, pa.float64()),
+            "attribute_name": pa.array([queries.attribute_name] * len(queries), pa.string()),
+            "attribute": pa.array(queries.attribute, pa.string()),
         }
     )
     impressions = pa.table(

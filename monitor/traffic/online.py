@@ -22,6 +22,11 @@ the document is not in that list):
   ``F``, and so on, so the score rewards clicks high in the list. It lies in
   ``[0, 1 / (1 - F))``.
 
+- ``latency_p50``, ``latency_p95`` (online suites): the 50th and 95th percentile of the
+  ``latency_ms`` of the searches that logged one (``query_attributes.latency_ms``), by
+  linear interpolation between the two nearest ranks (NumPy's default, Hyndman and Fan's
+  type 7); no data when no search logged a latency.
+
 A window without searches is no data (:class:`NoTrafficError`), never a rate of 0.
 """
 
@@ -31,10 +36,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from monitor.config import vocab
+from monitor.config.windows import Window
 from monitor.traffic import sql
 from monitor.traffic.engine import Reader, rows
 from monitor.traffic.errors import NoTrafficError
-from monitor.traffic.window import Window
 
 #: The metrics by their canonical name, with the SQL column each is read from.
 METRICS: Final = {
@@ -50,7 +56,7 @@ METRICS: Final = {
 }
 
 #: The click action and reformulation gap (seconds) used unless told otherwise.
-CLICK_ACTION = "click"
+CLICK_ACTION = vocab.CLICK_ACTION
 REFORMULATION_GAP = 300.0
 #: PaulScore's factor unless told otherwise.
 PAULSCORE_FACTOR = 0.5
@@ -90,6 +96,7 @@ def online_metrics(
             "click_action": click_action,
             "gap_seconds": float(reformulation_gap),
             "paul_factor": float(paulscore_factor),
+            "segment": None,
         },
     )
     if not found or not found[0]["searches"]:  # the overall row is there even for no search
@@ -108,3 +115,12 @@ def online_metrics(
 
 def _number(found: object) -> float | None:
     return None if found is None else float(found)  # type: ignore[arg-type]
+
+
+#: The latency percentiles an online suite may watch, by name: the percentile of the
+#: searches' ``latency_ms`` that logged one (see the module's docstring), in milliseconds.
+PERCENTILES: Final = vocab.ONLINE_PERCENTILES
+#: Every metric an online suite may watch (:data:`METRICS` and :data:`PERCENTILES`).
+SUITE_METRICS: Final = vocab.ONLINE_METRICS
+#: The metrics for which a lower value is better: their rules watch a rise, not a drop.
+LOWER_IS_BETTER: Final = vocab.ONLINE_LOWER_IS_BETTER

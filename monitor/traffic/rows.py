@@ -5,7 +5,9 @@ CSV (``.csv``), each optionally gzip-compressed (``.gz``). Rows follow the UBI s
 
 - queries: ``query_id``, ``user_query``, ``timestamp``, ``client_id``, ``application``
   (optional, default ``default``), ``query_response_hit_ids`` (a list; an empty list is a
-  search without results);
+  search without results), ``query_attributes.latency_ms`` (optional: the search's latency
+  in milliseconds, a number >= 0), and the one field ``logs import --keep-attribute`` names
+  (optional in each row: a string or a whole number, kept as text);
 - events: ``action_name``, ``query_id``, ``event_attributes.position.ordinal`` (optional),
   ``object.object_id`` (optional), ``timestamp``.
 
@@ -25,6 +27,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -41,6 +44,9 @@ FORMATS[".csv"] = "csv"
 
 #: The ``application`` of a search that logs none.
 DEFAULT_APPLICATION = "default"
+_DECIMAL = re.compile(r"[0-9]{1,15}(\.[0-9]{1,15})?", re.ASCII)
+#: The query-log field holding a search's latency in milliseconds (optional).
+LATENCY_FIELD = "query_attributes.latency_ms"
 
 
 @dataclass
@@ -76,6 +82,10 @@ class QueryColumns:
     client_id: list[str] = field(default_factory=list)
     application: list[str] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
+    latency_ms: list[float | None] = field(default_factory=list)
+    attribute: list[str | None] = field(default_factory=list)
+    #: The field kept as ``attribute`` (None: none is kept).
+    attribute_name: str | None = None
     shown_query_id: list[str] = field(default_factory=list)
     shown_rank: list[int] = field(default_factory=list)
     shown_doc: list[str] = field(default_factory=list)
@@ -233,6 +243,23 @@ def _ordinal(record: Mapping[str, Any]) -> int | None:
     return found
 
 
+def _latency(record: Mapping[str, Any]) -> float | None:
+    found = value(record, LATENCY_FIELD)
+    if found is None or found == "":
+        return None
+    if isinstance(found, str) and _DECIMAL.fullmatch(found):  # CSV: every field is text
+        found = float(found)
+    if (
+        isinstance(found, bool)
+        or not isinstance(found, int | float)
+        or math.isnan(found)
+        or math.isinf(found)
+        or found < 0
+    ):
+        raise _Bad(LATENCY_FIELD, "a number of milliseconds >= 0", found)
+    return float(found)
+
+
 def _hit_ids(record: Mapping[str, Any]) -> list[str]:
     name = "query_response_hit_ids"
     found = value(record, name)
@@ -294,6 +321,10 @@ def _add_query(record: Mapping[str, Any], columns: QueryColumns) -> None:
     client = _text(record, "client_id")
     application = _optional_text(record, "application") or DEFAULT_APPLICATION
     hits = _hit_ids(record)
+    latency = _latency(record)
+    attribute = (
+        None if columns.attribute_name is None else _optional_text(record, columns.attribute_name)
+    )
     if query_id in columns.seen:
         raise _Bad("query_id", "an id not logged before", query_id)
     columns.seen.add(query_id)
@@ -305,6 +336,8 @@ def _add_query(record: Mapping[str, Any], columns: QueryColumns) -> None:
     columns.client_id.append(client)
     columns.application.append(application)
     columns.hits.append(len(hits))
+    columns.latency_ms.append(latency)
+    columns.attribute.append(attribute)
     shown: set[str] = set()
     for rank, doc in enumerate(hits, 1):
         if doc in shown:  # a document listed twice was seen at its first place; the others keep

@@ -38,12 +38,12 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from monitor.config.windows import Window
 from monitor.errors import UsageError
 from monitor.records import MetaValue, Query
 from monitor.traffic import sql
 from monitor.traffic.engine import Reader, rows
 from monitor.traffic.errors import NoTrafficError
-from monitor.traffic.window import Window
 
 #: The sampling methods, as ``--method`` names them.
 METHODS: Final = ("topn", "random", "pps", "stratified")

@@ -5,16 +5,19 @@ window functions and ``CASE``), with no engine's list or JSON functions: the imp
 flattens each search's hit list into ``impressions`` so that Spark SQL runs the same text
 as DuckDB (``--engine spark``, :mod:`monitor.traffic.spark`, which also holds the one
 dialect change: parameters are named ``$name`` here, ``:name`` there). The statements keep
-to what the two dialects read alike: no decimal literals (Spark reads ``1.0`` as a
-DECIMAL and averages it to five places; a rate is the mean of a 0/1 integer instead),
-no ``NULLS FIRST``/``LAST`` defaults relied on (they differ), strings compared byte by byte.
+to what the two dialects read alike: a double is written ``1E0`` (Spark reads ``1.0`` as a
+DECIMAL and averages it to five places), no ``NULLS FIRST``/``LAST`` default is relied on
+(they differ), strings compare byte by byte in both.
 
 Tables (timestamps are UTC, without a zone):
 
 - ``queries``: one row per search: ``query_id``, ``user_query`` (the raw text),
   ``query_key`` (:func:`monitor.traffic.keys.query_key`), ``ts`` and ``epoch_s`` (the same
   instant in seconds since 1970, for time differences without interval types), ``client_id``,
-  ``application``, ``hits`` (how many results it showed).
+  ``application``, ``hits`` (how many results it showed), ``latency_ms`` (the query log's
+  ``query_attributes.latency_ms``, NULL when it logs none), and ``attribute_name`` and
+  ``attribute``: the query-log field ``logs import --keep-attribute`` kept (its name, and
+  its value as text), the one field besides ``application`` an online suite may segment by.
 - ``impressions``: one row per result shown: ``query_id``, ``rank`` (1-based place in
   ``query_response_hit_ids``), ``doc``.
 - ``events``: one row per logged event tied to a search: ``action_name``, ``query_id``,
@@ -37,8 +40,15 @@ SCHEMA: Final = (
         epoch_s DOUBLE NOT NULL,
         client_id VARCHAR NOT NULL,
         application VARCHAR NOT NULL,
-        hits INTEGER NOT NULL
+        hits INTEGER NOT NULL,
+        latency_ms DOUBLE,
+        attribute_name VARCHAR,
+        attribute VARCHAR
     )""",
+    # A database imported before these columns existed gains them, empty.
+    "ALTER TABLE queries ADD COLUMN IF NOT EXISTS latency_ms DOUBLE",
+    "ALTER TABLE queries ADD COLUMN IF NOT EXISTS attribute_name VARCHAR",
+    "ALTER TABLE queries ADD COLUMN IF NOT EXISTS attribute VARCHAR",
     """CREATE TABLE IF NOT EXISTS impressions (
         query_id VARCHAR NOT NULL,
         rank INTEGER NOT NULL,
@@ -86,8 +96,10 @@ WHERE n.query_id NOT IN (SELECT query_id FROM queries)
 
 #: Store the fresh searches.
 INSERT_QUERIES: Final = """
-INSERT INTO queries
-SELECT query_id, user_query, query_key, ts, epoch_s, client_id, application, hits FROM fresh
+INSERT INTO queries (query_id, user_query, query_key, ts, epoch_s, client_id, application, hits,
+    latency_ms, attribute_name, attribute)
+SELECT query_id, user_query, query_key, ts, epoch_s, client_id, application, hits,
+    latency_ms, attribute_name, attribute FROM fresh
 """
 
 #: Store the staged impressions of the fresh searches.
@@ -110,7 +122,8 @@ SPAN: Final = "SELECT min(ts), max(ts), count(*) FROM queries"
 #: The searches in the window with their clicks' ranks: one row per search.
 _SEARCHES: Final = """
 s AS (
-    SELECT query_id, query_key, client_id, application, ts, epoch_s, hits
+    SELECT query_id, query_key, client_id, application, ts, epoch_s, hits, latency_ms,
+        CASE WHEN attribute_name = $segment THEN attribute END AS segment
     FROM queries WHERE ts >= $start AND ts < $end
 ),
 c AS (
@@ -126,10 +139,10 @@ paul AS (
     GROUP BY query_id
 ),
 per_search AS (
-    SELECT s.query_id, s.application, s.hits,
+    SELECT s.query_id, s.application, s.client_id, s.segment, s.hits, s.latency_ms,
         count(c.query_id) AS clicks, min(c.rank) AS first_rank
     FROM s LEFT JOIN c ON c.query_id = s.query_id
-    GROUP BY s.query_id, s.application, s.hits
+    GROUP BY s.query_id, s.application, s.client_id, s.segment, s.hits, s.latency_ms
 ),
 following AS (
     SELECT query_id, query_key, epoch_s,
@@ -142,33 +155,65 @@ reformulated AS (
         CASE WHEN next_s IS NOT NULL AND next_key <> query_key
             AND next_s - epoch_s <= $gap_seconds THEN 1 ELSE 0 END AS reformulated
     FROM following
+),
+v AS (
+    SELECT p.query_id, p.application, p.client_id, p.segment, p.hits,
+        CAST(p.latency_ms AS DOUBLE) AS latency_ms,
+        CASE WHEN p.hits = 0 THEN 1E0 ELSE 0E0 END AS zero_result_rate,
+        CASE WHEN p.clicks > 0 THEN 1E0 ELSE 0E0 END AS ctr,
+        CASE WHEN p.first_rank <= 1 THEN 1E0 ELSE 0E0 END AS ctr_at_1,
+        CASE WHEN p.first_rank <= 3 THEN 1E0 ELSE 0E0 END AS ctr_at_3,
+        CASE WHEN p.first_rank <= 5 THEN 1E0 ELSE 0E0 END AS ctr_at_5,
+        CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1E0 ELSE 0E0 END) END
+            AS abandonment,
+        CAST(p.first_rank AS DOUBLE) AS mean_first_click_position,
+        CAST(r.reformulated AS DOUBLE) AS reformulation_rate,
+        coalesce(paul.paul, 0E0) AS paulscore
+    FROM per_search p JOIN reformulated r ON r.query_id = p.query_id
+    LEFT JOIN paul ON paul.query_id = p.query_id
 )"""
 
-#: The online metrics of the window, per application and (``application`` NULL) overall.
+#: Each search of the window with its own value of every online metric (NULL where the
+#: metric does not count it: abandonment without results, first-click position without a
+#: click): a window's metric is the mean of its column, so these columns define them all.
+PER_SEARCH: Final = (
+    "WITH"
+    + _SEARCHES
+    + """
+SELECT * FROM v ORDER BY query_id
+"""
+)
+
+#: The online metrics of the window, per application and (``application`` NULL) overall:
+#: the means of :data:`PER_SEARCH`'s columns.
 ONLINE_METRICS: Final = (
     "WITH"
     + _SEARCHES
     + """
 SELECT
-    p.application,
-    grouping(p.application) AS overall,
+    application,
+    grouping(application) AS overall,
     count(*) AS searches,
-    sum(CASE WHEN p.hits > 0 THEN 1 ELSE 0 END) AS with_results,
-    avg(CASE WHEN p.hits = 0 THEN 1 ELSE 0 END) AS zero_result_rate,
-    avg(CASE WHEN p.clicks > 0 THEN 1 ELSE 0 END) AS ctr,
-    avg(CASE WHEN p.first_rank <= 1 THEN 1 ELSE 0 END) AS ctr_at_1,
-    avg(CASE WHEN p.first_rank <= 3 THEN 1 ELSE 0 END) AS ctr_at_3,
-    avg(CASE WHEN p.first_rank <= 5 THEN 1 ELSE 0 END) AS ctr_at_5,
-    avg(CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1 ELSE 0 END) END)
-        AS abandonment,
-    avg(CAST(p.first_rank AS DOUBLE)) AS mean_first_click_position,
-    avg(CAST(r.reformulated AS DOUBLE)) AS reformulation_rate,
-    avg(coalesce(paul.paul, 0)) AS paulscore
-FROM per_search p JOIN reformulated r ON r.query_id = p.query_id
-LEFT JOIN paul ON paul.query_id = p.query_id
-GROUP BY GROUPING SETS ((p.application), ())
-ORDER BY overall DESC, p.application
+    sum(CASE WHEN hits > 0 THEN 1 ELSE 0 END) AS with_results,
+    avg(zero_result_rate) AS zero_result_rate,
+    avg(ctr) AS ctr,
+    avg(ctr_at_1) AS ctr_at_1,
+    avg(ctr_at_3) AS ctr_at_3,
+    avg(ctr_at_5) AS ctr_at_5,
+    avg(abandonment) AS abandonment,
+    avg(mean_first_click_position) AS mean_first_click_position,
+    avg(reformulation_rate) AS reformulation_rate,
+    avg(paulscore) AS paulscore
+FROM v
+GROUP BY GROUPING SETS ((application), ())
+ORDER BY overall DESC, application
 """
+)
+
+#: The attribute names the stored searches keep (``logs import --keep-attribute``).
+KEPT_ATTRIBUTES: Final = (
+    "SELECT DISTINCT attribute_name FROM queries WHERE attribute_name IS NOT NULL "
+    "ORDER BY attribute_name"
 )
 
 #: Each shown result (rank <= $max_rank) of a search in the window, marked 1 if clicked.
@@ -248,4 +293,28 @@ ranked AS (
     FROM texts
 )
 SELECT query_key, user_query, searches FROM ranked WHERE place = 1 ORDER BY query_key
+"""
+
+#: The clicks on interleaved searches: each search of the registered view ``served`` (one
+#: column, ``query_id``) that the database holds, its session (the client's searches in one
+#: application, a new session after a gap of more than $gap_seconds) and one row per click
+#: (``object_id`` and ``position`` NULL for a search without one).
+INTERLEAVED_CLICKS: Final = """
+WITH s AS (
+    SELECT q.query_id, q.client_id, q.application, q.ts, q.epoch_s,
+        CASE WHEN q.epoch_s - lag(q.epoch_s) OVER w <= $gap_seconds THEN 0 ELSE 1 END AS starts
+    FROM queries q JOIN served v ON v.query_id = q.query_id
+    WINDOW w AS (PARTITION BY q.client_id, q.application ORDER BY q.ts, q.query_id)
+),
+numbered AS (
+    SELECT query_id, client_id, application,
+        sum(starts) OVER (
+            PARTITION BY client_id, application ORDER BY ts, query_id ROWS UNBOUNDED PRECEDING
+        ) AS session_number
+    FROM s
+)
+SELECT n.query_id, n.client_id, n.application, n.session_number, e.object_id, e.position
+FROM numbered n
+LEFT JOIN events e ON e.query_id = n.query_id AND e.action_name = $click_action
+ORDER BY n.query_id
 """

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from monitor.alerts.model import Alert
     from monitor.config.model import SuiteConfig
+    from monitor.judgments.agreement import Agreement
     from monitor.report.records import Trend
     from monitor.store import OutboxMessage, QueryRecord, RunSummary
 
@@ -41,6 +42,8 @@ class SuitePage:
     outbox: tuple[OutboxMessage, ...]
     total_runs: int
     coverage: CoverageFigure | None = None
+    #: Each judge's agreement with human grades, as last stored (see ``judgments agreement``).
+    agreement: tuple[Agreement, ...] = ()
 
     @property
     def baseline_id(self) -> int | None:

@@ -169,6 +169,7 @@ class Views:
         for its error, and it has none).
         """
         from monitor.alerts.outbox import OUTBOX_KIND
+        from monitor.judgments.agreement import stored_agreement
         from monitor.report.history import build_trends
 
         suite = self.suite(name)
@@ -190,6 +191,7 @@ class Views:
                 history, charted, baseline=_as_record(suite.name, baseline), rules=suite.rules
             )
             trends, coverage = _coverage(trends, rows)
+            agreement = tuple(stored_agreement(store, suite.name).values())
             firing = tuple(_firing(store, suite.name))
             outbox = tuple(
                 message
@@ -208,6 +210,7 @@ class Views:
             outbox=outbox,
             total_runs=len(rows),
             coverage=coverage,
+            agreement=agreement,
         )
 
     def run_page(self, name: str, run_id: int) -> Report:

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
 from monitor.alerts.base import NotifierContext
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError
 
 

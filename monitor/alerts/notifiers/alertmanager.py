@@ -30,7 +30,8 @@ from monitor.alerts import text
 from monitor.alerts.base import Clock, Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.notifiers._common import Options, require_url, rfc3339
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 
 API_PATH: Final = "/api/v2/alerts"
 

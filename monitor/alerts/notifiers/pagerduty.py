@@ -22,7 +22,8 @@ from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.model import Alert
 from monitor.alerts.notifiers._common import Options, env_secret, rfc3339
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError
 
 EVENTS_URL: Final = "https://events.pagerduty.com/v2/enqueue"

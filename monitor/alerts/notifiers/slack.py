@@ -19,7 +19,7 @@ from monitor.alerts import text
 from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.notifiers._common import Options, require_url
-from monitor.config.model import NotifierConfig
+from monitor.config.common import NotifierConfig
 
 #: Most characters of the description shown (Slack allows 3000 per text block).
 MAX_DETAIL_CHARS: Final = 1500

@@ -7,7 +7,7 @@ from typing import TextIO
 from monitor.alerts import text
 from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.notifiers._common import Options
-from monitor.config.model import NotifierConfig
+from monitor.config.common import NotifierConfig
 from monitor.errors import NotifyError
 from monitor.terminal import printable
 

@@ -27,7 +27,8 @@ from monitor.alerts import text
 from monitor.alerts.base import Notification, NotifierContext
 from monitor.alerts.http import Poster
 from monitor.alerts.notifiers._common import Options, env_secret, require_url, rfc3339
-from monitor.config.model import NotifierConfig, Secret
+from monitor.config.common import NotifierConfig
+from monitor.config.model import Secret
 
 SIGNATURE_HEADER: Final = "X-Retrieval-Monitor-Signature"
 #: ``endsAt`` of a firing alert, as Alertmanager writes it (Go's zero time).
