@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_logs.py                               # 1,000,000 searches
     python benchmarks/bench_logs.py --searches 100000 --repeat 3  # a quicker look
     python benchmarks/bench_logs.py --formats parquet --repeat 3
+    python benchmarks/bench_logs.py --formats parquet --engine spark  # Spark local[2]
 
 A fixed seed (``--seed``, default 0) writes, with numpy and pyarrow (no Python loop over
 rows), one query log and one event log per format into a scratch folder:
@@ -36,6 +37,14 @@ and its own peak RSS, ``ru_maxrss`` from ``os.wait4`` as ``bench_job.py`` measur
   checks that matter to the figures (the distinct-client floor, a document listed twice
   kept at its first place), the same online metrics and COEC, written again with pandas
   from the definitions in ``monitor.traffic.online`` and ``monitor.traffic.clicks``.
+
+With ``--engine spark`` (the ``spark`` extra and Java), the second is Spark instead of
+pandas: the same import into DuckDB, then the same ``online_metrics`` and ``click_grades``
+run on a SparkSession (``--spark-master``, default ``local[2]``, Spark's other settings at
+their defaults) over the tables exported to Parquet (``--engine spark`` of the CLI). Its
+phases are printed: the import, Spark's start, the export, the aggregation. There is no
+target for Spark: on one machine it is the slower engine, and its use is logs that outgrow
+one.
 
 Each is run ``--repeat`` times (default 1): best and median are printed. The two results
 must agree (every metric, every pair's impressions, clicks and score, to 1e-9); the script
@@ -255,6 +264,43 @@ def ours(queries: Path, events: Path, db: Path) -> dict[str, Any]:
     }
 
 
+def on_spark(queries: Path, events: Path, db: Path, master: str) -> dict[str, Any]:
+    """Import as :func:`ours` does, then aggregate on Spark; return the result with the
+    seconds of each phase (``import``, ``start``, ``export``, ``aggregate``)."""
+    from monitor.config.windows import EVERYTHING
+    from monitor.traffic.clicks import ClickSettings, click_grades
+    from monitor.traffic.engine import connect
+    from monitor.traffic.importer import import_logs
+    from monitor.traffic.online import online_metrics
+    from monitor.traffic.spark import SparkSettings, spark_session, tables_on_spark
+
+    phases: dict[str, float] = {}
+    start = time.perf_counter()
+    connection = connect(db)
+    try:
+        summary = import_logs(connection, [queries], [events])
+        phases["import"] = time.perf_counter() - start
+        with spark_session(SparkSettings(master)) as spark:
+            phases["start"] = time.perf_counter() - start - sum(phases.values())
+            with tables_on_spark(spark, connection) as reader:
+                phases["export"] = time.perf_counter() - start - sum(phases.values())
+                metrics = online_metrics(reader, EVERYTHING)
+                grades = click_grades(reader, ClickSettings())
+                phases["aggregate"] = time.perf_counter() - start - sum(phases.values())
+    finally:
+        connection.close()
+    return {
+        "stored": [summary.searches_stored, summary.events_stored],
+        "metrics": {
+            str(item.application): {"searches": item.searches, **item.values} for item in metrics
+        },
+        "grades": [
+            [g.query_key, g.doc, g.impressions, g.clicks, g.expected, g.score] for g in grades
+        ],
+        "phases": phases,
+    }
+
+
 def with_pandas(queries: Path, events: Path, kind: str) -> dict[str, Any]:
     """Return what :func:`ours` returns, read and computed with pandas alone.
 
@@ -381,29 +427,36 @@ def disagreement(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     return None
 
 
-def _child(engine: str, kind: str, folder: Path) -> None:
+def _child(engine: str, kind: str, folder: Path, master: str) -> None:
     """Run one engine on one format; print its seconds and write its result beside."""
     queries, events = folder / f"queries.{kind}", folder / f"events.{kind}"
     db = folder / f"traffic-{kind}.duckdb"
     db.unlink(missing_ok=True)
     start = time.perf_counter()
-    result = ours(queries, events, db) if engine == "ours" else with_pandas(queries, events, kind)
+    if engine == "ours":
+        result = ours(queries, events, db)
+    elif engine == "spark":
+        result = on_spark(queries, events, db, master)
+    else:
+        result = with_pandas(queries, events, kind)
     seconds = time.perf_counter() - start
     db.unlink(missing_ok=True)
     (folder / f"result-{engine}-{kind}.json").write_text(json.dumps(result), encoding="utf-8")
     print(json.dumps({"seconds": seconds}))
 
 
-def _measure(engine: str, kind: str, folder: Path) -> tuple[float, float, dict[str, Any]]:
+def _measure(
+    engine: str, kind: str, folder: Path, master: str
+) -> tuple[float, float, dict[str, Any]]:
     """Run one engine on one format in a fresh process; return (seconds, peak MB, result).
 
     The seconds are the child's own (import, metrics and COEC, or pandas doing the same:
     not the interpreter's start or the result written after); the peak RSS is the child's
-    ``ru_maxrss``, whole process.
+    ``ru_maxrss``, whole process (for Spark, the largest of it and its JVM).
     """
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen(
-            [sys.executable, __file__, "--child", engine, kind, str(folder)], stdout=out
+            [sys.executable, __file__, "--child", engine, kind, str(folder), master], stdout=out
         )
         _, status, usage = os.wait4(child.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
@@ -414,6 +467,22 @@ def _measure(engine: str, kind: str, folder: Path) -> tuple[float, float, dict[s
     return seconds, usage.ru_maxrss / 1024, result
 
 
+def _spark_version(engine: str) -> str:
+    if engine != "spark":
+        return ""
+    from monitor.traffic.spark import java, pyspark_sql
+
+    version = subprocess.run([java(), "-version"], capture_output=True, text=True).stderr
+    pyspark_sql()  # one line naming the extra when pyspark is missing
+    return f", pyspark {_pyspark_version()}, {version.splitlines()[0]}"
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--searches", type=int, default=1_000_000)
@@ -422,10 +491,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", nargs="+", choices=FORMATS, default=list(FORMATS))
     parser.add_argument("--no-pandas", action="store_true", help="time ours alone")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--engine",
+        choices=("duckdb", "spark"),
+        default="duckdb",
+        help="spark: time the aggregation on Spark beside ours, instead of pandas",
+    )
+    parser.add_argument("--spark-master", default="local[2]", help="with --engine spark")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child[0], args.child[1], Path(args.child[2]))
+        _child(args.child[0], args.child[1], Path(args.child[2]), args.child[3])
         return 0
     import duckdb
     import pandas as pd
@@ -433,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"Python {sys.version.split()[0]}, DuckDB {duckdb.__version__}, pandas {pd.__version__}, "
-        f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs",
+        f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs" + _spark_version(args.engine),
         flush=True,
     )
     failed = False
@@ -450,13 +526,14 @@ def main(argv: list[str] | None = None) -> int:
             f"generated in {time.perf_counter() - start:.1f} s ({sizes})",
             flush=True,
         )
-        engines = ["ours"] if args.no_pandas else ["ours", "pandas"]
+        second = "spark" if args.engine == "spark" else "pandas"
+        engines = ["ours"] if args.no_pandas and second == "pandas" else ["ours", second]
         scale = args.searches == 1_000_000
         for kind in args.formats:
             rows: dict[str, tuple[list[float], list[float], dict[str, Any]]] = {}
             for _ in range(max(1, args.repeat)):
                 for engine in engines:  # in turn, so both meet the same load
-                    seconds, peak, result = _measure(engine, kind, folder)
+                    seconds, peak, result = _measure(engine, kind, folder, args.spark_master)
                     times, peaks, _ = rows.get(engine, ([], [], {}))
                     rows[engine] = ([*times, seconds], [*peaks, peak], result)
             for engine, (times, peaks, _) in rows.items():
@@ -469,16 +546,21 @@ def main(argv: list[str] | None = None) -> int:
                         failed |= missed and args.check
                     else:
                         verdict = f"  ({target} at 1,000,000 searches)"
+                elif engine == "spark":
+                    phases = rows[engine][2]["phases"]
+                    verdict = f"  {args.spark_master}: " + ", ".join(
+                        f"{name} {seconds:.1f} s" for name, seconds in phases.items()
+                    )
                 print(
                     f"{kind:8} {engine:7} best {min(times):7.2f} s  median "
                     f"{statistics.median(times):7.2f} s  peak RSS {max(peaks):6.0f} MB{verdict}",
                     flush=True,
                 )
-            if "pandas" in rows:
-                differs = disagreement(rows["ours"][2], rows["pandas"][2])
+            if second in rows:
+                differs = disagreement(rows["ours"][2], rows[second][2])
                 found = rows["ours"][2]
                 print(
-                    f"{kind:8} agreement: "
+                    f"{kind:8} agreement with {second}: "
                     + (
                         f"DIFFER: {differs}"
                         if differs

@@ -65,6 +65,8 @@ QUIET_LOGGERS: tuple[tuple[str, int], ...] = (
     # httpx logs each request's URL at INFO; a webhook URL's path is its credential.
     ("httpx", logging.WARNING),
     ("httpcore", logging.WARNING),
+    # pyspark's gateway logs each connection it closes at INFO, four lines a Spark command.
+    ("py4j", logging.WARNING),
 )
 
 #: The keys every line starts with, in this order.

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def section_commands() -> list[list[str]]:
     """Return the commands of the section's first shell block, as argument lists."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Production traffic (first part)\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Production traffic\n", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
     assert block is not None
     return [shlex.split(line)[1:] for line in block[1].splitlines() if line.strip()]

@@ -3,7 +3,8 @@
 The logs are kept in a DuckDB database file named by ``--db`` (made by ``logs import``), not
 in the monitor's store: they are many more rows than runs, and DuckDB aggregates them in
 place. ``judgments from-clicks`` reads that file and adds the grades to the suite's
-judgment layers in the store, as ``judgments add`` does.
+judgment layers in the store, as ``judgments add`` does. With ``--engine spark`` the same
+SQL runs on Spark over the file's tables (:mod:`monitor.traffic.spark`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import argparse
 import getpass
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ from monitor.cli.run import add_config_options, load, store_target
 
 if TYPE_CHECKING:
     from monitor.config.windows import Window
+    from monitor.traffic.engine import Connection, Reader
     from monitor.traffic.online import OnlineMetrics
 
 
@@ -41,6 +44,41 @@ def _add_window(parser: argparse.ArgumentParser, default: str | None) -> None:
         metavar="NAME",
         help="the action_name of clicks (default click)",
     )
+
+
+def _add_engine(parser: argparse.ArgumentParser) -> None:
+    from monitor.traffic.engine import ENGINES  # no DuckDB, no pyspark: only the names
+
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=ENGINES[0],
+        help="where the SQL runs: DuckDB in process, or Spark (the spark extra; default duckdb)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="with --engine spark: the master (default $MONITOR_SPARK_MASTER, else local[2])",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --engine spark: a Spark setting (repeatable; also $MONITOR_SPARK_CONF)",
+    )
+
+
+@contextmanager
+def _engine(args: argparse.Namespace, connection: Connection) -> Iterator[Reader]:
+    """Yield what the aggregations read: ``connection`` itself, or its tables on Spark."""
+    if args.engine == "duckdb":
+        yield connection
+        return
+    from monitor.traffic.spark import on_spark, settings_from
+
+    with on_spark(connection, settings_from(args.spark_master, args.spark_conf)) as reader:
+        yield reader
 
 
 def register(subparsers: Any) -> None:
@@ -120,6 +158,7 @@ def register(subparsers: Any) -> None:
         help="PaulScore's factor, above 0 and below 1 (default 0.5)",
     )
     metrics.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    _add_engine(metrics)
     metrics.set_defaults(handler=metrics_command)
 
 
@@ -157,6 +196,7 @@ def register_from_clicks(actions: Any) -> None:
     parser.add_argument(
         "--override", action="store_true", help="replace grades that conflict with earlier ones"
     )
+    _add_engine(parser)
     parser.set_defaults(handler=from_clicks_command)
 
 
@@ -188,6 +228,7 @@ def register_sample(actions: Any) -> None:
     parser.add_argument(
         "--output", type=output_file, required=True, metavar="FILE", help="the eval set to write"
     )
+    _add_engine(parser)
     parser.set_defaults(handler=sample_command)
 
 
@@ -202,7 +243,8 @@ def sample_command(args: argparse.Namespace) -> int:
     format_of(args.output)  # an output whose format is unknown fails before any work
     connection = connect(args.db, read_only=True, create=False)
     try:
-        pop = population(connection, span)
+        with _engine(args, connection) as reader:
+            pop = population(reader, span)
     finally:
         connection.close()
     sample = draw(pop, args.method, args.size, args.seed)
@@ -293,13 +335,14 @@ def metrics_command(args: argparse.Namespace) -> int:
     span = _window(args)
     connection = connect(args.db, read_only=True)
     try:
-        found = online_metrics(
-            connection,
-            span,
-            click_action=args.click_action,
-            reformulation_gap=gap,
-            paulscore_factor=factor,
-        )
+        with _engine(args, connection) as reader:
+            found = online_metrics(
+                reader,
+                span,
+                click_action=args.click_action,
+                reformulation_gap=gap,
+                paulscore_factor=factor,
+            )
     finally:
         connection.close()
     if args.format == "json":
@@ -373,7 +416,8 @@ def from_clicks_command(args: argparse.Namespace) -> int:
     with store:
         connection = connect(args.db, create=False)
         try:
-            graded = click_grades(connection, settings, span)
+            with _engine(args, connection) as reader:
+                graded = click_grades(reader, settings, span)
             matched = [item for item in graded if item.query_key in by_key]
             grades: dict[str, dict[str, int]] = {}
             for item in matched:

@@ -30,7 +30,7 @@ from typing import Final, Literal
 from monitor.config.windows import EVERYTHING, Window
 from monitor.errors import UsageError
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection, rows
+from monitor.traffic.engine import Connection, Reader, rows
 from monitor.traffic.online import CLICK_ACTION
 
 ClickModel = Literal["coec", "ctr_share"]
@@ -114,7 +114,7 @@ def grade_of(score: float, cutoffs: Sequence[float]) -> int:
 
 
 def click_grades(
-    connection: Connection, settings: ClickSettings, window: Window = EVERYTHING
+    connection: Reader, settings: ClickSettings, window: Window = EVERYTHING
 ) -> list[ClickGrade]:
     """Return the graded pairs of ``window`` under ``settings``, by query key then doc."""
     statement = MODELS[settings.model][0]

@@ -3,7 +3,9 @@
 DuckDB is imported only here, when a command opens the traffic database, so a user without
 the extra reads one line naming it (never an ImportError's traceback) and every other
 command starts without it. :func:`connect` opens (or creates) the database file and its
-tables; :func:`rows` runs one statement of :mod:`monitor.traffic.sql` with named parameters.
+tables; :func:`rows` runs one statement of :mod:`monitor.traffic.sql` with named parameters
+on a :class:`Reader`: a DuckDB connection, or the same tables on Spark
+(:class:`monitor.traffic.spark.SparkReader`, ``--engine spark``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,17 @@ from monitor.traffic import sql
 
 #: The command that installs what the traffic commands need.
 INSTALL = "pip install 'retrieval-monitor[traffic]'"
+
+#: The engines the aggregations run on, as ``--engine`` names them (the first by default).
+ENGINES = ("duckdb", "spark")
+
+
+class Reader(Protocol):
+    """What the aggregations read through: ``execute`` returning a DB-API cursor (its
+    ``description``, ``fetchall`` and ``fetchone``). A DuckDB connection is one."""
+
+    def execute(self, query: str, parameters: Any = ...) -> Any:
+        """Run ``query`` with its ``$name`` ``parameters``; return a cursor of its rows."""
 
 
 class Connection(Protocol):
@@ -72,7 +85,7 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True) -> Conn
 
 
 def rows(
-    connection: Connection, statement: str, parameters: Mapping[str, object] | None = None
+    connection: Reader, statement: str, parameters: Mapping[str, object] | None = None
 ) -> list[dict[str, Any]]:
     """Run ``statement`` with the ``$name`` ``parameters`` it uses; return its rows as dicts."""
     used = {name: value for name, value in (parameters or {}).items() if f"${name}" in statement}

@@ -6,7 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monitor.errors import MonitorError
+from monitor.errors import MonitorError, UsageError
 
 if TYPE_CHECKING:
     from monitor.config.windows import Window
@@ -30,6 +30,29 @@ class NoTrafficError(MonitorError):
                 f"to {last:%Y-%m-%dT%H:%M:%S}Z"
             )
         super().__init__(f"no data: no search from {window} ({held})")
+
+
+class JavaMissingError(UsageError):
+    """``--engine spark`` found no Java to start Spark with."""
+
+    def __init__(self, java_home: str | None) -> None:
+        self.java_home = java_home
+        where = (
+            f"JAVA_HOME={java_home} holds no bin/java"
+            if java_home
+            else "no `java` on PATH and JAVA_HOME is not set"
+        )
+        super().__init__(f"--engine spark needs Java 17 or later: {where}")
+
+
+class SparkStartError(UsageError):
+    """Spark did not start (a bad master, a Java too old, a setting Spark refuses)."""
+
+    def __init__(self, master: str, reason: str) -> None:
+        self.master = master
+        self.reason = reason
+        first = next((line.strip() for line in reason.splitlines() if line.strip()), "no reason")
+        super().__init__(f"Spark did not start with master {master!r}: {first}")
 
 
 class NoInterleavedTrafficError(MonitorError):

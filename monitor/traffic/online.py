@@ -39,7 +39,7 @@ from typing import Final
 from monitor.config import vocab
 from monitor.config.windows import Window
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection, rows
+from monitor.traffic.engine import Reader, rows
 from monitor.traffic.errors import NoTrafficError
 
 #: The metrics by their canonical name, with the SQL column each is read from.
@@ -76,7 +76,7 @@ class OnlineMetrics:
 
 
 def online_metrics(
-    connection: Connection,
+    connection: Reader,
     window: Window,
     *,
     click_action: str = CLICK_ACTION,

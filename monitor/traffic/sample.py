@@ -42,7 +42,7 @@ from monitor.config.windows import Window
 from monitor.errors import UsageError
 from monitor.records import MetaValue, Query
 from monitor.traffic import sql
-from monitor.traffic.engine import Connection, rows
+from monitor.traffic.engine import Reader, rows
 from monitor.traffic.errors import NoTrafficError
 
 #: The sampling methods, as ``--method`` names them.
@@ -100,7 +100,7 @@ def query_id(key: str) -> str:
     return "t" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
 
 
-def population(connection: Connection, window: Window) -> Population:
+def population(connection: Reader, window: Window) -> Population:
     """Return the query keys searched in ``window``; raise NoTrafficError when there is none."""
     found = rows(connection, sql.POPULATION, {"start": window.start, "end": window.end})
     if not found:

@@ -2,8 +2,12 @@
 
 Every statement here is plain SQL over the tables below (joins, ``GROUP BY``, ``GROUPING SETS``,
 window functions and ``CASE``), with no engine's list or JSON functions: the import
-flattens each search's hit list into ``impressions`` so that an engine other than DuckDB
-(Spark SQL) can run the same text. Parameters are named ``$name``.
+flattens each search's hit list into ``impressions`` so that Spark SQL runs the same text
+as DuckDB (``--engine spark``, :mod:`monitor.traffic.spark`, which also holds the one
+dialect change: parameters are named ``$name`` here, ``:name`` there). The statements keep
+to what the two dialects read alike: a double is written ``1E0`` (Spark reads ``1.0`` as a
+DECIMAL and averages it to five places), no ``NULLS FIRST``/``LAST`` default is relied on
+(they differ), strings compare byte by byte in both.
 
 Tables (timestamps are UTC, without a zone):
 
@@ -155,16 +159,16 @@ reformulated AS (
 v AS (
     SELECT p.query_id, p.application, p.client_id, p.segment, p.hits,
         CAST(p.latency_ms AS DOUBLE) AS latency_ms,
-        CASE WHEN p.hits = 0 THEN 1.0 ELSE 0.0 END AS zero_result_rate,
-        CASE WHEN p.clicks > 0 THEN 1.0 ELSE 0.0 END AS ctr,
-        CASE WHEN p.first_rank <= 1 THEN 1.0 ELSE 0.0 END AS ctr_at_1,
-        CASE WHEN p.first_rank <= 3 THEN 1.0 ELSE 0.0 END AS ctr_at_3,
-        CASE WHEN p.first_rank <= 5 THEN 1.0 ELSE 0.0 END AS ctr_at_5,
-        CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1.0 ELSE 0.0 END) END
+        CASE WHEN p.hits = 0 THEN 1E0 ELSE 0E0 END AS zero_result_rate,
+        CASE WHEN p.clicks > 0 THEN 1E0 ELSE 0E0 END AS ctr,
+        CASE WHEN p.first_rank <= 1 THEN 1E0 ELSE 0E0 END AS ctr_at_1,
+        CASE WHEN p.first_rank <= 3 THEN 1E0 ELSE 0E0 END AS ctr_at_3,
+        CASE WHEN p.first_rank <= 5 THEN 1E0 ELSE 0E0 END AS ctr_at_5,
+        CASE WHEN p.hits > 0 THEN (CASE WHEN p.clicks = 0 THEN 1E0 ELSE 0E0 END) END
             AS abandonment,
         CAST(p.first_rank AS DOUBLE) AS mean_first_click_position,
         CAST(r.reformulated AS DOUBLE) AS reformulation_rate,
-        coalesce(paul.paul, 0.0) AS paulscore
+        coalesce(paul.paul, 0E0) AS paulscore
     FROM per_search p JOIN reformulated r ON r.query_id = p.query_id
     LEFT JOIN paul ON paul.query_id = p.query_id
 )"""
