@@ -26,8 +26,10 @@ from conftest import unavailable
 
 from monitor.cli import main
 from monitor.cli.exits import exit_code
+from monitor.config import load_config
+from monitor.config.traffic import TrafficConfig
 from monitor.config.windows import EVERYTHING, Window
-from monitor.errors import UsageError
+from monitor.errors import ConfigError, UsageError
 from monitor.evalset import bundled
 from monitor.traffic import engine
 from monitor.traffic.clicks import ClickSettings, click_grades
@@ -327,6 +329,39 @@ def test_a_master_spark_would_refuse_is_a_usage_error_naming_where_it_came_from(
     """A master that is not local[N], spark://, yarn or k8s:// is refused before Spark starts."""
     with pytest.raises(UsageError, match=f"^{option}.*expected local, local"):
         settings_from(master, [], environ)
+
+
+def _section(tmp_path: Path, spark: str) -> TrafficConfig:
+    config = tmp_path / "monitor.yaml"
+    config.write_text(f"traffic:\n  database: t.duckdb\n  spark: {spark}\n")
+    section = load_config(config).traffic
+    assert section is not None
+    return section
+
+
+def test_the_configs_spark_section_comes_after_the_options_and_the_environment(
+    tmp_path: Path,
+) -> None:
+    """traffic: spark: gives the master and settings that no option or variable gives."""
+    section = _section(
+        tmp_path, "{master: 'spark://c:7077', conf: {spark.driver.memory: 1g, spark.x: 2}}"
+    )
+    environ = {"MONITOR_SPARK_CONF": "spark.driver.memory=2g"}
+    assert (
+        SparkSettings("spark://c:7077", {"spark.driver.memory": "2g", "spark.x": "2"}),
+        SparkSettings("local[3]", {"spark.driver.memory": "1g", "spark.x": "2"}),
+    ) == (
+        settings_from(None, [], environ, section),
+        settings_from("local[3]", [], {}, section),
+    )
+
+
+def test_a_bad_spark_section_is_a_config_error_at_its_line(tmp_path: Path) -> None:
+    """A setting that is a list, not a string or a number, is refused at its key."""
+    with pytest.raises(
+        ConfigError, match=r"monitor\.yaml:3: traffic\.spark\.conf\.a: expected a set"
+    ):
+        _section(tmp_path, "{conf: {a: [1, 2]}}")
 
 
 def test_a_spark_setting_without_a_value_is_a_usage_error() -> None:

@@ -46,7 +46,9 @@ def _add_window(parser: argparse.ArgumentParser, default: str | None) -> None:
     )
 
 
-def _add_engine(parser: argparse.ArgumentParser) -> None:
+def _add_engine(parser: argparse.ArgumentParser, *, config: bool = True) -> None:
+    """Add ``--engine`` and Spark's options; ``config``: add ``--config`` too (a command that
+    has one of its own reads Spark's settings from it as well)."""
     from monitor.traffic.engine import ENGINES  # no DuckDB, no pyspark: only the names
 
     parser.add_argument(
@@ -58,15 +60,24 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spark-master",
         metavar="URL",
-        help="with --engine spark: the master (default $MONITOR_SPARK_MASTER, else local[2])",
+        help="with --engine spark: the master (default $MONITOR_SPARK_MASTER, else the "
+        "config's traffic: spark: master, else local[2])",
     )
     parser.add_argument(
         "--spark-conf",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="with --engine spark: a Spark setting (repeatable; also $MONITOR_SPARK_CONF)",
+        help="with --engine spark: a Spark setting (repeatable; also $MONITOR_SPARK_CONF and "
+        "the config's traffic: spark: conf)",
     )
+    if config:
+        parser.add_argument(
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="with --engine spark: a config whose traffic: spark: section gives the settings",
+        )
 
 
 @contextmanager
@@ -77,7 +88,13 @@ def _engine(args: argparse.Namespace, connection: Connection) -> Iterator[Reader
         return
     from monitor.traffic.spark import on_spark, settings_from
 
-    with on_spark(connection, settings_from(args.spark_master, args.spark_conf)) as reader:
+    section = None
+    if args.config is not None:
+        from monitor.config import load_config
+
+        section = load_config(args.config).traffic
+    settings = settings_from(args.spark_master, args.spark_conf, section=section)
+    with on_spark(connection, settings) as reader:
         yield reader
 
 
@@ -196,7 +213,7 @@ def register_from_clicks(actions: Any) -> None:
     parser.add_argument(
         "--override", action="store_true", help="replace grades that conflict with earlier ones"
     )
-    _add_engine(parser)
+    _add_engine(parser, config=False)
     parser.set_defaults(handler=from_clicks_command)
 
 

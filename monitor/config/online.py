@@ -12,6 +12,7 @@ rate, abandonment, latency). Every error names the file, the key path and the li
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Final, get_args
 
@@ -41,7 +42,8 @@ MAX_APPLICATIONS: Final = 20
 #: The label value of the applications a suite does not name, and of a segment's rarer values.
 OTHER: Final = "other"
 
-TRAFFIC_KEYS: Final = ("database", "min_distinct_clients", "click_action", "online")
+TRAFFIC_KEYS: Final = ("database", "min_distinct_clients", "click_action", "online", "spark")
+SPARK_KEYS: Final = ("master", "conf")
 ONLINE_KEYS: Final = (
     "name",
     "schedule",
@@ -81,9 +83,36 @@ def traffic(f: Fields, node: Node) -> TrafficConfig:
             if suite.name in suites:
                 raise f.error(item, "each online suite name once", found=suite.name)
             suites[suite.name] = suite
+    master, conf = _spark(f, entries.get("spark"))
     return TrafficConfig(
-        database=database, min_distinct_clients=clients, click_action=click, online=suites
+        database=database,
+        min_distinct_clients=clients,
+        click_action=click,
+        online=suites,
+        spark_master=master,
+        spark_conf=conf,
     )
+
+
+def _spark(f: Fields, node: Node | None) -> tuple[str | None, dict[str, str]]:
+    """Read ``spark``: its ``master`` (checked when Spark starts) and ``conf`` settings."""
+    if node is None or node.value is None:
+        return None, {}
+    entries = f.mapping(node, SPARK_KEYS, "master, conf")
+    master = None
+    if "master" in entries:
+        master = f.string(entries["master"], "a Spark master such as local[2] or spark://HOST:PORT")
+    conf: dict[str, str] = {}
+    if "conf" in entries and entries["conf"].value is not None:
+        settings = entries["conf"]
+        if not isinstance(settings.value, Mapping):
+            raise f.error(settings, "a mapping of Spark settings, key: value", show=True)
+        for key, child in settings.value.items():
+            value = child.value
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise f.error(child, "a setting's value: a string or a number", show=True)
+            conf[key] = str(value)
+    return master, conf
 
 
 def _online(f: Fields, node: Node) -> OnlineSuiteConfig:

@@ -346,6 +346,17 @@ def _traffic(suite: Schema) -> Schema:
             "min_distinct_clients": _integer(1),
             "click_action": _text(vocab.TEXT.pattern),
             "online": {"type": ["array", "null"], "items": suite_schema},
+            "spark": _object(
+                {
+                    "master": _text(description="local[N], spark://HOST:PORT, yarn, k8s://URL."),
+                    "conf": {
+                        "type": "object",
+                        "additionalProperties": {"type": ["string", "number"]},
+                        "description": "Spark settings, key: value.",
+                    },
+                },
+                description="Spark's master and settings for --engine spark.",
+            ),
         },
         required=["database"],
         description="The traffic database and the online suites measured on its logs.",

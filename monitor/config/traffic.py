@@ -104,11 +104,15 @@ class TrafficConfig:
     click_action: str
     min_distinct_clients: int = 5
     online: Mapping[str, OnlineSuiteConfig] = field(default_factory=dict, hash=False)
+    #: Spark's master and settings for ``--engine spark`` (``spark: {master, conf}``).
+    spark_master: str | None = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict, hash=False)
     #: The file the section was read from, for the commands the monitor prints.
     config_file: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "online", _freeze_map(self.online))
+        object.__setattr__(self, "spark_conf", _freeze_map(self.spark_conf))
 
     def online_suite(self, name: str) -> OnlineSuiteConfig:
         """Return the online suite ``name``; raise UsageError naming the known ones."""

@@ -34,11 +34,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from monitor.errors import UsageError
 from monitor.traffic.engine import Connection
 from monitor.traffic.errors import JavaMissingError, SparkStartError
+
+if TYPE_CHECKING:
+    from monitor.config.traffic import TrafficConfig
 
 #: The command that installs what ``--engine spark`` needs (and Java 17 or later).
 INSTALL: Final = "pip install 'retrieval-monitor[spark]'"
@@ -80,15 +83,18 @@ def settings_from(
     master: str | None = None,
     conf: Sequence[str] = (),
     environ: Mapping[str, str] = os.environ,
+    section: TrafficConfig | None = None,
 ) -> SparkSettings:
-    """Return the Spark settings: the options given, else the environment, else the defaults.
+    """Return the Spark settings: the options given, else the environment, else the config's
+    ``traffic: spark:`` section, else the defaults.
 
-    ``master`` (``--spark-master``) falls back on ``MONITOR_SPARK_MASTER``, then on
-    ``local[2]``; ``conf`` (``--spark-conf KEY=VALUE``, repeatable) is read over the
-    ``KEY=VALUE`` pairs of ``MONITOR_SPARK_CONF`` (separated by spaces, quoted as a shell
-    quotes them). The one place Spark's settings are read.
+    ``master`` (``--spark-master``) falls back on ``MONITOR_SPARK_MASTER``, then on the
+    section's ``master``, then on ``local[2]``; ``conf`` (``--spark-conf KEY=VALUE``,
+    repeatable) is read over the ``KEY=VALUE`` pairs of ``MONITOR_SPARK_CONF`` (separated by
+    spaces, quoted as a shell quotes them), read over the section's ``conf``. The one place
+    Spark's settings are read.
     """
-    pairs: dict[str, str] = {}
+    pairs: dict[str, str] = {} if section is None else dict(section.spark_conf)
     for option, items in (
         ("MONITOR_SPARK_CONF", shlex.split(environ.get("MONITOR_SPARK_CONF", ""))),
         ("--spark-conf", list(conf)),
@@ -99,10 +105,17 @@ def settings_from(
                 raise UsageError(f"{option}: expected KEY=VALUE, found {item!r}")
             pairs[key.strip()] = value
     told = environ.get("MONITOR_SPARK_MASTER")
-    chosen = master or told or DEFAULT_MASTER
+    configured = None if section is None else section.spark_master
+    chosen = master or told or configured or DEFAULT_MASTER
     if not _MASTER.fullmatch(chosen):
         # Spark's launcher would print its Java stack before the one line of our error.
-        option = "--spark-master" if master else "MONITOR_SPARK_MASTER"
+        option = (
+            "--spark-master"
+            if master
+            else "MONITOR_SPARK_MASTER"
+            if told
+            else f"{section.config_file if section else 'config'}: traffic.spark.master"
+        )
         raise UsageError(
             f"{option}: expected local, local[N], local[*], spark://HOST:PORT, yarn or "
             f"k8s://URL, found {chosen!r}"
