@@ -95,9 +95,22 @@ def successful_run() -> SuiteSnapshot:
         },
         judge_pairs=40,
         drift={"query_drift": {"auc": 0.5125, "mmd2": 0.0003, "mmd_p_value": 0.42}},
+    )
+
+
+def online_window() -> SuiteSnapshot:
+    """Return an online suite's window: its online figures, and no counts of queries sent."""
+    return SuiteSnapshot(
+        suite="shop",
+        pipeline="shop",
+        labels={"team": "search", "env": "prod"},
+        success=True,
+        started_at=FINISHED,
+        finished_at=FINISHED,
         online={("ctr", "all", "all"): 0.4125, ("ctr", "web", "all"): 0.45},
         online_searches={("all", "all"): 1200, ("web", "all"): 800},
         online_no_data=False,
+        rules={"ctr max_relative_drop": RuleState(False, "critical")},
     )
 
 
@@ -118,7 +131,11 @@ def failed_run() -> SuiteSnapshot:
 
 
 #: Each golden file and the run it renders.
-RUNS = {"successful-run.prom": successful_run, "failed-run.prom": failed_run}
+RUNS = {
+    "successful-run.prom": successful_run,
+    "failed-run.prom": failed_run,
+    "online-window.prom": online_window,
+}
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
@@ -131,8 +148,12 @@ def test_the_exposition_matches_its_golden_file_byte_for_byte(name: str) -> None
     assert path.read_bytes() == rendered
 
 
-def test_the_successful_golden_run_exports_every_gauge() -> None:
-    """The golden successful run has a series of every declared gauge, so it pins them all."""
-    text = (GOLDEN / "successful-run.prom").read_text(encoding="utf-8")
-    exported = {family.name for family in text_string_to_metric_families(text)}
+def test_the_successful_golden_runs_export_every_gauge() -> None:
+    """The golden successful run and online window have a series of every declared gauge
+    between them, so they pin them all."""
+    exported = {
+        family.name
+        for name in ("successful-run.prom", "online-window.prom")
+        for family in text_string_to_metric_families((GOLDEN / name).read_text(encoding="utf-8"))
+    }
     assert {gauge.name for gauge in GAUGES} == exported

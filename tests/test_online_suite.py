@@ -255,6 +255,22 @@ def test_gauge_labels_stay_bounded(tmp_path: Path, store: Any) -> None:
     assert {"all", "app1", "other"} == {key[1] for key in seen[0].online}
 
 
+def test_an_online_window_exports_no_query_counts(tmp_path: Path, store: Any) -> None:
+    """An online suite sends no query: no queries_sent or run duration series, not a 0."""
+    from monitor.exporters.gauges import render
+
+    seen: list[SuiteSnapshot] = []
+    section, suite = traffic(small_logs(tmp_path), metrics=("ctr",))
+    run_online(section, suite, store, now=NOW, sinks=(seen.append,))
+    names = {line.split("{", 1)[0] for line in render(seen[0]).splitlines() if line[:1] != "#"}
+    counts = {
+        "retrieval_queries_sent",
+        "retrieval_queries_failed",
+        "retrieval_run_duration_seconds",
+    }
+    assert (set(), True) == (names & counts, "retrieval_online_metric" in names)
+
+
 def test_a_snapshot_refuses_unbounded_application_labels() -> None:
     """More application values than a label may take are refused, naming the fold."""
     online = {("ctr", f"app{n}", "all"): 0.1 for n in range(80)}

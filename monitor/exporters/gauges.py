@@ -130,6 +130,12 @@ def _scalar(get: Callable[[SuiteSnapshot], float | int | bool | None]) -> Reader
     return read
 
 
+def _run_scalar(get: Callable[[SuiteSnapshot], float | int | None]) -> Reader:
+    """Return :func:`_scalar` of a figure of a run of queries: no series for an online suite's
+    window, which sends no query (a 0 would read as a run that sent none)."""
+    return _scalar(lambda s: None if s.online_suite else get(s))
+
+
 def _drift(snapshot: SuiteSnapshot) -> Iterator[Series]:
     for check, statistics in snapshot.drift.items():
         for statistic, value in statistics.items():
@@ -288,28 +294,28 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         "Queries sent in the latest run, answered or failed.",
         (),
         "attempt",
-        _scalar(lambda s: s.queries_sent),
+        _run_scalar(lambda s: s.queries_sent),
     ),
     Gauge(
         "retrieval_queries_evaluated",
         "Judged queries the latest successful run's metric means are over.",
         (),
         "success",
-        _scalar(lambda s: s.queries_evaluated),
+        _run_scalar(lambda s: s.queries_evaluated),
     ),
     Gauge(
         "retrieval_queries_failed",
         "Queries of the latest run whose search failed.",
         (),
         "attempt",
-        _scalar(lambda s: s.queries_failed),
+        _run_scalar(lambda s: s.queries_failed),
     ),
     Gauge(
         "retrieval_run_duration_seconds",
         "Wall time of the latest run, from start to finish.",
         (),
         "attempt",
-        _scalar(lambda s: s.duration_seconds),
+        _run_scalar(lambda s: s.duration_seconds),
     ),
     Gauge(
         "retrieval_last_run_timestamp_seconds",

@@ -223,6 +223,12 @@ class SuiteSnapshot:
         """Return the wall time of the run in seconds."""
         return (self.finished_at - self.started_at).total_seconds()
 
+    @property
+    def online_suite(self) -> bool:
+        """Return whether this is an online suite's window (``online_no_data`` set), which
+        sends no query."""
+        return self.online_no_data is not None
+
 
 def _set(snapshot: SuiteSnapshot, name: str, value: object) -> None:
     object.__setattr__(snapshot, name, value)
