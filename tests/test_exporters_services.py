@@ -186,16 +186,17 @@ def test_a_first_run_that_fails_creates_its_group(stack: Stack) -> None:
 
 @pytest.mark.slow
 def test_every_dashboard_query_runs_on_prometheus(stack: Stack) -> None:
-    """Prometheus accepts each dashboard query, and the panels show a pushed run's data (an
-    online suite's too)."""
-    suite = suite_name()
+    """Prometheus accepts each dashboard query, and the panels show the data of a pushed run
+    and of an online suite's pushed window."""
+    suite, shop = suite_name(), suite_name()
     groups = {("all", "all"): 100, ("web", "all"): 60, ("all", "mobile"): 40}
     online = {(metric, *group): 0.5 for metric in ONLINE_METRICS for group in groups}
-    stack.push(recent(suite=suite, online=online, online_searches=groups))
-    poll(lambda: stack.values(f'retrieval_run_success{{suite="{suite}"}}'), "pushed run")
+    stack.push(recent(suite=suite))
+    stack.push(recent(suite=shop, online=online, online_searches=groups, online_no_data=False))
+    poll(lambda: stack.values(f'retrieval_run_success{{suite=~"{suite}|{shop}"}}')[1:], "runs")
     empty: list[str] = []
     for where, expr in dashboard_queries():
-        named = expr.replace("$suite", suite).replace("$online_suite", suite)
+        named = expr.replace("$suite", suite).replace("$online_suite", shop)
         for filled in expand(named):
             answer = stack.query(filled)
             assert "success" == answer["status"], f"{where}: {filled}: {answer}"
