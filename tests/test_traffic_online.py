@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,11 +38,16 @@ def at(seconds: int) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+def timed(row: dict[str, Any], latency_ms: float) -> dict[str, Any]:
+    """Return the search ``row`` logging ``latency_ms``."""
+    return {**row, "query_attributes": {"latency_ms": latency_ms}}
+
+
 QUERIES = [
-    search("s1", "red shoes", "abc", client="A", at=at(0)),
-    search("s2", "Red  Sneakers", "de", client="A", at=at(60)),
+    timed(search("s1", "red shoes", "abc", client="A", at=at(0)), 10.0),
+    timed(search("s2", "Red  Sneakers", "de", client="A", at=at(60)), 20.0),
     search("s3", "blue hat", [], client="B", at=at(30)),
-    search("s4", "red shoes", "abcdef", client="C", at=at(30), application="app"),
+    timed(search("s4", "red shoes", "abcdef", client="C", at=at(30), application="app"), 40.0),
     search("s5", "green", "x", client="C", at=at(1000), application="app"),
 ]
 EVENTS = [
@@ -90,6 +96,9 @@ EXPECTED = {
         "reformulation_rate": 1 / 5,
         # s1: ranks 2 and 3 (b twice is one rank), s2: rank 1, s5: rank 6.
         "paulscore": (0.5 + 0.25 + 1 + 0.5**5) / 5,
+        # 10, 20 and 40 ms logged: the 95th percentile lies 0.9 of the way from 20 to 40.
+        "latency_p50": 20.0,
+        "latency_p95": 38.0,
     },
     "web": {
         "zero_result_rate": 1 / 3,
@@ -101,6 +110,8 @@ EXPECTED = {
         "mean_first_click_position": 1.5,
         "reformulation_rate": 1 / 3,
         "paulscore": (0.5 + 0.25 + 1) / 3,
+        "latency_p50": 15.0,
+        "latency_p95": 19.5,
     },
     "app": {
         "zero_result_rate": 0.0,
@@ -112,6 +123,8 @@ EXPECTED = {
         "mean_first_click_position": 6.0,
         "reformulation_rate": 0.0,
         "paulscore": 0.5**5 / 2,
+        "latency_p50": 40.0,
+        "latency_p95": 40.0,
     },
 }
 

@@ -49,8 +49,10 @@ def test_every_rate_is_in_0_1_and_the_first_click_at_least_1(tmp_path: Path, see
     values = dict(overall.values)
     first = values.pop("mean_first_click_position")
     paul = values.pop("paulscore")
-    assert (True, True, True) == (
+    p50, p95 = values.pop("latency_p50"), values.pop("latency_p95")
+    assert (True, True, True, True) == (
         all(value is not None and 0.0 <= value <= 1.0 for value in values.values()),
         first is not None and math.isfinite(first) and first >= 1.0,
         paul is not None and 0.0 <= paul < 1 / (1 - 0.5),
+        (p50, p95) == (None, None) or (p50 is not None and p95 is not None and 0 <= p50 <= p95),
     )

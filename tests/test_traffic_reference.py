@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("duckdb")
@@ -50,6 +51,15 @@ def logs(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def stamp_of(row: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(row["timestamp"].replace("Z", ""))
+
+
+def percentiles(latencies: list[float | None]) -> dict[str, float | None]:
+    """Return latency_p50 and latency_p95 of the latencies logged, as NumPy's default reads."""
+    logged = [value for value in latencies if value is not None]
+    return {
+        name: float(np.percentile(logged, q)) if logged else None
+        for name, q in (("latency_p50", 50), ("latency_p95", 95))
+    }
 
 
 def reference_metrics(queries: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[
@@ -96,6 +106,7 @@ def reference_metrics(queries: list[dict[str, Any]], events: list[dict[str, Any]
             ),
             "reformulation_rate": share([i for i in ids if following[i]], ids),
             "paulscore": sum(sum(0.5 ** (r - 1) for r in set(ranks[i])) for i in ids) / len(ids),
+            **percentiles([r.get("query_attributes", {}).get("latency_ms") for r in rows]),
         }
     return out
 

@@ -86,11 +86,15 @@ def differences(expected: object, found: object, where: str = "") -> list[str]:
 
 
 def _logs() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return generated logs with two applications, zero-result searches and a click on a
-    document not shown (ranked by its ordinal)."""
+    """Return generated logs with two applications, zero-result searches, a click on a
+    document not shown (ranked by its ordinal) and a latency on two searches in three."""
     planted = generate(27, n_queries=6, docs_per_query=6, searches_per_query=40, clients=5)
     queries = [
-        {**row, "application": "app"} if number % 3 == 0 else row
+        {
+            **row,
+            **({"application": "app"} if number % 3 == 0 else {}),
+            **({"query_attributes": {"latency_ms": 5.0 + number % 17}} if number % 3 else {}),
+        }
         for number, row in enumerate(planted.queries)
     ]
     late = T0 + timedelta(hours=9)

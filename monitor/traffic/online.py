@@ -22,7 +22,7 @@ the document is not in that list):
   ``F``, and so on, so the score rewards clicks high in the list. It lies in
   ``[0, 1 / (1 - F))``.
 
-- ``latency_p50``, ``latency_p95`` (online suites): the 50th and 95th percentile of the
+- ``latency_p50``, ``latency_p95``: the 50th and 95th percentile of the
   ``latency_ms`` of the searches that logged one (``query_attributes.latency_ms``), by
   linear interpolation between the two nearest ranks (NumPy's default, Hyndman and Fan's
   type 7); no data when no search logged a latency.
@@ -107,7 +107,10 @@ def online_metrics(
             application=None if row["overall"] else str(row["application"]),
             searches=int(row["searches"]),
             with_results=int(row["with_results"]),
-            values={name: _number(row[column]) for name, column in METRICS.items()},
+            values={
+                **{name: _number(row[column]) for name, column in METRICS.items()},
+                **{name: _number(row[name]) for name in PERCENTILES},
+            },
         )
         for row in found
     ]

@@ -203,7 +203,9 @@ SELECT
     avg(abandonment) AS abandonment,
     avg(mean_first_click_position) AS mean_first_click_position,
     avg(reformulation_rate) AS reformulation_rate,
-    avg(paulscore) AS paulscore
+    avg(paulscore) AS paulscore,
+    percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
+    percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95
 FROM v
 GROUP BY GROUPING SETS ((application), ())
 ORDER BY overall DESC, application
