@@ -1,0 +1,283 @@
+"""Judge-corrected metrics: a rule metric estimated by prediction-powered inference (PPI).
+
+A judge fills the label holes of every query; people verify a few. With ``alert_labels:
+calibrated`` a rule reads neither figure alone but the basic PPI estimate of the mean
+(Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, "Prediction-powered inference", Science
+2023), with lambda = 1 (no power tuning)::
+
+    theta = mean_N(f_judge) + s * mean_n(f_human - f_judge)
+    var   = var_N(f_judge) / N + s**2 * var_n(f_human - f_judge) / n
+
+``f_judge`` is a query's metric with the judge's labels filling holes, over the ``N``
+answered queries; ``f_human - f_judge`` the rectifier, over the ``n`` **verified** queries:
+those with at least one judge grade in their top k, every one of which people graded too
+(so ``f_human`` there is the figure under people's labels alone). ``s`` is the share of the
+``N`` queries with a judge grade in their top k: on the others both labels agree, so their
+rectifier is 0 exactly and only the judged ones need the correction. The interval is the
+normal (CLT) one, ``theta +- z * sqrt(var)``. It stays valid whatever the judge's bias,
+provided the verified queries are a random sample of the judged ones.
+
+A paired comparison applies the same estimate to the per-query deltas ``current -
+baseline`` (the judge term over the queries both runs answered, the rectifier over those
+verified in both, the share over those judged in either), with the normal one-sided p-value
+of "current is worse". Variances use ``ddof=1``; fewer than two values give a NaN interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Final
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from monitor.compare.matched import stored_column
+from monitor.compare.records import RuleOutcome, RuleStatus
+from monitor.config.model import Check, RuleConfig, SignificanceConfig
+from monitor.store.records import RunRecord
+
+FloatArray = NDArray[np.float64]
+
+#: Below this many verified queries a calibrated rule says too little: it is ``unverified``.
+MIN_VERIFIED: Final = 10
+#: The confidence level of the calibrated intervals.
+LEVEL: Final = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A PPI estimate: the corrected mean, its normal interval and standard error, the
+    judge-only mean it corrects, and how many queries each term read."""
+
+    mean: float
+    low: float
+    high: float
+    se: float
+    judge: float  # mean_N(f_judge), the uncorrected figure
+    n_all: int  # N, the queries of the judge term
+    n_verified: int  # n, the queries of the rectifier
+    share: float  # s, the share of the N queries the judge graded something of
+
+    def p_less(self) -> float:
+        """Return the normal one-sided p-value of "the mean is below 0" being false."""
+        if not self.se > 0:
+            return 0.0 if self.mean < 0 else 1.0
+        return NormalDist().cdf(self.mean / self.se)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready form (NaN as None)."""
+        out: dict[str, Any] = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            out[name] = None if isinstance(value, float) and math.isnan(value) else value
+        return out
+
+
+def ppi_mean(
+    judged: ArrayLike,
+    verified_judge: ArrayLike,
+    verified_human: ArrayLike,
+    *,
+    share: float = 1.0,
+    level: float = LEVEL,
+) -> Estimate:
+    """Return the PPI estimate of a mean from the judge's values of all queries and the
+    judge's and people's values of the verified ones (aligned)."""
+    f = np.asarray(judged, dtype=np.float64)
+    rect = np.asarray(verified_human, dtype=np.float64) - np.asarray(
+        verified_judge, dtype=np.float64
+    )
+    big, small = len(f), len(rect)
+    if not big:
+        return Estimate(math.nan, math.nan, math.nan, math.nan, math.nan, 0, small, share)
+    judge_mean = float(f.mean())
+    correction = float(rect.mean()) if small else 0.0
+    mean = judge_mean + share * correction
+    if big < 2 or (share > 0 and small < 2):
+        return Estimate(mean, math.nan, math.nan, math.nan, judge_mean, big, small, share)
+    var = float(f.var(ddof=1)) / big
+    if share > 0:
+        var += share**2 * float(rect.var(ddof=1)) / small
+    se = math.sqrt(var)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    return Estimate(mean, mean - z * se, mean + z * se, se, judge_mean, big, small, share)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Calibration:
+    """What a calibrated comparison reads: the current run (and baseline) scored with
+    people's labels only and with the judge's filling holes, and per run the queries with a
+    judge grade in their top k (``judged``) and those of them people verified."""
+
+    human: RunRecord
+    judge: RunRecord
+    judged: frozenset[str]
+    verified: frozenset[str]
+    human_baseline: RunRecord | None = None
+    judge_baseline: RunRecord | None = None
+    judged_baseline: frozenset[str] = frozenset()
+    verified_baseline: frozenset[str] = frozenset()
+    min_verified: int = MIN_VERIFIED
+
+    def mean(self, metric: str, *, baseline: bool = False) -> Estimate:
+        """Return the calibrated mean of ``metric`` in the current run (or the baseline)."""
+        human, judge = (
+            (self.human_baseline, self.judge_baseline) if baseline else (self.human, self.judge)
+        )
+        judged = self.judged_baseline if baseline else self.judged
+        verified = self.verified_baseline if baseline else self.verified
+        if human is None or judge is None:
+            return ppi_mean([], [], [])
+        f, h = values_by_id(judge, metric), values_by_id(human, metric)
+        ids = [q for q in f if q in verified and q in h]
+        share = sum(q in judged for q in f) / len(f) if f else 0.0
+        return ppi_mean(list(f.values()), [f[q] for q in ids], [h[q] for q in ids], share=share)
+
+    def delta(self, metric: str) -> Estimate:
+        """Return the calibrated mean per-query delta (current - baseline) of ``metric``."""
+        if self.human_baseline is None or self.judge_baseline is None:
+            return ppi_mean([], [], [])
+        f_now, f_then = values_by_id(self.judge, metric), values_by_id(self.judge_baseline, metric)
+        h_now, h_then = values_by_id(self.human, metric), values_by_id(self.human_baseline, metric)
+        both = [q for q in f_now if q in f_then]
+        judged = {q for q in both if q in self.judged or q in self.judged_baseline}
+        # Verified for the delta: judged in either run, and known to people in each run that
+        # the judge graded something of.
+        ids = [
+            q
+            for q in judged
+            if q in h_now
+            and q in h_then
+            and (q in self.verified or q not in self.judged)
+            and (q in self.verified_baseline or q not in self.judged_baseline)
+        ]
+        return ppi_mean(
+            [f_now[q] - f_then[q] for q in both],
+            [f_now[q] - f_then[q] for q in ids],
+            [h_now[q] - h_then[q] for q in ids],
+            share=len(judged) / len(both) if both else 0.0,
+        )
+
+
+def values_by_id(run: RunRecord, metric: str) -> dict[str, float]:
+    """Return the query id -> value of ``metric`` of the queries ``run`` answered and scored."""
+    columns = run.columns
+    values, present = stored_column(columns, metric)
+    answered = np.array([e is None for e in columns.error_types], dtype=bool)
+    keep = present & answered if len(answered) == len(present) else present
+    ids = columns.query_ids
+    return {ids[i]: float(values[i]) for i in np.flatnonzero(keep).tolist()}
+
+
+def calibrated_rule(
+    rule: RuleConfig, calibration: Calibration, significance: SignificanceConfig
+) -> RuleOutcome:
+    """Apply a quality rule to the calibrated figures.
+
+    A ``min`` rule breaches when the calibrated mean is under the floor and so is its whole
+    interval; a drop rule when the calibrated drop passes the threshold and the normal
+    one-sided p-value of the calibrated delta is below ``alpha`` (as the uncalibrated rules
+    read their paired test). Fewer than ``min_verified`` verified queries: ``unverified``.
+    """
+    metric = str(rule.metric)
+    now = calibration.mean(metric)
+
+    def make(status: RuleStatus, message: str, **figures: float | None) -> RuleOutcome:
+        return RuleOutcome(
+            rule=rule.name,
+            check=rule.check,
+            metric=metric,
+            threshold=rule.threshold,
+            severity=rule.severity,
+            status=status,
+            quality=True,
+            calibrated=True,
+            message=f"calibrated {message}",
+            **figures,
+        )
+
+    if rule.check is Check.MIN:
+        return _floor(rule, now, calibration.min_verified, make)
+    if calibration.human_baseline is None:
+        return make("skipped", "no baseline to compare with", current=_known(now.mean))
+    delta = calibration.delta(metric)
+    then = calibration.mean(metric, baseline=True)
+    figures = {
+        "current": _known(now.mean),
+        "baseline": _known(then.mean),
+        "delta": _known(delta.mean),
+        "ci_low": _known(delta.low),
+        "ci_high": _known(delta.high),
+    }
+    counted = f"{delta.n_verified} of {delta.n_all} queries verified"
+    if delta.n_verified < calibration.min_verified or math.isnan(delta.se):
+        return make(
+            "unverified",
+            f"{metric} delta unverified: {counted}, fewer than "
+            f"{calibration.min_verified}; grade a verification sample (judgments verify)",
+            **figures,
+        )
+    old = then.mean
+    drop = -delta.mean if rule.check is Check.MAX_DROP else (-delta.mean / old if old > 0 else 0)
+    limit = f"{rule.threshold:g}" if rule.check is Check.MAX_DROP else f"{rule.threshold:.0%}"
+    text = (
+        f"{metric} {old:.4f} -> {now.mean:.4f} (delta {delta.mean:+.4f}, PPI 95% CI "
+        f"[{delta.low:+.4f}, {delta.high:+.4f}]; allowed drop {limit}; {counted})"
+    )
+    if drop <= rule.threshold:
+        return make("ok", text, **figures)
+    p = delta.p_less()
+    sure = p < significance.alpha
+    note = f"; p = {p:.4f}" + ("" if sure else f" >= alpha {significance.alpha:g}")
+    status: RuleStatus = "breach" if sure else "insufficient_evidence"
+    return make(status, text + note, p_value=p, **figures)
+
+
+def _floor(rule: RuleConfig, now: Estimate, least: int, make: Any) -> RuleOutcome:
+    """Apply a ``min`` rule to a calibrated mean."""
+    metric = str(rule.metric)
+    figures = {"current": _known(now.mean), "ci_low": _known(now.low), "ci_high": _known(now.high)}
+    counted = f"{now.n_verified} of {now.n_all} queries verified"
+    if now.n_verified < least or math.isnan(now.se):
+        return make(
+            "unverified",
+            f"{metric} unverified: {counted}, fewer than {least}; grade a verification "
+            "sample (judgments verify)",
+            **figures,
+        )
+    text = f"{metric} {now.mean:.4f} (PPI 95% CI [{now.low:.4f}, {now.high:.4f}]; {counted})"
+    if now.mean >= rule.threshold:
+        return make("ok", f"{text} >= floor {rule.threshold:g}", **figures)
+    sure = now.high < rule.threshold
+    return make(
+        "breach" if sure else "insufficient_evidence",
+        f"{text} below floor {rule.threshold:g}"
+        + ("" if sure else " (the confidence interval reaches the floor)"),
+        **figures,
+    )
+
+
+def side_by_side(
+    calibration: Calibration, metrics: Sequence[str]
+) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """Return a line per metric giving its human-only, judge and calibrated means (the
+    calibrated one gates), and the same figures JSON-ready, by metric, for the store."""
+    lines = []
+    kept: dict[str, dict[str, Any]] = {}
+    for metric in metrics:
+        human = calibration.human.means.get(metric, math.nan)
+        est = calibration.mean(metric)
+        lines.append(
+            f"{metric}: human-only {human:.4f}, judge {est.judge:.4f}, calibrated "
+            f"{est.mean:.4f} [{est.low:.4f}, {est.high:.4f}] ({est.n_verified} of "
+            f"{est.n_all} queries verified); the calibrated figure gates"
+        )
+        kept[metric] = {"human": _known(human), **est.to_dict()}
+    return tuple(lines), kept
+
+
+def _known(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
