@@ -26,10 +26,10 @@ of "current is worse". Variances use ``ddof=1``; fewer than two values give a Na
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -106,44 +106,53 @@ def ppi_mean(
     return Estimate(mean, mean - z * se, mean + z * se, se, judge_mean, big, small, share)
 
 
+class LabelledRun(Protocol):
+    """One run as a calibrated comparison reads it (the judgments stage's
+    ``CalibratedViews`` is one): scored with people's labels only and with the judge's on
+    every pair it graded, the queries with a judge grade in their top k, and those of them
+    people verified."""
+
+    @property
+    def human(self) -> RunRecord: ...
+
+    @property
+    def judge(self) -> RunRecord: ...
+
+    @property
+    def judged(self) -> frozenset[str]: ...
+
+    @property
+    def verified(self) -> frozenset[str]: ...
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Calibration:
-    """What a calibrated comparison reads: the current run (and baseline) scored with
-    people's labels only and with the judge's filling holes, and per run the queries with a
-    judge grade in their top k (``judged``) and those of them people verified."""
+    """What a calibrated comparison reads: the current run and its baseline (None without
+    one) as :class:`LabelledRun`, and how many verified queries a rule needs."""
 
-    human: RunRecord
-    judge: RunRecord
-    judged: frozenset[str]
-    verified: frozenset[str]
-    human_baseline: RunRecord | None = None
-    judge_baseline: RunRecord | None = None
-    judged_baseline: frozenset[str] = frozenset()
-    verified_baseline: frozenset[str] = frozenset()
+    current: LabelledRun
+    baseline: LabelledRun | None = None
     min_verified: int = MIN_VERIFIED
 
     def mean(self, metric: str, *, baseline: bool = False) -> Estimate:
         """Return the calibrated mean of ``metric`` in the current run (or the baseline)."""
-        human, judge = (
-            (self.human_baseline, self.judge_baseline) if baseline else (self.human, self.judge)
-        )
-        judged = self.judged_baseline if baseline else self.judged
-        verified = self.verified_baseline if baseline else self.verified
-        if human is None or judge is None:
+        run = self.baseline if baseline else self.current
+        if run is None:
             return ppi_mean([], [], [])
-        f, h = values_by_id(judge, metric), values_by_id(human, metric)
-        ids = [q for q in f if q in verified and q in h]
-        share = sum(q in judged for q in f) / len(f) if f else 0.0
+        f, h = values_by_id(run.judge, metric), values_by_id(run.human, metric)
+        ids = [q for q in f if q in run.verified and q in h]
+        share = sum(q in run.judged for q in f) / len(f) if f else 0.0
         return ppi_mean(list(f.values()), [f[q] for q in ids], [h[q] for q in ids], share=share)
 
     def delta(self, metric: str) -> Estimate:
         """Return the calibrated mean per-query delta (current - baseline) of ``metric``."""
-        if self.human_baseline is None or self.judge_baseline is None:
+        now, then = self.current, self.baseline
+        if then is None:
             return ppi_mean([], [], [])
-        f_now, f_then = values_by_id(self.judge, metric), values_by_id(self.judge_baseline, metric)
-        h_now, h_then = values_by_id(self.human, metric), values_by_id(self.human_baseline, metric)
+        f_now, f_then = values_by_id(now.judge, metric), values_by_id(then.judge, metric)
+        h_now, h_then = values_by_id(now.human, metric), values_by_id(then.human, metric)
         both = [q for q in f_now if q in f_then]
-        judged = {q for q in both if q in self.judged or q in self.judged_baseline}
+        judged = [q for q in both if q in now.judged or q in then.judged]
         # Verified for the delta: judged in either run, and known to people in each run that
         # the judge graded something of.
         ids = [
@@ -151,8 +160,8 @@ class Calibration:
             for q in judged
             if q in h_now
             and q in h_then
-            and (q in self.verified or q not in self.judged)
-            and (q in self.verified_baseline or q not in self.judged_baseline)
+            and (q in now.verified or q not in now.judged)
+            and (q in then.verified or q not in then.judged)
         ]
         return ppi_mean(
             [f_now[q] - f_then[q] for q in both],
@@ -185,7 +194,17 @@ def calibrated_rule(
     metric = str(rule.metric)
     now = calibration.mean(metric)
 
-    def make(status: RuleStatus, message: str, **figures: float | None) -> RuleOutcome:
+    def make(
+        status: RuleStatus,
+        message: str,
+        *,
+        current: float | None = None,
+        baseline: float | None = None,
+        delta: float | None = None,
+        p_value: float | None = None,
+        ci_low: float | None = None,
+        ci_high: float | None = None,
+    ) -> RuleOutcome:
         return RuleOutcome(
             rule=rule.name,
             check=rule.check,
@@ -196,12 +215,17 @@ def calibrated_rule(
             quality=True,
             calibrated=True,
             message=f"calibrated {message}",
-            **figures,
+            current=current,
+            baseline=baseline,
+            delta=delta,
+            p_value=p_value,
+            ci_low=ci_low,
+            ci_high=ci_high,
         )
 
     if rule.check is Check.MIN:
         return _floor(rule, now, calibration.min_verified, make)
-    if calibration.human_baseline is None:
+    if calibration.baseline is None:
         return make("skipped", "no baseline to compare with", current=_known(now.mean))
     delta = calibration.delta(metric)
     then = calibration.mean(metric, baseline=True)
@@ -236,7 +260,9 @@ def calibrated_rule(
     return make(status, text + note, p_value=p, **figures)
 
 
-def _floor(rule: RuleConfig, now: Estimate, least: int, make: Any) -> RuleOutcome:
+def _floor(
+    rule: RuleConfig, now: Estimate, least: int, make: Callable[..., RuleOutcome]
+) -> RuleOutcome:
     """Apply a ``min`` rule to a calibrated mean."""
     metric = str(rule.metric)
     figures = {"current": _known(now.mean), "ci_low": _known(now.low), "ci_high": _known(now.high)}
@@ -268,7 +294,7 @@ def side_by_side(
     lines = []
     kept: dict[str, dict[str, Any]] = {}
     for metric in metrics:
-        human = calibration.human.means.get(metric, math.nan)
+        human = calibration.current.human.means.get(metric, math.nan)
         est = calibration.mean(metric)
         lines.append(
             f"{metric}: human-only {human:.4f}, judge {est.judge:.4f}, calibrated "

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
 
 from monitor.config import vocab
 from monitor.config.common import Severity
 from monitor.config.fields import Fields, is_secret_key
-from monitor.config.model import Check, JudgeConfig, OptionValue, RuleConfig
+from monitor.config.model import AlertLabels, Check, JudgeConfig, OptionValue, RuleConfig
 from monitor.config.nodes import Node
 
 #: Keys of ``judge`` read here; every other key is an option of the plug-in.
@@ -18,7 +17,7 @@ JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run", "max_grade")
 #: Built-in judge kinds (beside ``entrypoint:<name>``).
 JUDGE_KINDS = ("python", "http")
 #: The views of the judgments ``alert_labels`` may name.
-ALERT_LABELS = ("human", "all")
+ALERT_LABELS: tuple[AlertLabels, ...] = ("human", "all", "calibrated")
 #: The highest top of a judge's grade scale (``max_grade``).
 MAX_JUDGE_GRADE = 100
 _ENTRYPOINT = re.compile(r"entrypoint:[A-Za-z0-9_.\-]+")
@@ -66,16 +65,17 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
     )
 
 
-def alert_labels(f: Fields, node: Node | None) -> Literal["human", "all"]:
-    """Read ``alert_labels``: which judgments gate alerts, ``human`` (default) or ``all``."""
+def alert_labels(f: Fields, node: Node | None) -> AlertLabels:
+    """Read ``alert_labels``: which judgments gate alerts, ``human`` (default), ``all`` or
+    ``calibrated``."""
     if node is None:
         return "human"
-    value = f.string(node, "one of human, all")
-    if value == "human":
-        return "human"
-    if value == "all":
-        return "all"
-    raise f.error(node, "one of human, all", show=True)
+    expected = f"one of {', '.join(ALERT_LABELS)}"
+    value = f.string(node, expected)
+    for known in ALERT_LABELS:
+        if value == known:
+            return known
+    raise f.error(node, expected, show=True)
 
 
 def agreement_rule(f: Fields, node: Node, severity: Severity) -> RuleConfig:

@@ -126,6 +126,9 @@ class RunnerConfig:
 
 #: What starts a run: its schedule, or a change of its search's corpus.
 TriggerKind = Literal["schedule", "on_change"]
+#: Which labels gate alerts: people's, people's with the judge's filling holes, or the
+#: judge's corrected on the queries people verified (prediction-powered inference).
+AlertLabels = Literal["human", "all", "calibrated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,7 +399,7 @@ class SuiteConfig:
     unit_cut: str = "passages"
     coverage: CoverageConfig = CoverageConfig()
     judge: JudgeConfig | None = None
-    alert_labels: Literal["human", "all"] = "human"
+    alert_labels: AlertLabels = "human"
     #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
     #: the file's; None keeps it for ever.
     retention: Retention | None = None

@@ -286,8 +286,11 @@ def _suite() -> Schema:
                 },
             },
             "alert_labels": {
-                "enum": ["human", "all"],
-                "description": "Which labels gate alerts: human labels only, or the judge's too.",
+                "enum": ["human", "all", "calibrated"],
+                "description": (
+                    "Which labels gate alerts: human labels only, the judge's too, or the "
+                    "judge's corrected on the queries people verified."
+                ),
             },
             "store": _object(
                 {"retention": _retention()},
