@@ -8,11 +8,13 @@ calibrated`` a rule reads neither figure alone but the basic PPI estimate of the
     theta = mean_N(f_judge) + s * mean_n(f_human - f_judge)
     var   = var_N(f_judge) / N + s**2 * var_n(f_human - f_judge) / n
 
-``f_judge`` is a query's metric with the judge's labels filling holes, over the ``N``
-answered queries; ``f_human - f_judge`` the rectifier, over the ``n`` **verified** queries:
+``f_judge`` is a query's metric with the judge's grade on every pair it graded, over the
+``N`` answered queries that people's labels score too (those the human-only mean averages:
+a query they give no relevant document stays out, whatever the judge says);
+``f_human - f_judge`` the rectifier, over the ``n`` **verified** queries:
 those with at least one judge grade in their top k, every one of which people graded too
-(so ``f_human`` there is the figure under people's labels alone). ``s`` is the share of the
-``N`` queries with a judge grade in their top k: on the others both labels agree, so their
+(so ``f_human`` there is the figure under people's labels alone). ``s`` is the share of
+the ``N`` queries with a judge grade in their top k: on the others both labels agree, so their
 rectifier is 0 exactly and only the judged ones need the correction. The interval is the
 normal (CLT) one, ``theta +- z * sqrt(var)``. It stays valid whatever the judge's bias,
 provided the verified queries are a random sample of the judged ones.
@@ -21,6 +23,8 @@ A paired comparison applies the same estimate to the per-query deltas ``current 
 baseline`` (the judge term over the queries both runs answered, the rectifier over those
 verified in both, the share over those judged in either), with the normal one-sided p-value
 of "current is worse". Variances use ``ddof=1``; fewer than two values give a NaN interval.
+A rule whose judged queries people verified fewer than :data:`MIN_VERIFIED` of is
+``unverified``: shown, never alerted.
 """
 
 from __future__ import annotations
@@ -139,8 +143,8 @@ class Calibration:
         run = self.baseline if baseline else self.current
         if run is None:
             return ppi_mean([], [], [])
-        f, h = values_by_id(run.judge, metric), values_by_id(run.human, metric)
-        ids = [q for q in f if q in run.verified and q in h]
+        f, h = _scored_both(run.judge, run.human, metric)
+        ids = [q for q in f if q in run.verified]
         share = sum(q in run.judged for q in f) / len(f) if f else 0.0
         return ppi_mean(list(f.values()), [f[q] for q in ids], [h[q] for q in ids], share=share)
 
@@ -149,8 +153,8 @@ class Calibration:
         now, then = self.current, self.baseline
         if then is None:
             return ppi_mean([], [], [])
-        f_now, f_then = values_by_id(now.judge, metric), values_by_id(then.judge, metric)
-        h_now, h_then = values_by_id(now.human, metric), values_by_id(then.human, metric)
+        f_now, h_now = _scored_both(now.judge, now.human, metric)
+        f_then, h_then = _scored_both(then.judge, then.human, metric)
         both = [q for q in f_now if q in f_then]
         judged = [q for q in both if q in now.judged or q in then.judged]
         # Verified for the delta: judged in either run, and known to people in each run that
@@ -158,9 +162,7 @@ class Calibration:
         ids = [
             q
             for q in judged
-            if q in h_now
-            and q in h_then
-            and (q in now.verified or q not in now.judged)
+            if (q in now.verified or q not in now.judged)
             and (q in then.verified or q not in then.judged)
         ]
         return ppi_mean(
@@ -169,6 +171,19 @@ class Calibration:
             [h_now[q] - h_then[q] for q in ids],
             share=len(judged) / len(both) if both else 0.0,
         )
+
+
+def _scored_both(
+    judge: RunRecord, human: RunRecord, metric: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Return the judge's and people's values of ``metric`` of the queries both score.
+
+    A query people's labels give no relevant document is not scored under them (nor in the
+    human-only mean): the judge's labels may give it one, but the figure estimated is the
+    mean over the queries the human-only one averages, so the judge term reads those alone.
+    """
+    f, h = values_by_id(judge, metric), values_by_id(human, metric)
+    return {q: v for q, v in f.items() if q in h}, h
 
 
 def values_by_id(run: RunRecord, metric: str) -> dict[str, float]:
@@ -189,7 +204,8 @@ def calibrated_rule(
     A ``min`` rule breaches when the calibrated mean is under the floor and so is its whole
     interval; a drop rule when the calibrated drop passes the threshold and the normal
     one-sided p-value of the calibrated delta is below ``alpha`` (as the uncalibrated rules
-    read their paired test). Fewer than ``min_verified`` verified queries: ``unverified``.
+    read their paired test). Fewer than ``min_verified`` verified queries where the judge
+    graded some: ``unverified`` (shown, never alerted).
     """
     metric = str(rule.metric)
     now = calibration.mean(metric)
@@ -237,7 +253,7 @@ def calibrated_rule(
         "ci_high": _known(delta.high),
     }
     counted = f"{delta.n_verified} of {delta.n_all} queries verified"
-    if delta.n_verified < calibration.min_verified or math.isnan(delta.se):
+    if _unverified(delta, calibration.min_verified):
         return make(
             "unverified",
             f"{metric} delta unverified: {counted}, fewer than "
@@ -248,8 +264,8 @@ def calibrated_rule(
     drop = -delta.mean if rule.check is Check.MAX_DROP else (-delta.mean / old if old > 0 else 0)
     limit = f"{rule.threshold:g}" if rule.check is Check.MAX_DROP else f"{rule.threshold:.0%}"
     text = (
-        f"{metric} {old:.4f} -> {now.mean:.4f} (delta {delta.mean:+.4f}, PPI 95% CI "
-        f"[{delta.low:+.4f}, {delta.high:+.4f}]; allowed drop {limit}; {counted})"
+        f"{metric} {old:.4f} -> {now.mean:.4f} (each run's own estimate), paired delta "
+        f"{delta.mean:+.4f} (allowed drop {limit}; {counted})"
     )
     if drop <= rule.threshold:
         return make("ok", text, **figures)
@@ -267,14 +283,14 @@ def _floor(
     metric = str(rule.metric)
     figures = {"current": _known(now.mean), "ci_low": _known(now.low), "ci_high": _known(now.high)}
     counted = f"{now.n_verified} of {now.n_all} queries verified"
-    if now.n_verified < least or math.isnan(now.se):
+    if _unverified(now, least):
         return make(
             "unverified",
             f"{metric} unverified: {counted}, fewer than {least}; grade a verification "
             "sample (judgments verify)",
             **figures,
         )
-    text = f"{metric} {now.mean:.4f} (PPI 95% CI [{now.low:.4f}, {now.high:.4f}]; {counted})"
+    text = f"{metric} {now.mean:.4f} ({counted})"
     if now.mean >= rule.threshold:
         return make("ok", f"{text} >= floor {rule.threshold:g}", **figures)
     sure = now.high < rule.threshold
@@ -303,6 +319,13 @@ def side_by_side(
         )
         kept[metric] = {"human": _known(human), **est.to_dict()}
     return tuple(lines), kept
+
+
+def _unverified(estimate: Estimate, least: int) -> bool:
+    """Return whether ``estimate`` says too little: the judge graded some of its queries and
+    people verified fewer than ``least`` of them, or it has no interval. With no query
+    judged there is nothing to correct, and the estimate is the human-only mean's."""
+    return (estimate.share > 0 and estimate.n_verified < least) or math.isnan(estimate.se)
 
 
 def _known(value: float) -> float | None:
