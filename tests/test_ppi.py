@@ -12,6 +12,7 @@ import pytest
 from monitor.cli import main
 from monitor.compare.ppi import ppi_mean
 from monitor.config import load_config
+from monitor.errors import ConfigError
 from monitor.evalset.corpus import load_corpus
 from monitor.evalset.suite import load_evalset
 from monitor.judgments.layers import add_layer
@@ -116,7 +117,7 @@ def biased(query: str, doc: str) -> int:
 '''
 
 
-def write_suite(tmp_path: Path) -> Path:
+def write_suite(tmp_path: Path, judge_options: str = "") -> Path:
     """Write a suite gated on calibrated figures, with a judge one grade above the person."""
     (tmp_path / "biased_judge.py").write_text(JUDGE_MODULE)
     config = tmp_path / "monitor.yaml"
@@ -133,7 +134,7 @@ def write_suite(tmp_path: Path) -> Path:
                 rules: [{{metric: ndcg@10, max_drop: 0.05}}]
                 alert_labels: calibrated
                 judge: {{kind: python, id: biased, target: "biased_judge:biased",
-                         path: {tmp_path}, max_per_run: 1000}}
+                         path: {tmp_path}, max_per_run: 1000{judge_options}}}
             """
         )
     )
@@ -189,14 +190,35 @@ def test_a_calibrated_suite_gates_on_the_corrected_figure(
     )
 
 
+@pytest.mark.parametrize(
+    ("share", "options", "least"),
+    [(0.05, "", 10), (0.5, ", min_verified: 40", 40)],
+)
 def test_too_few_verified_queries_leave_the_rule_unverified(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], share: float, options: str, least: int
 ) -> None:
-    """With judge grades but fewer than 10 verified queries the rule is unverified, not alerted."""
-    config = write_suite(tmp_path)
+    """With judge grades but fewer than min_verified verified queries the rule is unverified."""
+    config = write_suite(tmp_path, options)
     assert 0 == main(["run", "--config", str(config), "--no-progress"])
-    verify_queries(tmp_path, 0.05)
+    verify_queries(tmp_path, share)
     capsys.readouterr()
     main(["run", "--config", str(config), "--no-progress"])
     rule = next(x for x in capsys.readouterr().out.splitlines() if "max_drop:" in x)
-    assert ("[unverified]", True) == (rule.split()[0], "fewer than 10" in rule)
+    assert ("[unverified]", True) == (rule.split()[0], f"fewer than {least};" in rule)
+
+
+@pytest.mark.parametrize(
+    ("options", "key"),
+    [(", min_verified: 1", "judge.min_verified"), ("", "alert_labels")],
+)
+def test_a_bad_calibration_key_names_file_and_key(tmp_path: Path, options: str, key: str) -> None:
+    """A min_verified under 2 or an unknown alert_labels is a config error naming the key."""
+    config = write_suite(tmp_path, options)
+    if not options:
+        config.write_text(config.read_text().replace("calibrated", "calibrate"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config)
+    assert (True, True) == (
+        str(caught.value).startswith(f"{config}:"),
+        f"suites.larkfield.{key}" in str(caught.value),
+    )

@@ -40,13 +40,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from monitor.compare.matched import stored_column
 from monitor.compare.records import RuleOutcome, RuleStatus
-from monitor.config.model import Check, RuleConfig, SignificanceConfig
+from monitor.config.model import DEFAULT_MIN_VERIFIED, Check, RuleConfig, SignificanceConfig
 from monitor.store.records import RunRecord
 
 FloatArray = NDArray[np.float64]
 
-#: Below this many verified queries a calibrated rule says too little: it is ``unverified``.
-MIN_VERIFIED: Final = 10
+#: Below this many verified queries a calibrated rule says too little: it is ``unverified``
+#: (the judge config's ``min_verified`` owns the default).
+MIN_VERIFIED: Final = DEFAULT_MIN_VERIFIED
 #: The confidence level of the calibrated intervals.
 LEVEL: Final = 0.95
 

@@ -283,6 +283,7 @@ def _suite() -> Schema:
                     "prompt": {"type": "string"},
                     "max_per_run": {"type": "integer", "minimum": 0},
                     "max_grade": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "min_verified": {"type": "integer", "minimum": 2},
                 },
             },
             "alert_labels": {

@@ -27,7 +27,7 @@ from monitor.compare.history import (
     record_verdict,
     rule_history,
 )
-from monitor.compare.ppi import Calibration, side_by_side
+from monitor.compare.ppi import MIN_VERIFIED, Calibration, side_by_side
 from monitor.errors import InternalError, UsageError
 from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
@@ -229,7 +229,8 @@ def calibration_of(
     then = None
     if baseline is not None:
         then = calibrated_views(store, suite, frozen, baseline, corpus=corpus)
-    return Calibration(now, then)
+    least = suite.judge.min_verified if suite.judge is not None else MIN_VERIFIED
+    return Calibration(now, then, min_verified=least)
 
 
 def compare_stored(
