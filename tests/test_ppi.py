@@ -222,3 +222,17 @@ def test_a_bad_calibration_key_names_file_and_key(tmp_path: Path, options: str, 
         str(caught.value).startswith(f"{config}:"),
         f"suites.larkfield.{key}" in str(caught.value),
     )
+
+
+def test_the_gate_reads_the_calibrated_figures_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gate of a calibrated suite against the store's baseline applies the corrected rule."""
+    config = write_suite(tmp_path)
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    verify_queries(tmp_path, 0.5)
+    capsys.readouterr()
+    gate = ["gate", "--config", str(config), "--suite", "larkfield", "--no-progress"]
+    main([*gate, "--candidate", "replay:larkfield/keyword"])
+    out = capsys.readouterr().out
+    assert True is ("calibrated ndcg@10" in out and "queries verified" in out)
