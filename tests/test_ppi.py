@@ -236,3 +236,18 @@ def test_the_gate_reads_the_calibrated_figures_too(
     main([*gate, "--candidate", "replay:larkfield/keyword"])
     out = capsys.readouterr().out
     assert True is ("calibrated ndcg@10" in out and "queries verified" in out)
+
+
+def test_the_report_shows_the_figures_the_run_gated_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report`` of a calibrated run prints the run's side-by-side line again."""
+    config = write_suite(tmp_path)
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    verify_queries(tmp_path, 0.5)
+    main(["run", "--config", str(config), "--no-progress"])
+    ran = capsys.readouterr().out
+    main(["report", "--config", str(config), "--suite", "larkfield"])
+    reported = capsys.readouterr().out
+    line = next(x for x in ran.splitlines() if "human-only" in x)
+    assert line in reported.splitlines()
