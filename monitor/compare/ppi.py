@@ -36,14 +36,12 @@ from statistics import NormalDist
 from typing import Any, Final, Protocol
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from monitor.compare.matched import stored_column
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.config.model import DEFAULT_MIN_VERIFIED, Check, RuleConfig, SignificanceConfig
 from monitor.store.records import RunRecord
-
-FloatArray = NDArray[np.float64]
 
 #: Below this many verified queries a calibrated rule says too little: it is ``unverified``
 #: (the judge config's ``min_verified`` owns the default).
@@ -67,7 +65,8 @@ class Estimate:
     share: float  # s, the share of the N queries the judge graded something of
 
     def p_less(self) -> float:
-        """Return the normal one-sided p-value of "the mean is below 0" being false."""
+        """Return the normal one-sided p-value of the mean being below 0 (a delta: the
+        current run is worse), against the null hypothesis that it is 0."""
         if not self.se > 0:
             return 0.0 if self.mean < 0 else 1.0
         return NormalDist().cdf(self.mean / self.se)
