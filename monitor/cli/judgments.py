@@ -109,6 +109,13 @@ def register(subparsers: Any) -> None:
         help="the seed of the draw (default 0)",
     )  # fmt: skip
     verify.add_argument(
+        "--by",
+        choices=("pair", "query"),
+        default="pair",
+        help="draw pairs, or whole queries with all their judge grades (for alert_labels: "
+        "calibrated); default: pair",
+    )
+    verify.add_argument(
         "--format", choices=("csv", "jsonl", "trec"), default="csv", help="default: csv"
     )
     verify.add_argument(
@@ -314,6 +321,7 @@ def verify_command(args: argparse.Namespace) -> int:
             runs=runs,
             depth=suite.k,
             doc_text=doc_texts(suite),
+            by=args.by,
         )
     _emit(write_todo(sample.items, args.format), args.output)
     strata = "; ".join(stratum.describe() for stratum in sample.strata)

@@ -31,6 +31,7 @@ from monitor.compare.diff import labelled_segment_changes, segment_labels, worse
 from monitor.compare.invariants import check_invariants
 from monitor.compare.matched import Matched, metric_values, stored_column
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
+from monitor.compare.ppi import Calibration, side_by_side
 from monitor.compare.records import (
     Comparison,
     InvariantOutcome,
@@ -95,6 +96,7 @@ def compare_runs(
     qrels: Qrels | None = None,
     coverage: CoverageConfig | None = None,
     agreement: Agreement | None = None,
+    calibration: Calibration | None = None,
 ) -> Comparison:
     """Compare ``current`` with ``baseline`` under ``rules`` and ``invariants``.
 
@@ -107,6 +109,9 @@ def compare_runs(
     quality rule reads, a breach that lost more than ``coverage.max_drop`` of it is held
     (``unjudged``), and every metric change carries its judged-only means. ``agreement`` is
     the suite judge's agreement with human grades, for a ``judge_agreement`` rule.
+    ``calibration`` (``alert_labels: calibrated``) makes the quality rules read the
+    judge-corrected figures (:mod:`monitor.compare.ppi`), which the notes give beside the
+    human-only and judge ones.
     """
     significance = significance or SignificanceConfig()
     coverage = coverage or CoverageConfig()
@@ -149,6 +154,7 @@ def compare_runs(
                     overlap=overlap,
                     matched=matched,
                     agreement=agreement,
+                    calibration=calibration,
                 )
             )
         outcomes.append(outcome)
@@ -188,6 +194,10 @@ def compare_runs(
         )
     checked = check_invariants(invariants, current, usable)
     weighted = traffic_weighted_note(current, metadata or {})
+    calibrated: tuple[str, ...] = ()
+    if calibration is not None:
+        watched = dict.fromkeys(str(r.metric) for r in rules if r.metric is not None)
+        calibrated = side_by_side(calibration, list(watched))[0]
     return Comparison(
         suite=current.suite,
         run_id=current.run_id,
@@ -198,7 +208,11 @@ def compare_runs(
         worse_queries=diffs,
         segments=breakdown,
         warnings=tuple(warnings),
-        notes=(*corpus_notes(current, baseline), *(() if weighted is None else (weighted,))),
+        notes=(
+            *corpus_notes(current, baseline),
+            *(() if weighted is None else (weighted,)),
+            *calibrated,
+        ),
         primary_metric=primary,
         invariants=checked,
         coverage=changes,

@@ -19,6 +19,7 @@ measured at the time is history that must stay (:func:`kept_comparison`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,6 +62,27 @@ def record_rule_flags(store: Store, suite: str, run_id: int, comparison: Compari
 #: The store state namespace holding each run's overlap with its baseline, keyed
 #: ``<suite>/<run id>``.
 OVERLAP_STATE = "overlap"
+
+
+#: The store state namespace holding each run's judge-corrected figures (``alert_labels:
+#: calibrated``), keyed ``<suite>/<run id>``: by metric, the human-only mean and the
+#: :class:`~monitor.compare.ppi.Estimate` fields.
+CALIBRATED_STATE = "calibrated"
+
+
+def record_calibration(
+    store: Store, suite: str, run_id: int, figures: Mapping[str, Mapping[str, object]]
+) -> None:
+    """Keep run ``run_id``'s calibrated figures (see :func:`monitor.compare.ppi.side_by_side`)."""
+    if figures:
+        store.put_state(CALIBRATED_STATE, f"{suite}/{run_id}", {"metrics": dict(figures)})
+
+
+def stored_calibration(store: Store, suite: str, run_id: int) -> dict[str, dict[str, object]]:
+    """Return run ``run_id``'s kept calibrated figures by metric (empty when none)."""
+    kept = store.get_state(CALIBRATED_STATE, f"{suite}/{run_id}") or {}
+    metrics = kept.get("metrics")
+    return dict(metrics) if isinstance(metrics, dict) else {}
 
 
 def record_overlap(store: Store, suite: str, run_id: int, overlap: Overlap | None) -> None:

@@ -62,6 +62,8 @@ class RuleOutcome:
     #: Judged queries a quality rule left out because the search failed for them (in either
     #: run when compared with a baseline): failures are the error rate's, not quality.
     left_out: int = 0
+    #: Read the judge-corrected (PPI) figures of ``alert_labels: calibrated``.
+    calibrated: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -79,7 +81,10 @@ class RuleOutcome:
     def ci_method(self) -> str:
         """Return how the interval was computed: ``"t"`` (a ``min`` rule's Student t interval
         of the current mean) or ``"bootstrap"`` (a drop rule's percentile bootstrap interval
-        of the mean per-query delta)."""
+        of the mean per-query delta), or ``"PPI normal"`` when the rule read the calibrated
+        figures (:mod:`monitor.compare.ppi`)."""
+        if self.calibrated:
+            return "PPI normal"
         return "t" if self.check is Check.MIN else "bootstrap"
 
     @property

@@ -26,6 +26,7 @@ import numpy as np
 
 from monitor.compare.matched import Matched, judged_not_answered
 from monitor.compare.overlap import Overlap
+from monitor.compare.ppi import Calibration, calibrated_rule
 from monitor.compare.records import RuleOutcome, RuleStatus
 from monitor.compare.stats import compare_paired, mean_ci
 from monitor.config.model import Check, RuleConfig, SignificanceConfig
@@ -79,12 +80,16 @@ def apply_rule(
     overlap: Overlap | None = None,
     matched: Matched | None = None,
     agreement: Agreement | None = None,
+    calibration: Calibration | None = None,
 ) -> RuleOutcome:
     """Apply one rule; ``paired`` holds the rule metric's aligned (baseline, current) values,
     ``overlap`` the current top k's overlap with the baseline's (for ``min_overlap``),
     ``matched`` the two runs' queries matched by id, when the caller has them, and
-    ``agreement`` the suite judge's agreement with human grades (for ``judge_agreement``)."""
-    if rule.metric is not None:
+    ``agreement`` the suite judge's agreement with human grades (for ``judge_agreement``),
+    and ``calibration`` the judge-corrected figures a quality rule then reads instead."""
+    if rule.metric is not None and calibration is not None:
+        outcome = calibrated_rule(rule, calibration, significance)
+    elif rule.metric is not None:
         outcome = _quality(rule, current, baseline, paired, significance, matched)
     elif rule.check is Check.MIN_OVERLAP:
         outcome = _overlap(rule, overlap)

@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
 
 from monitor.config import vocab
 from monitor.config.common import Severity
 from monitor.config.fields import Fields, is_secret_key
-from monitor.config.model import Check, JudgeConfig, OptionValue, RuleConfig
+from monitor.config.model import (
+    DEFAULT_MIN_VERIFIED,
+    AlertLabels,
+    Check,
+    JudgeConfig,
+    OptionValue,
+    RuleConfig,
+)
 from monitor.config.nodes import Node
 
 #: Keys of ``judge`` read here; every other key is an option of the plug-in.
-JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run", "max_grade")
+JUDGE_KEYS = ("kind", "id", "model", "prompt", "max_per_run", "max_grade", "min_verified")
 #: Built-in judge kinds (beside ``entrypoint:<name>``).
 JUDGE_KINDS = ("python", "http")
 #: The views of the judgments ``alert_labels`` may name.
-ALERT_LABELS = ("human", "all")
+ALERT_LABELS: tuple[AlertLabels, ...] = ("human", "all", "calibrated")
 #: The highest top of a judge's grade scale (``max_grade``).
 MAX_JUDGE_GRADE = 100
 _ENTRYPOINT = re.compile(r"entrypoint:[A-Za-z0-9_.\-]+")
@@ -26,7 +32,8 @@ _ID = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 
 
 def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
-    """Read ``judge``: ``{kind, id?, model?, prompt?, max_per_run?, max_grade?, ...options}``."""
+    """Read ``judge``: ``{kind, id?, model?, prompt?, max_per_run?, max_grade?,
+    min_verified?, ...options}``."""
     if node is None or node.value is None:
         return None
     if not isinstance(node.value, Mapping):
@@ -48,6 +55,9 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
     top = 2
     if "max_grade" in entries:
         top = f.integer(entries["max_grade"], minimum=1, maximum=MAX_JUDGE_GRADE)
+    least = DEFAULT_MIN_VERIFIED
+    if "min_verified" in entries:
+        least = f.integer(entries["min_verified"], minimum=2, maximum=1_000_000)
     options: dict[str, OptionValue] = {
         key: f.options(child, is_secret_key(key))
         for key, child in entries.items()
@@ -60,22 +70,24 @@ def judge(f: Fields, node: Node | None) -> JudgeConfig | None:
         prompt=prompt,
         max_per_run=most,
         max_grade=top,
+        min_verified=least,
         options=options,
         base_dir=f.base_dir,
         origin=f.origin(node),
     )
 
 
-def alert_labels(f: Fields, node: Node | None) -> Literal["human", "all"]:
-    """Read ``alert_labels``: which judgments gate alerts, ``human`` (default) or ``all``."""
+def alert_labels(f: Fields, node: Node | None) -> AlertLabels:
+    """Read ``alert_labels``: which judgments gate alerts, ``human`` (default), ``all`` or
+    ``calibrated``."""
     if node is None:
         return "human"
-    value = f.string(node, "one of human, all")
-    if value == "human":
-        return "human"
-    if value == "all":
-        return "all"
-    raise f.error(node, "one of human, all", show=True)
+    expected = f"one of {', '.join(ALERT_LABELS)}"
+    value = f.string(node, expected)
+    for known in ALERT_LABELS:
+        if value == known:
+            return known
+    raise f.error(node, expected, show=True)
 
 
 def agreement_rule(f: Fields, node: Node, severity: Severity) -> RuleConfig:

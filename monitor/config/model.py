@@ -126,6 +126,9 @@ class RunnerConfig:
 
 #: What starts a run: its schedule, or a change of its search's corpus.
 TriggerKind = Literal["schedule", "on_change"]
+#: Which labels gate alerts: people's, people's with the judge's filling holes, or the
+#: judge's corrected on the queries people verified (prediction-powered inference).
+AlertLabels = Literal["human", "all", "calibrated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +341,11 @@ class BaselineConfig:
     bundled_run: str | None = None
 
 
+#: Under ``alert_labels: calibrated``, the fewest verified queries a quality rule needs by
+#: default (the judge's ``min_verified``).
+DEFAULT_MIN_VERIFIED = 10
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeConfig:
     """A plug-in that grades unjudged (query, document) pairs after a run.
@@ -355,6 +363,9 @@ class JudgeConfig:
     max_per_run: int = 100
     #: The top of the judge's grade scale (0 to it); an answer outside it is refused.
     max_grade: int = 2
+    #: Under ``alert_labels: calibrated``, the fewest verified queries a quality rule needs
+    #: where the judge graded some (fewer: ``unverified``).
+    min_verified: int = DEFAULT_MIN_VERIFIED
     options: Mapping[str, OptionValue] = field(default_factory=dict, hash=False)
     base_dir: Path = Path()
     #: Where the section was written (for errors at build time); not part of comparisons.
@@ -396,7 +407,7 @@ class SuiteConfig:
     unit_cut: str = "passages"
     coverage: CoverageConfig = CoverageConfig()
     judge: JudgeConfig | None = None
-    alert_labels: Literal["human", "all"] = "human"
+    alert_labels: AlertLabels = "human"
     #: How long the suite's runs keep per-query detail: its own ``store.retention``, else
     #: the file's; None keeps it for ever.
     retention: Retention | None = None

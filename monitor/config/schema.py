@@ -283,11 +283,15 @@ def _suite() -> Schema:
                     "prompt": {"type": "string"},
                     "max_per_run": {"type": "integer", "minimum": 0},
                     "max_grade": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "min_verified": {"type": "integer", "minimum": 2},
                 },
             },
             "alert_labels": {
-                "enum": ["human", "all"],
-                "description": "Which labels gate alerts: human labels only, or the judge's too.",
+                "enum": ["human", "all", "calibrated"],
+                "description": (
+                    "Which labels gate alerts: human labels only, the judge's too, or the "
+                    "judge's corrected on the queries people verified."
+                ),
             },
             "store": _object(
                 {"retention": _retention()},

@@ -21,7 +21,7 @@ from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
 from monitor.gate.records import GateResult, gate_verdict
 from monitor.job.measurable import check_measured, measured_anything
-from monitor.job.path import compare_with_baseline, measure, search_suite
+from monitor.job.path import calibration_of, compare_with_baseline, measure, search_suite
 from monitor.judgments import align_baseline
 from monitor.judgments.suite import suite_evalset
 from monitor.logs import get_logger
@@ -125,8 +125,10 @@ def gate_suite(
     if suite.evalset.reference is not None:
         evalset = judge_by_reference(evalset, suite.evalset.reference, suite.evalset.reference_k)
     notes: tuple[str, ...] = ()
-    if judgments_from is not None and suite.evalset.reference is None:
-        frozen, evalset = evalset, suite_evalset(judgments_from, suite, evalset)
+    layered = judgments_from is not None and suite.evalset.reference is None
+    frozen = evalset
+    if judgments_from is not None and layered:
+        evalset = suite_evalset(judgments_from, suite, frozen)
         if baseline is not None:
             corpus = corpus_for(suite.evalset, suite.metrics)
             aligned = align_baseline(judgments_from, baseline.run, evalset, frozen, corpus=corpus)
@@ -154,8 +156,19 @@ def gate_suite(
         run = record_in.get_run(record_in.save_run(run))
         log.info("gate_run_recorded", suite=suite.name, run_id=run.run_id)
     no_persistence = replace(suite.significance, persistence=None)
+    calibration = None
+    if judgments_from is not None and layered:
+        # The judgments' store holds the layers: an alert_labels: calibrated suite gates on
+        # the judge-corrected figures there as its scheduled runs do.
+        calibration = calibration_of(suite, judgments_from, frozen, run, baseline.run)
     comparison = compare_with_baseline(
-        suite, run, baseline.run, evalset, history={}, significance=no_persistence
+        suite,
+        run,
+        baseline.run,
+        evalset,
+        history={},
+        significance=no_persistence,
+        calibration=calibration,
     )
     if notes:
         comparison = replace(comparison, warnings=(*comparison.warnings, *notes))

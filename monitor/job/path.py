@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING
 
 from monitor.compare import Comparison, compare_runs
 from monitor.compare.history import (
+    record_calibration,
     record_overlap,
     record_rule_flags,
     record_verdict,
     rule_history,
 )
+from monitor.compare.ppi import MIN_VERIFIED, Calibration, side_by_side
 from monitor.errors import InternalError, UsageError
 from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
@@ -33,6 +35,7 @@ from monitor.evalset.suite import load_evalset
 from monitor.job.measurable import measured_anything
 from monitor.job.outcome import SuiteOutcome
 from monitor.judgments import align_baseline, labels_of
+from monitor.judgments.calibrated import calibrated_views
 from monitor.judgments.suite import judge_after_run, judge_agreement
 from monitor.metrics.evaluation import EvaluationResult, evaluate
 from monitor.metrics.spec import Metric
@@ -185,10 +188,13 @@ def compare_with_baseline(
     history: dict[str, list[bool]],
     significance: SignificanceConfig | None = None,
     agreement: Agreement | None = None,
+    calibration: Calibration | None = None,
 ) -> Comparison:
     """Compare ``run`` (measured on ``evalset``) with ``baseline`` under the suite's rules,
     segments, invariants and coverage; ``significance`` replaces the suite's (the gate's,
-    without persistence); ``agreement`` is the suite judge's, for ``judge_agreement``."""
+    without persistence); ``agreement`` is the suite judge's, for ``judge_agreement``;
+    ``calibration`` the judge-corrected figures the quality rules read instead
+    (``alert_labels: calibrated``)."""
     columns = evalset.columns()  # the set's queries by id, read from its columns
     return compare_runs(
         run,
@@ -203,7 +209,28 @@ def compare_with_baseline(
         qrels=columns.qrels(),
         coverage=suite.coverage,
         agreement=agreement,
+        calibration=calibration,
     )
+
+
+def calibration_of(
+    suite: SuiteConfig,
+    store: Store,
+    frozen: EvalSet,
+    run: RunRecord,
+    baseline: RunRecord | None,
+) -> Calibration | None:
+    """Return the judge-corrected figures of ``run`` and ``baseline`` under the judgments in
+    force, for a suite with ``alert_labels: calibrated`` (None for any other)."""
+    if suite.alert_labels != "calibrated":
+        return None
+    corpus = corpus_for(suite.evalset, suite.metrics)
+    now = calibrated_views(store, suite, frozen, run, corpus=corpus)
+    then = None
+    if baseline is not None:
+        then = calibrated_views(store, suite, frozen, baseline, corpus=corpus)
+    least = suite.judge.min_verified if suite.judge is not None else MIN_VERIFIED
+    return Calibration(now, then, min_verified=least)
 
 
 def compare_stored(
@@ -234,9 +261,17 @@ def compare_stored(
     history = rule_history(store, suite.name, before=run_id)
     # Judging after the run fills holes only, so it never moves the overlap measured here.
     agreement = judge_agreement(store, suite, frozen)
+    changed = baseline is not None and baseline.evalset_fingerprint != record.evalset_fingerprint
+    calibration = calibration_of(suite, store, frozen, record, None if changed else baseline)
     try:
         comparison = compare_with_baseline(
-            suite, record, baseline, evalset, history=history, agreement=agreement
+            suite,
+            record,
+            baseline,
+            evalset,
+            history=history,
+            agreement=agreement,
+            calibration=calibration,
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
@@ -254,6 +289,9 @@ def compare_stored(
         comparison = replace(comparison, warnings=(*comparison.warnings, *warned))
     record_rule_flags(store, suite.name, run_id, comparison)
     record_overlap(store, suite.name, run_id, comparison.overlap)
+    if calibration is not None:
+        watched = dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None)
+        record_calibration(store, suite.name, run_id, side_by_side(calibration, list(watched))[1])
     record_verdict(store, suite.name, run_id, comparison)
     apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(

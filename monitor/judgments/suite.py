@@ -37,11 +37,19 @@ def _corpus(suite: SuiteConfig) -> Corpus | None:
 def suite_evalset(
     store: Store, suite: SuiteConfig, frozen: EvalSet, view: LabelView | None = None
 ) -> EvalSet:
-    """Return the suite's effective eval set in ``view`` (default: its ``alert_labels``)."""
+    """Return the suite's effective eval set in ``view`` (default: the one its runs are
+    scored with, :func:`record_view`)."""
     source = judge_source(suite.judge) if suite.judge is not None else None
     return effective_evalset(
-        store, suite.name, frozen, view=view or suite.alert_labels, judge_source=source
+        store, suite.name, frozen, view=view or record_view(suite), judge_source=source
     )
+
+
+def record_view(suite: SuiteConfig) -> LabelView:
+    """Return the view a run of ``suite`` is scored and stored with: its ``alert_labels``,
+    or ``human`` under ``calibrated`` (whose rules read the judge-corrected figures, so the
+    stored means keep the meaning they have without a judge)."""
+    return "all" if suite.alert_labels == "all" else "human"
 
 
 def hit_texts(result: RunResult) -> dict[str, str]:
@@ -165,13 +173,20 @@ def label_views(
     if suite.judge is None:
         return ()
     lines = []
-    human = rescore(record, suite_evalset(store, suite, frozen, "human"), corpus=_corpus(suite))
-    judged = rescore(record, suite_evalset(store, suite, frozen, "all"), corpus=_corpus(suite))
     metrics = list(dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None))
-    for metric in metrics or list(record.means)[:3]:
-        a, b = human.means.get(metric, math.nan), judged.means.get(metric, math.nan)
-        lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
-    gate = "human labels only" if suite.alert_labels == "human" else "judge labels"
+    # Under calibrated the comparison's notes give each rule metric three ways already.
+    if suite.alert_labels != "calibrated" or not metrics:
+        corpus = _corpus(suite)
+        human = rescore(record, suite_evalset(store, suite, frozen, "human"), corpus=corpus)
+        judged = rescore(record, suite_evalset(store, suite, frozen, "all"), corpus=corpus)
+        for metric in metrics or list(record.means)[:3]:
+            a, b = human.means.get(metric, math.nan), judged.means.get(metric, math.nan)
+            lines.append(f"{metric}: {a:.4f} with human labels only, {b:.4f} with judge labels")
+    gate = {
+        "human": "human labels only",
+        "all": "judge labels",
+        "calibrated": "judge labels corrected on the queries people verified",
+    }[suite.alert_labels]
     lines.append(f"alerts are gated on {gate} (alert_labels: {suite.alert_labels})")
     # Read only: a report shows the figures and never writes the store.
     agreement = judge_agreement(store, suite, frozen, keep=False)
@@ -203,7 +218,7 @@ def rescored_pair(
     theirs = align_baseline(store, baseline, evalset, frozen, corpus=corpus, current=current)
     version = current.judgments_version[:19]
     notes = [note for note in (mine.note, theirs.note) if note is not None]
-    notes.append(f"figures use judgments {version} ({suite.alert_labels} labels)")
+    notes.append(f"figures use judgments {version} ({record_view(suite)} labels)")
     notes += label_views(store, suite, frozen, run)
     return mine.baseline or run, theirs.baseline, tuple(notes)
 

@@ -11,6 +11,12 @@ always checked, and the sample may exceed the share by a few pairs). Within a st
 pairs are drawn without replacement by ``random.Random(seed)``, from the pairs in query and
 doc id order, the strata taken in order: the same seed and layers give the same sample.
 
+With ``by="query"`` the unit drawn is a query instead: a share of the queries with an
+unverified judge grade (strata: the segment value alone), each with every one of its
+unverified judge grades, so that graded back it is a *verified query*
+(:mod:`monitor.judgments.calibrated`): the random sample of queries the judge-corrected
+figures of ``alert_labels: calibrated`` need.
+
 The sample is written blind, as labeling-queue items (:class:`~monitor.judgments.todo.
 TodoItem`) in query then doc order: neither the judge's grade nor the stratum is in the
 file, and the order tells nothing of them. Grading it back is ``judgments add`` with a human
@@ -23,6 +29,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from monitor.errors import UsageError
 from monitor.evalset import EvalSet
@@ -36,18 +43,19 @@ NO_SEGMENT = "(none)"
 
 @dataclass(frozen=True, slots=True)
 class Stratum:
-    """One stratum: the judge's grade, the segment value (None without a segment), how many
-    unverified pairs it holds and how many were drawn."""
+    """One stratum: the judge's grade (None when queries are drawn), the segment value (None
+    without a segment), how many units (pairs, or queries) it holds and how many were drawn."""
 
-    grade: int
+    grade: int | None
     segment: str | None
     size: int
     drawn: int
 
     def describe(self) -> str:
-        """Return ``grade 1, language=de: 3 of 27``."""
+        """Return ``grade 1, language=de: 3 of 27`` (``queries, language=de: ...``)."""
+        what = "queries" if self.grade is None else f"grade {self.grade}"
         where = "" if self.segment is None else f", {self.segment}"
-        return f"grade {self.grade}{where}: {self.drawn} of {self.size}"
+        return f"{what}{where}: {self.drawn} of {self.size}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,27 +116,35 @@ def verify_sample(
     runs: Sequence[RunRecord] = (),
     depth: int = 10,
     doc_text: DocText = no_doc_text,
+    by: Literal["pair", "query"] = "pair",
 ) -> VerifySample:
     """Draw the verification sample of ``judge``'s unverified grades (see the module).
 
     ``runs`` (the latest run and its baseline) give each item its best rank and pipelines
-    where their top ``depth`` holds it (else rank 0, no pipeline); ``doc_text`` its text.
+    where their top ``depth`` holds it (else rank 0, no pipeline); ``doc_text`` its text;
+    ``by`` whether pairs or whole queries are drawn.
     """
     population = unverified(frozen, layers, judge)
-    groups: dict[tuple[int, str | None], list[tuple[str, str]]] = {}
+    # The units drawn: a pair, or a query's id alone; each stands for the pairs it holds.
+    groups: dict[tuple[int | None, str | None], list[tuple[str, ...]]] = {}
+    pairs_of: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     for (qid, doc), grade in sorted(population.items()):
         value = None
         if segment is not None:
             found = frozen[qid].metadata.get(segment)
             value = f"{segment}={NO_SEGMENT if found is None else found}"
-        groups.setdefault((grade, value), []).append((qid, doc))
-    keys = sorted(groups, key=lambda key: (key[0], key[1] or ""))
+        unit: tuple[str, ...] = (qid, doc) if by == "pair" else (qid,)
+        if unit not in pairs_of:
+            groups.setdefault((grade if by == "pair" else None, value), []).append(unit)
+        pairs_of.setdefault(unit, []).append((qid, doc))
+    keys = sorted(groups, key=lambda key: (key[0] or 0, key[1] or ""))
     counts = allocate([len(groups[key]) for key in keys], share) if keys else []
     rng = random.Random(seed)
     drawn: list[tuple[str, str]] = []
     strata = []
     for key, count in zip(keys, counts, strict=True):
-        drawn += rng.sample(groups[key], count)
+        for unit in rng.sample(groups[key], count):
+            drawn += pairs_of[unit]
         strata.append(Stratum(key[0], key[1], len(groups[key]), count))
     human = merged(frozen, [layer for layer in layers if layer.kind == "human"])
     pooled = {

@@ -240,7 +240,9 @@ def compose_report(
             )
 
     agreement = None
+    calibration = None
     if evalset is not None and suite.evalset.reference is None:
+        from monitor.job.path import calibration_of
         from monitor.judgments.suite import judge_agreement, rescored_pair
 
         agreement = judge_agreement(store, suite, evalset, keep=False)
@@ -253,6 +255,8 @@ def compose_report(
             store, suite, evalset, run, baseline, effective=effective
         )
         warnings.extend(notes)
+        # Read only: calibrated figures are computed from the layers, never stored here.
+        calibration = calibration_of(suite, store, evalset, run, baseline)
     significance = suite.significance
     history = _rule_history(store, suite, run)
     comparison = compare_runs(
@@ -267,6 +271,7 @@ def compose_report(
         qrels=qrels,
         coverage=suite.coverage,
         agreement=agreement,
+        calibration=calibration,
     )
     comparison = replace(
         comparison,
