@@ -47,8 +47,9 @@ def config_of(**schedules: str) -> MonitorConfig:
     return load_config_text(yaml.safe_dump({"suites": suites}), "test.yaml")
 
 
-def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Wait until ``condition()`` holds, failing after ``seconds``."""
+def until(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    """Wait until ``condition()`` holds, failing after ``seconds`` (a ceiling for a loaded
+    machine: the wait ends as soon as the condition holds)."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
