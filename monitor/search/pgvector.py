@@ -27,6 +27,9 @@ Options:
     each query's transaction): the exact answer of the same table, which an ANN recall
     compares with. :meth:`PgVectorSearch.exact_search` gives it beside an ANN search, on the
     same connection.
+``index_health`` (optional)
+    ``{k: 10}`` (or ``true``): each run also measures ``ann_recall@k`` against the exact
+    search of the same store (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)
     How queries become vectors (:mod:`monitor.search.vector`).
 ``connect_timeout`` (default 10)
@@ -54,6 +57,7 @@ import numpy as np
 from monitor.embedding.base import Vectors, vector_module
 from monitor.errors import SearchCallError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
+from monitor.search.health import index_health_option
 from monitor.search.options import Options
 from monitor.search.vector import (
     QueryVectors,
@@ -149,6 +153,9 @@ def _dumper(psycopg: Any, oid: int) -> type:
 
 class PgVectorSearch:
     """A search function over a pgvector table: ``(query, k) -> [Hit, ...]``."""
+
+    #: The cutoff of the run's index health check (:mod:`monitor.search.health`), or None.
+    index_health: int | None = None
 
     def __init__(
         self,
@@ -350,13 +357,14 @@ def build(options: Mapping[str, object]) -> PgVectorSearch:
     filter_sql = opts.string("filter")
     settings = _settings(opts)
     exact = opts.flag("exact", default=False)
+    health_k = index_health_option(opts)
     timeout = opts.seconds("connect_timeout", 10.0) or 10.0
     embedding = embedding_options(opts)
     opts.done()
     scrub = Scrubber.of(url_secrets(url, path=False))
     connection = _Connection(url, settings, timeout, scrub)  # names the extra when missing
     vectors = query_vectors(opts, embedding)
-    return PgVectorSearch(
+    search = PgVectorSearch(
         connection,
         vectors,
         table=table,
@@ -368,6 +376,8 @@ def build(options: Mapping[str, object]) -> PgVectorSearch:
         filter=filter_sql,
         exact=exact,
     )
+    search.index_health = health_k
+    return search
 
 
 def _settings(opts: Options) -> dict[str, str]:
