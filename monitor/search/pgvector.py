@@ -196,8 +196,12 @@ class PgVectorSearch:
         if self.filter is not None:
             # Trusted config, put in as written; a literal % (LIKE 'a%') is not a placeholder.
             where = sql.SQL(" WHERE ({})").format(sql.SQL(self.filter.replace("%", "%%")))
-        return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s").format(
-            sql.SQL(", ").join(fields), _table(sql, self.table), where, distance
+        # The exact query's text differs from the ANN one's: psycopg prepares a statement by
+        # its text, and a plan PostgreSQL cached for the ANN query (an index scan) would
+        # answer the exact one too, whatever its enable_* settings say.
+        exact = sql.SQL(" /* exact */" if self.exact else "")
+        return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s{}").format(
+            sql.SQL(", ").join(fields), _table(sql, self.table), where, distance, exact
         )
 
     def exact_search(self) -> PgVectorSearch:
@@ -242,6 +246,10 @@ class PgVectorSearch:
                 if self.exact:
                     for name in EXACT_SETTINGS:
                         cur.execute("SELECT set_config(%s, 'off', true)", (name,))
+                    # A session that turned sequential scans off (to make a small table use
+                    # its index) would leave the planner only disabled plans: it takes the
+                    # index, and the "exact" answer is the ANN one.
+                    cur.execute("SELECT set_config('enable_seqscan', 'on', true)")
                 cur.executemany(self._sql, params, returning=True)
                 answers = []
                 for _ in cur.results():
