@@ -32,7 +32,7 @@ from monitor.job.sweep import parse_param
 from monitor.records import Hit, Query
 from monitor.runner.run import run_queries
 from monitor.search import build_search
-from monitor.search.health import ann_recall, measure
+from monitor.search.health import ann_recall, measure, sample_rows
 from monitor.search.pgvector import load_table
 from monitor.search.qdrant import load_collection
 from monitor.store.records import RunFigures, RunRecord, stats_figures
@@ -149,6 +149,30 @@ def test_a_qdrant_run_with_index_health_keeps_ann_recall_in_its_stats(qdrant_pat
         stats["ann_recall_k"],
         stats["ann_recall_queries"],
     )
+
+
+def test_index_health_samples_at_most_sample_queries(qdrant_path: Path) -> None:
+    """With ``sample: 7`` the exact search is asked for 7 of the 40 answered queries."""
+    options = {"k": 5, "sample": 7}
+    search = build_search(
+        "qdrant", {"path": str(qdrant_path), "collection": "docs", "index_health": options}
+    )
+    try:
+        result = run_queries(QUERIES, search, k=10)
+    finally:
+        search.close()
+    assert (7, 1.0) == (
+        result.search_stats["ann_recall_queries"],
+        result.search_stats["ann_recall@5"],
+    )
+
+
+def test_the_sample_is_the_same_queries_in_any_order() -> None:
+    """The sampled ids do not depend on the order the queries ran in."""
+    ids = [f"q{index}" for index in range(50)]
+    picked = {ids[row] for row in sample_rows(ids, 10)}
+    turned = ids[::-1]
+    assert (10, picked) == (len(picked), {turned[row] for row in sample_rows(turned, 10)})
 
 
 def test_a_run_without_index_health_measures_no_ann_recall(qdrant_path: Path) -> None:

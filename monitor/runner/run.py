@@ -30,6 +30,7 @@ from monitor.search.base import (
     search_stats,
     wants_query,
 )
+from monitor.search.health import HealthOptions, sample_rows
 from monitor.search.health import measure as measure_index_health
 from monitor.secrets import scrub_shapes
 
@@ -387,16 +388,17 @@ def _stats(search: Search) -> dict[str, MetaValue]:
 def _index_health(search: Search, table: RunTable) -> dict[str, MetaValue]:
     """Return the ANN recall figures of a vector kind with ``index_health`` on (its exact
     search asked for the answered queries' vectors); a failure is logged, never fatal."""
-    k = getattr(search, "index_health", None)
-    if not isinstance(k, int) or isinstance(k, bool):
+    options = getattr(search, "index_health", None)
+    if not isinstance(options, HealthOptions):
         return {}
     answered = [outcome for outcome in table if outcome.error_type is None]
+    rows = sample_rows([outcome.query_id for outcome in answered], options.sample)
     try:
         health = measure_index_health(
             search,  # type: ignore[arg-type]  # a vector kind: it has index_health
-            [outcome.query for outcome in answered],
-            [outcome.retrieved_ids for outcome in answered],
-            k,
+            [answered[row].query for row in rows],
+            [answered[row].retrieved_ids for row in rows],
+            options.k,
         )
     except Exception as error:
         logger.warning("index_health_failed", error_type=type(error).__name__, error=str(error))

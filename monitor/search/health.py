@@ -3,8 +3,10 @@
 A vector kind (``pgvector``, ``qdrant``) with the option ``index_health: {k: 10}`` (or
 ``index_health: true``, k 10) also asks, after a run, the exact search of the same store
 (:meth:`exact_search`: pgvector with index scans off, Qdrant ``exact``) for the same query
-vectors, in batches, with the embeddings the run already made. Per query q answered by the
-run, with A its ANN top k and E the exact top k:
+vectors, in batches, with the embeddings the run already made. An exact answer scans every
+vector, so it is asked for a sample of at most ``sample`` (default 1000) answered queries:
+those whose ids hash lowest, the same queries run after run while the set holds them. Per
+query q of the sample, with A its ANN top k and E the exact top k:
 
     ann_recall@k(q) = |A ∩ E| / min(k, |E|)
 
@@ -19,6 +21,7 @@ and ``ann_recall_queries``, which the store keeps with the run.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -32,6 +35,8 @@ from monitor.search.vector import QueryVectors
 
 #: The cutoff when ``index_health`` is ``true``.
 DEFAULT_K: Final = 10
+#: The most queries whose exact answer a run asks for, unless ``sample`` says otherwise.
+DEFAULT_SAMPLE: Final = 1000
 #: Query vectors sent to the exact search per call.
 EXACT_BATCH: Final = 256
 #: The stats keys the figures go under (the recall's own key is ``ann_recall@k``).
@@ -52,6 +57,14 @@ class VectorSearch(Protocol):
     def exact_search(self) -> VectorSearch:
         """Return the exact search of the same store."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class HealthOptions:
+    """The ``index_health`` option: the cutoff k and the most queries sampled."""
+
+    k: int = DEFAULT_K
+    sample: int = DEFAULT_SAMPLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,21 +98,33 @@ def ann_recall(ann: Sequence[str], exact: Sequence[str], k: int) -> float:
     return len(truth.intersection(ann[:k])) / min(k, len(truth))
 
 
-def index_health_option(opts: Options) -> int | None:
-    """Read ``index_health`` (``true``, or ``{k: N}``): its cutoff, None when off."""
+def index_health_option(opts: Options) -> HealthOptions | None:
+    """Read ``index_health`` (``true``, or ``{k: N, sample: M}``); None when off."""
     value = opts.raw("index_health")
     if value is None or value is False:
         return None
     if value is True:
-        return DEFAULT_K
+        return HealthOptions()
     entries = opts.mapping("index_health")
-    unknown = sorted(set(entries) - {"k"})
+    unknown = sorted(set(entries) - {"k", "sample"})
     if unknown:
-        raise opts.fail(f"index_health.{unknown[0]}", "only k (the cutoff)")
-    k = entries.get("k", DEFAULT_K)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise opts.fail("index_health.k", "an integer of at least 1", k)
-    return k
+        raise opts.fail(f"index_health.{unknown[0]}", "only k (the cutoff) and sample")
+    numbers = []
+    for key, default in (("k", DEFAULT_K), ("sample", DEFAULT_SAMPLE)):
+        number = entries.get(key, default)
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise opts.fail(f"index_health.{key}", "an integer of at least 1", number)
+        numbers.append(number)
+    return HealthOptions(*numbers)
+
+
+def sample_rows(ids: Sequence[str], size: int) -> list[int]:
+    """Return the rows of the ``size`` ids whose SHA-256 is lowest, in row order: a sample
+    that stays the same run after run for the ids that stay."""
+    if len(ids) <= size:
+        return list(range(len(ids)))
+    keys = [hashlib.sha256(query_id.encode("utf-8")).digest() for query_id in ids]
+    return sorted(sorted(range(len(ids)), key=keys.__getitem__)[:size])
 
 
 def measure(

@@ -23,8 +23,9 @@ Options:
     A Qdrant filter as a mapping (``{must: [{key: lang, match: {value: en}}]}``), checked
     when the search is built.
 ``index_health`` (optional)
-    ``{k: 10}`` (or ``true``): each run also measures ``ann_recall@k`` against the exact
-    search of the same store (:mod:`monitor.search.health`).
+    ``{k: 10, sample: 1000}`` (or ``true``): each run also measures ``ann_recall@k``
+    against the exact search of the same store, over a sample of at most ``sample``
+    queries (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)
     How queries become vectors (:mod:`monitor.search.vector`).
 ``timeout`` (default 10)
@@ -50,7 +51,7 @@ from typing import Any
 from monitor.embedding.base import Vectors, vector_module
 from monitor.errors import SearchCallError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
-from monitor.search.health import index_health_option
+from monitor.search.health import HealthOptions, index_health_option
 from monitor.search.options import Options
 from monitor.search.vector import (
     QueryVectors,
@@ -123,7 +124,7 @@ class QdrantSearch:
     """A search function over a Qdrant collection: ``(query, k) -> [Hit, ...]``."""
 
     #: The cutoff of the run's index health check (:mod:`monitor.search.health`), or None.
-    index_health: int | None = None
+    index_health: HealthOptions | None = None
 
     def __init__(
         self,
