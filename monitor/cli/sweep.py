@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cli import arguments
-from monitor.cli.run import add_config_options, load
+from monitor.cli.run import load
 from monitor.errors import UsageError
 
 
@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
             "each. Nothing is stored."
         ),
     )
-    add_config_options(parser)
+    # No --store: a sweep stores nothing.
+    parser.add_argument("--config", type=Path, metavar="FILE", help="the YAML config file")
     parser.add_argument("--suite", required=True, metavar="NAME", help="the suite to sweep")
     parser.add_argument(
         "--param",
