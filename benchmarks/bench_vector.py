@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from monitor.search.health import DEFAULT_SAMPLE
+
 DIMENSION = 384
 TABLE = "bench_vector"
 
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     with_health = min(healthy)[0]
     figures["index_health"] = {
         "queries": args.queries,
-        "sample": args.health_sample,
+        "sample": args.health_sample or DEFAULT_SAMPLE,
         "run_s": monitor,
         "run_with_index_health_s": with_health,
         "cost_ratio": with_health / monitor,

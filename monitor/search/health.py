@@ -4,7 +4,7 @@ A vector kind (``pgvector``, ``qdrant``) with the option ``index_health: {k: 10}
 ``index_health: true``, k 10) also asks, after a run, the exact search of the same store
 (:meth:`exact_search`: pgvector with index scans off, Qdrant ``exact``) for the same query
 vectors, in batches, with the embeddings the run already made. An exact answer scans every
-vector, so it is asked for a sample of at most ``sample`` (default 1000) answered queries:
+vector, so it is asked for a sample of at most ``sample`` (default 500) answered queries:
 those whose ids hash lowest, the same queries run after run while the set holds them. Per
 query q of the sample, with A its ANN top k and E the exact top k:
 
@@ -36,7 +36,7 @@ from monitor.search.vector import QueryVectors
 #: The cutoff when ``index_health`` is ``true``.
 DEFAULT_K: Final = 10
 #: The most queries whose exact answer a run asks for, unless ``sample`` says otherwise.
-DEFAULT_SAMPLE: Final = 1000
+DEFAULT_SAMPLE: Final = 500
 #: Query vectors sent to the exact search per call.
 EXACT_BATCH: Final = 256
 #: The stats keys the figures go under (the recall's own key is ``ann_recall@k``).

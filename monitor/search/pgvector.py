@@ -28,7 +28,7 @@ Options:
     compares with. :meth:`PgVectorSearch.exact_search` gives it beside an ANN search, on the
     same connection.
 ``index_health`` (optional)
-    ``{k: 10, sample: 1000}`` (or ``true``): each run also measures ``ann_recall@k``
+    ``{k: 10, sample: 500}`` (or ``true``): each run also measures ``ann_recall@k``
     against the exact search of the same store, over a sample of at most ``sample``
     queries (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)

@@ -23,7 +23,7 @@ Options:
     A Qdrant filter as a mapping (``{must: [{key: lang, match: {value: en}}]}``), checked
     when the search is built.
 ``index_health`` (optional)
-    ``{k: 10, sample: 1000}`` (or ``true``): each run also measures ``ann_recall@k``
+    ``{k: 10, sample: 500}`` (or ``true``): each run also measures ``ann_recall@k``
     against the exact search of the same store, over a sample of at most ``sample``
     queries (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)
