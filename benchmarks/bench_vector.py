@@ -19,8 +19,14 @@ Run from the repository root, with PostgreSQL and pgvector at ``MONITOR_PGVECTOR
    ``run_queries`` over the same queries through the ``pgvector`` kind (concurrency 1, as
    the kind serves its calls on one connection), its ``prepare`` reading every vector from
    the cache. The overhead is (b) / (a) - 1, each the best of its repeats; the run must
-   have embedded no query. ``--check`` exits 1 when embedding takes 1 s or more, or the
-   overhead is 5% or more.
+   have embedded no query.
+3. **Index health.** The same run with ``index_health: {k: 10}`` (``--health-sample N``
+   adds ``sample: N``), alternating with (b): its ANN recall asks the exact search (a
+   sequential scan) for the queries' vectors. The cost ratio is the run with index health
+   over the run without, each the best of its repeats.
+
+``--check`` exits 1 when embedding takes 1 s or more, the overhead is 5% or more, or index
+health more than doubles the run's cost.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from monitor.search.health import DEFAULT_SAMPLE
 
 DIMENSION = 384
 TABLE = "bench_vector"
@@ -114,18 +122,24 @@ def bare(url: str, query_vectors: Any, k: int) -> tuple[float, float]:
         return time.perf_counter() - started, time.process_time() - cpu
 
 
-def monitored(texts: list[str], k: int) -> tuple[float, float, dict[str, Any]]:
+def monitored(
+    texts: list[str], k: int, health: dict[str, int] | None = None
+) -> tuple[float, float, dict[str, Any]]:
     """Return the seconds (wall, this process's CPU) ``run_queries`` takes through the
-    pgvector kind, and its stats."""
+    pgvector kind (with ``index_health`` when given), and its stats."""
     from monitor.records import Query
     from monitor.runner.run import run_queries
     from monitor.search import build_search, close_search
 
     queries = [Query(f"q{index}", text, {"d0": 1}) for index, text in enumerate(texts)]
-    search = build_search(
-        "pgvector",
-        {"url_env": "MONITOR_PGVECTOR_URL", "table": TABLE, "settings": {"hnsw.ef_search": 40}},
-    )
+    options: dict[str, Any] = {
+        "url_env": "MONITOR_PGVECTOR_URL",
+        "table": TABLE,
+        "settings": {"hnsw.ef_search": 40},
+    }
+    if health is not None:
+        options["index_health"] = health
+    search = build_search("pgvector", options)
     try:
         search("warm the connection and the session", k)
         started, cpu = time.perf_counter(), time.process_time()
@@ -143,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--health-sample", type=int, default=None, help="index_health's sample (default: all)"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -153,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         os.environ["MONITOR_CACHE_DIR"] = scratch
         texts, vectors = fill(url, args.docs, args.queries, args.seed, Path(scratch) / "embeddings")
-        stores, monitors, stats = [], [], {}
+        stores, monitors, healthy, stats, health_stats = [], [], [], {}, {}
+        health = (
+            {"k": 10} if args.health_sample is None else {"k": 10, "sample": args.health_sample}
+        )
         for _ in range(args.repeat):
             stores.append(bare(url, vectors, 10))
             seconds, cpu, stats = monitored(texts, 10)
             monitors.append((seconds, cpu))
+            seconds, cpu, health_stats = monitored(texts, 10, health)
+            healthy.append((seconds, cpu))
     store, store_cpu = min(stores)
     monitor, monitor_cpu = min(monitors)
     figures["pgvector"] = {
@@ -170,10 +192,21 @@ def main(argv: list[str] | None = None) -> int:
         "embedded_queries": stats.get("embedded_queries"),
         "cached_queries": stats.get("cached_queries"),
     }
+    with_health = min(healthy)[0]
+    figures["index_health"] = {
+        "queries": args.queries,
+        "sample": args.health_sample or DEFAULT_SAMPLE,
+        "run_s": monitor,
+        "run_with_index_health_s": with_health,
+        "cost_ratio": with_health / monitor,
+        "ann_recall@10": health_stats.get("ann_recall@10"),
+        "ann_recall_queries": health_stats.get("ann_recall_queries"),
+    }
     print(json.dumps(figures, indent=2))
     if not args.check:
         return 0
     missed = figures["embedding"]["embed_s"] >= 1.0 or figures["pgvector"]["overhead"] >= 0.05
+    missed = missed or figures["index_health"]["cost_ratio"] > 2.0
     return 1 if missed or stats.get("embedded_queries") != 0 else 0
 
 

@@ -127,6 +127,8 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "evalset_fingerprint": "sha256:0123abcd",
         "baseline_run_id": 7,
         "index_size": 12345,
+        "ann_recall_k": 10,
+        "ann_recall": 0.97,
         "corpus_fingerprint": "3f2a9c0e1b7d4a55",
         "segments": {"language": {"de": {"recall@5": 0.7}, "en": {"recall@5": 0.85}}},
         "overlap_k": 10,

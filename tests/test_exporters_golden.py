@@ -75,6 +75,8 @@ def successful_run() -> SuiteSnapshot:
         evalset_fingerprint="sha256:0123abcd",
         baseline_run_id=7,
         index_size=1250000,
+        ann_recall_k=10,
+        ann_recall=0.9731,
         corpus_fingerprint="3f2a9c0e1b7d4a55",
         segments={
             "language": {

@@ -111,6 +111,7 @@ _BROKE: Final[Mapping[Check, Callable[[RuleOutcome], str]]] = MappingProxyType(
         Check.ZERO_RESULT_RATE_MAX: _above,
         Check.TOP1_SCORE_MAX_RELATIVE_DROP: _dropped,
         Check.INDEX_SIZE_MAX_RELATIVE_DROP: _dropped,
+        Check.ANN_RECALL_MIN: _below,
         Check.MIN_OVERLAP: _below,
         Check.JUDGE_AGREEMENT: _below,
     }

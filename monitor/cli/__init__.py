@@ -30,6 +30,7 @@ from monitor.cli import (
     run,
     serve,
     store,
+    sweep,
     traffic,
 )
 from monitor.cli.exits import ExitCode, exit_code
@@ -43,6 +44,7 @@ _COMMANDS = (
     config,
     evaluate,
     ksweep,
+    sweep,
     pipelines,
     report,
     gate,

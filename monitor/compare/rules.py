@@ -5,9 +5,9 @@ change passes the threshold *and* is significant: a paired randomization test on
 values (one-sided, "current is worse") below ``alpha`` for drops, and a t-interval of the
 current mean lying wholly under the floor for ``min``. Otherwise the outcome is
 ``insufficient_evidence``: reported, never alerted. Operational rules (latency, error and
-zero-result rates, top-1 score, index size) compare figures of whole runs and need no test.
-With persistence ``{breaches: N, runs: M}`` a significant breach fires only when it was also
-seen in enough of the previous runs (``pending`` until then).
+zero-result rates, top-1 score, index size, ANN recall) compare figures of whole runs and
+need no test. With persistence ``{breaches: N, runs: M}`` a significant breach fires only
+when it was also seen in enough of the previous runs (``pending`` until then).
 
 A query the search failed for (``error_type`` set) is not a quality figure: quality rules
 compare only the queries answered in both runs, and say how many they left out
@@ -60,6 +60,7 @@ FIGURES: Mapping[Check, tuple[str, Callable[[RunFigures], float | int | None]]] 
     Check.ZERO_RESULT_RATE_MAX: ("zero_result_rate", lambda f: f.zero_result_rate),
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: ("mean_top1_score", lambda f: f.mean_top1_score),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: ("index_size", lambda f: f.index_size),
+    Check.ANN_RECALL_MIN: ("ann_recall", lambda f: f.ann_recall),
 }
 
 
@@ -198,6 +199,8 @@ def _quality(
 
 
 def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | None) -> RuleOutcome:
+    if rule.check is Check.ANN_RECALL_MIN:
+        return _ann_recall(rule, current)
     figure = FIGURES[rule.check][0]
     make = _outcome(rule, figure, quality=False)
     value = run_figure(current, rule.check)
@@ -231,6 +234,24 @@ def _operational(rule: RuleConfig, current: RunRecord, baseline: RunRecord | Non
         baseline=old,
         delta=value - old,
         message=f"{figure} {old:.4g} -> {value:.4g} ({change:+.1%}; limit {rule.threshold:.0%})",
+    )
+
+
+def _ann_recall(rule: RuleConfig, current: RunRecord) -> RuleOutcome:
+    """Apply an ``ann_recall_min`` floor: the run's ANN recall against the exact search of
+    the same store (no judgments, no test: the exact answer is the truth) stays at or above
+    the threshold; skipped when the run did not measure it (``index_health`` off)."""
+    k = current.figures.ann_recall_k
+    figure = "ann_recall" if k is None else f"ann_recall@{k}"
+    make = _outcome(rule, figure, quality=False)
+    value = current.figures.ann_recall
+    if value is None:
+        return make(status="skipped", message=f"{figure} is not known for this run")
+    under = value < rule.threshold
+    return make(
+        status="breach" if under else "ok",
+        current=value,
+        message=f"{figure} {value:.4f} {'<' if under else '>='} floor {rule.threshold:g}",
     )
 
 

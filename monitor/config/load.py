@@ -25,7 +25,16 @@ from monitor.config.common import HttpExporterConfig
 from monitor.config.drift import drift
 from monitor.config.fields import Fields, mask_url
 from monitor.config.invariants import invariants
-from monitor.config.model import MonitorConfig, Secret, StoreConfig, SuiteConfig, UiConfig
+from monitor.config.model import (
+    Check,
+    MonitorConfig,
+    RuleConfig,
+    SearchConfig,
+    Secret,
+    StoreConfig,
+    SuiteConfig,
+    UiConfig,
+)
 from monitor.config.nodes import Node, compose
 from monitor.errors import ConfigError, InputError, UsageError
 from monitor.io import read_bytes_limited
@@ -358,6 +367,23 @@ def _merge(defaults: Mapping[str, Node], own: Mapping[str, Node]) -> dict[str, N
     return merged
 
 
+def _with_ann_recall_floor(
+    f: Fields, e: Mapping[str, Node], search: SearchConfig, rules: tuple[RuleConfig, ...]
+) -> tuple[RuleConfig, ...]:
+    """Return ``rules`` with the default ANN recall floor when the search measures index
+    health and no rule names one; refuse an ``ann_recall@K`` rule at another cutoff."""
+    k = sections.index_health_k(search)
+    floors = [rule for rule in rules if rule.check is Check.ANN_RECALL_MIN]
+    for rule in floors:
+        if rule.k is not None and rule.k != k:
+            where = e.get("rules") or e["search"]
+            measured = "no ANN recall (search.index_health is off)" if k is None else f"k {k}"
+            raise f.error(where, f"ann_recall@{rule.k} to be what the search measures ({measured})")
+    if k is None or floors:
+        return rules
+    return (*rules, RuleConfig(Check.ANN_RECALL_MIN, sections.DEFAULT_ANN_RECALL_FLOOR, k=k))
+
+
 def _suite(
     f: Fields,
     name: str,
@@ -391,10 +417,12 @@ def _suite(
         if united:
             where = e.get("unit") or e.get("metrics") or node
             raise f.error(where, f"an 'evalset.corpus' to count {united[0]} in units")
+    search = sections.search(f, e["search"])
+    rules = _with_ann_recall_floor(f, e, search, rules)
     return SuiteConfig(
         name=name,
         evalset=evalset,
-        search=sections.search(f, e["search"]),
+        search=search,
         metrics=chosen,
         k=depth,
         pipeline=sections.pipeline(f, e.get("pipeline"), name),

@@ -164,6 +164,7 @@ class Check(str, Enum):
     ZERO_RESULT_RATE_MAX = "zero_result_rate_max"
     TOP1_SCORE_MAX_RELATIVE_DROP = "top1_score_max_relative_drop"
     INDEX_SIZE_MAX_RELATIVE_DROP = "index_size_max_relative_drop"
+    ANN_RECALL_MIN = "ann_recall_min"
     MIN_OVERLAP = "min_overlap"
     JUDGE_AGREEMENT = "judge_agreement"
 
@@ -185,7 +186,9 @@ class RuleConfig:
     ``*_relative_*`` checks a fraction of the baseline value (0.1 = 10 %), ``min`` and the
     ``*_max`` checks absolute bounds on the current run. ``judge_agreement`` is a floor
     (``threshold``) on the suite judge's agreement ``statistic`` with human grades, judged
-    ``unverified`` (shown, never alerted) below ``min_overlap`` pairs.
+    ``unverified`` (shown, never alerted) below ``min_overlap`` pairs. ``ann_recall_min`` is
+    a floor on the run's ANN recall (``k`` its cutoff, when the rule names it:
+    ``{metric: ann_recall@10, min: 0.95}``).
     """
 
     check: Check
@@ -194,6 +197,7 @@ class RuleConfig:
     severity: Severity = "warning"
     statistic: str = ""
     min_overlap: int = 0
+    k: int | None = None
 
     @property
     def name(self) -> str:
@@ -201,6 +205,8 @@ class RuleConfig:
         ``judge_agreement kappa``."""
         if self.check is Check.JUDGE_AGREEMENT:
             return f"{self.check.value} {self.statistic}"
+        if self.check is Check.ANN_RECALL_MIN and self.k is not None:
+            return f"ann_recall@{self.k} min"
         return self.check.value if self.metric is None else f"{self.metric} {self.check.value}"
 
 

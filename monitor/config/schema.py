@@ -545,8 +545,11 @@ def _rule() -> Schema:
                 "then": wanted if check in METRIC_CHECKS else {"not": wanted},
             }
         )
+    # A floor on the index health figure reads as a metric rule: {metric: ann_recall@10, min}.
+    ann_recall = {"type": "string", "pattern": "^ann_recall@[1-9][0-9]*$"}
+    metric = {"anyOf": [_metric_name(), ann_recall]}
     return _object(
-        {"metric": _metric_name(), "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
+        {"metric": metric, "severity": {"enum": list(vocab.SEVERITIES)}, **checks},
         oneOf=[{"required": [check.value]} for check in Check],
         allOf=conditions,
     )

@@ -47,6 +47,11 @@ from monitor.metrics.spec import (
 )
 from monitor.store.retention import KEEP_REASONS, KeepReason, Retention
 
+#: The cutoff of ``index_health: true`` (as :mod:`monitor.search.health` has it).
+DEFAULT_INDEX_HEALTH_K = 10
+#: The ANN recall floor a suite with index health gets when no rule names one.
+DEFAULT_ANN_RECALL_FLOOR = 0.95
+
 
 def _metric(f: Fields, node: Node, example: str) -> Metric:
     """Parse a metric name; a MetricError becomes a ConfigError at ``node``."""
@@ -323,6 +328,8 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
             f"one check per rule ({checks[0].value} on line {first.line}); write another rule",
         )
     check = checks[0]
+    if "metric" in entries and _names_ann_recall(entries["metric"]):
+        return _ann_recall_rule(f, entries, check)
     metric = None
     if check.needs_metric:
         metric_node = f.require(
@@ -341,6 +348,38 @@ def _rule(f: Fields, node: Node, chosen: tuple[Metric, ...]) -> RuleConfig:
         entries[check.value], minimum=None if positive else lo, maximum=hi, positive=positive
     )
     return RuleConfig(check=check, threshold=threshold, metric=metric, severity=severity)
+
+
+def _names_ann_recall(node: Node) -> bool:
+    return isinstance(node.value, str) and node.value.strip().startswith("ann_recall@")
+
+
+def _ann_recall_rule(f: Fields, entries: Mapping[str, Node], check: Check) -> RuleConfig:
+    """Read ``{metric: ann_recall@K, min: X}``: the ``ann_recall_min`` floor at cutoff K."""
+    metric = entries["metric"]
+    text = str(metric.value).strip()
+    k_text = text.removeprefix("ann_recall@")
+    if not (k_text.isdigit() and k_text[0] != "0"):
+        raise f.error(
+            metric, "ann_recall@K with K a positive integer, e.g. ann_recall@10", show=True
+        )
+    if check is not Check.MIN:
+        raise f.error(entries[check.value], "only 'min' with ann_recall@K (a floor)")
+    severity = alert_severity(f, entries["severity"]) if "severity" in entries else "warning"
+    threshold = f.number(entries["min"], minimum=0.0, maximum=1.0)
+    return RuleConfig(Check.ANN_RECALL_MIN, threshold, severity=severity, k=int(k_text))
+
+
+def index_health_k(search: SearchConfig) -> int | None:
+    """Return the cutoff of a search's ``index_health`` option, None when off (the plug-in
+    refuses a malformed one when it is built)."""
+    value = search.options.get("index_health")
+    if value is True:
+        return DEFAULT_INDEX_HEALTH_K
+    if isinstance(value, Mapping):
+        k = value.get("k", DEFAULT_INDEX_HEALTH_K)
+        return k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else None
+    return None
 
 
 def alert_severity(f: Fields, node: Node) -> Severity:

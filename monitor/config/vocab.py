@@ -213,6 +213,7 @@ THRESHOLDS: dict[Check, tuple[float, float | None, bool]] = {
     Check.ZERO_RESULT_RATE_MAX: (0.0, 1.0, False),
     Check.TOP1_SCORE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
     Check.INDEX_SIZE_MAX_RELATIVE_DROP: (0.0, 1.0, False),
+    Check.ANN_RECALL_MIN: (0.0, 1.0, False),
     Check.MIN_OVERLAP: (0.0, 1.0, False),
     # Kappa and alpha run from -1 (systematic disagreement) to 1.
     Check.JUDGE_AGREEMENT: (-1.0, 1.0, False),

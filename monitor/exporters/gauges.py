@@ -187,6 +187,11 @@ def _overlap(get: Callable[[SuiteSnapshot], float | None]) -> Reader:
     return read
 
 
+def _ann_recall(snapshot: SuiteSnapshot) -> Iterator[Series]:
+    if snapshot.ann_recall is not None and snapshot.ann_recall_k is not None:
+        yield (str(snapshot.ann_recall_k),), snapshot.ann_recall
+
+
 def _online(snapshot: SuiteSnapshot) -> Iterator[Series]:
     yield from snapshot.online.items()
 
@@ -360,6 +365,15 @@ GAUGES: Final[tuple[Gauge, ...]] = (
         (),
         "success",
         _scalar(lambda s: s.index_size),
+    ),
+    Gauge(
+        "retrieval_ann_recall_ratio",
+        "Mean ANN recall@k of the latest successful run: the share of the exact search's top "
+        "k (the same store, without its index) that the indexed search returned; needs no "
+        "judgments (a vector kind's index_health).",
+        ("k",),
+        "success",
+        _ann_recall,
     ),
     Gauge(
         "retrieval_segment_ratio",

@@ -84,6 +84,8 @@ class SuiteSnapshot:
     - ``evalset_fingerprint``, ``baseline_run_id``: which eval set and which baseline the
       figures come from.
     - ``index_size``: documents in the searched index, when the search reports it.
+    - ``ann_recall_k``, ``ann_recall``: the mean ANN recall at that cutoff against the exact
+      search of the same store (a vector kind's ``index_health``), None when not measured.
     - ``corpus_fingerprint``: the digest of the search's ``corpus_fingerprint()`` the run
       ran against, ``""`` when the search has none.
     - ``segments``: segment key (declared in the config) -> value -> metric name -> mean.
@@ -131,6 +133,8 @@ class SuiteSnapshot:
     evalset_fingerprint: str = ""
     baseline_run_id: int | None = None
     index_size: int | None = None
+    ann_recall_k: int | None = None
+    ann_recall: float | None = None
     corpus_fingerprint: str = ""
     segments: Mapping[str, Mapping[str, Mapping[str, float]]] = field(
         default_factory=dict, hash=False
@@ -186,6 +190,11 @@ class SuiteSnapshot:
             _count("baseline_run_id", self.baseline_run_id)
         if self.index_size is not None:
             _count("index_size", self.index_size)
+        _set(self, "ann_recall", _ratio("ann_recall", self.ann_recall))
+        if self.ann_recall is not None and self.ann_recall_k is None:
+            raise UsageError("an ANN recall needs its cutoff ann_recall_k")
+        if self.ann_recall_k is not None:
+            _count("ann_recall_k", self.ann_recall_k)
         if not isinstance(self.corpus_fingerprint, str):
             raise UsageError("corpus_fingerprint must be a string")
         if self.corpus_fingerprint:

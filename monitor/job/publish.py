@@ -143,6 +143,8 @@ def suite_snapshot(
         evalset_fingerprint=run.evalset_fingerprint,
         baseline_run_id=comparison.baseline_run_id,
         index_size=figures.index_size,
+        ann_recall_k=figures.ann_recall_k,
+        ann_recall=figures.ann_recall,
         corpus_fingerprint=_corpus_fingerprint(run.stats.get("corpus_fingerprint")),
         segments=segments,
         overlap_k=overlap.k if overlap is not None else None,

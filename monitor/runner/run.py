@@ -30,6 +30,8 @@ from monitor.search.base import (
     search_stats,
     wants_query,
 )
+from monitor.search.health import HealthOptions, sample_rows
+from monitor.search.health import measure as measure_index_health
 from monitor.secrets import scrub_shapes
 
 
@@ -201,7 +203,7 @@ def run_queries(
         queries_per_second=rate,
         warmup=warmup,
         retries=tally.retries,
-        search_stats={**_stats(search), **corpus},
+        search_stats={**_stats(search), **corpus, **_index_health(search, table)},
         label=label,
     )
     _log_summary(result)
@@ -381,6 +383,27 @@ def _stats(search: Search) -> dict[str, MetaValue]:
     except Exception as error:
         logger.warning("search_stats_failed", error_type=type(error).__name__, error=str(error))
         return {"stats_error": f"{type(error).__name__}: {error}"}
+
+
+def _index_health(search: Search, table: RunTable) -> dict[str, MetaValue]:
+    """Return the ANN recall figures of a vector kind with ``index_health`` on (its exact
+    search asked for the answered queries' vectors); a failure is logged, never fatal."""
+    options = getattr(search, "index_health", None)
+    if not isinstance(options, HealthOptions):
+        return {}
+    answered = [outcome for outcome in table if outcome.error_type is None]
+    rows = sample_rows([outcome.query_id for outcome in answered], options.sample)
+    try:
+        health = measure_index_health(
+            search,  # type: ignore[arg-type]  # a vector kind: it has index_health
+            [answered[row].query for row in rows],
+            [answered[row].retrieved_ids for row in rows],
+            options.k,
+        )
+    except Exception as error:
+        logger.warning("index_health_failed", error_type=type(error).__name__, error=str(error))
+        return {"index_health_error": f"{type(error).__name__}: {error}"}
+    return health.stats()
 
 
 def _prepare(search: Search, items: Sequence[Query]) -> None:

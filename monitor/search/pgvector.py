@@ -27,6 +27,10 @@ Options:
     each query's transaction): the exact answer of the same table, which an ANN recall
     compares with. :meth:`PgVectorSearch.exact_search` gives it beside an ANN search, on the
     same connection.
+``index_health`` (optional)
+    ``{k: 10, sample: 500}`` (or ``true``): each run also measures ``ann_recall@k``
+    against the exact search of the same store, over a sample of at most ``sample``
+    queries (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)
     How queries become vectors (:mod:`monitor.search.vector`).
 ``connect_timeout`` (default 10)
@@ -54,6 +58,7 @@ import numpy as np
 from monitor.embedding.base import Vectors, vector_module
 from monitor.errors import SearchCallError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
+from monitor.search.health import HealthOptions, index_health_option
 from monitor.search.options import Options
 from monitor.search.vector import (
     QueryVectors,
@@ -150,6 +155,9 @@ def _dumper(psycopg: Any, oid: int) -> type:
 class PgVectorSearch:
     """A search function over a pgvector table: ``(query, k) -> [Hit, ...]``."""
 
+    #: The cutoff of the run's index health check (:mod:`monitor.search.health`), or None.
+    index_health: HealthOptions | None = None
+
     def __init__(
         self,
         connection: _Connection,
@@ -189,8 +197,12 @@ class PgVectorSearch:
         if self.filter is not None:
             # Trusted config, put in as written; a literal % (LIKE 'a%') is not a placeholder.
             where = sql.SQL(" WHERE ({})").format(sql.SQL(self.filter.replace("%", "%%")))
-        return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s").format(
-            sql.SQL(", ").join(fields), _table(sql, self.table), where, distance
+        # The exact query's text differs from the ANN one's: psycopg prepares a statement by
+        # its text, and a plan PostgreSQL cached for the ANN query (an index scan) would
+        # answer the exact one too, whatever its enable_* settings say.
+        exact = sql.SQL(" /* exact */" if self.exact else "")
+        return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s{}").format(
+            sql.SQL(", ").join(fields), _table(sql, self.table), where, distance, exact
         )
 
     def exact_search(self) -> PgVectorSearch:
@@ -235,6 +247,10 @@ class PgVectorSearch:
                 if self.exact:
                     for name in EXACT_SETTINGS:
                         cur.execute("SELECT set_config(%s, 'off', true)", (name,))
+                    # A session that turned sequential scans off (to make a small table use
+                    # its index) would leave the planner only disabled plans: it takes the
+                    # index, and the "exact" answer is the ANN one.
+                    cur.execute("SELECT set_config('enable_seqscan', 'on', true)")
                 cur.executemany(self._sql, params, returning=True)
                 answers = []
                 for _ in cur.results():
@@ -350,13 +366,14 @@ def build(options: Mapping[str, object]) -> PgVectorSearch:
     filter_sql = opts.string("filter")
     settings = _settings(opts)
     exact = opts.flag("exact", default=False)
+    health_k = index_health_option(opts)
     timeout = opts.seconds("connect_timeout", 10.0) or 10.0
     embedding = embedding_options(opts)
     opts.done()
     scrub = Scrubber.of(url_secrets(url, path=False))
     connection = _Connection(url, settings, timeout, scrub)  # names the extra when missing
     vectors = query_vectors(opts, embedding)
-    return PgVectorSearch(
+    search = PgVectorSearch(
         connection,
         vectors,
         table=table,
@@ -368,6 +385,8 @@ def build(options: Mapping[str, object]) -> PgVectorSearch:
         filter=filter_sql,
         exact=exact,
     )
+    search.index_health = health_k
+    return search
 
 
 def _settings(opts: Options) -> dict[str, str]:

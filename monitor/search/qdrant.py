@@ -22,6 +22,10 @@ Options:
 ``filter`` (optional)
     A Qdrant filter as a mapping (``{must: [{key: lang, match: {value: en}}]}``), checked
     when the search is built.
+``index_health`` (optional)
+    ``{k: 10, sample: 500}`` (or ``true``): each run also measures ``ann_recall@k``
+    against the exact search of the same store, over a sample of at most ``sample``
+    queries (:mod:`monitor.search.health`).
 ``embedding`` (default: the packaged MiniLM)
     How queries become vectors (:mod:`monitor.search.vector`).
 ``timeout`` (default 10)
@@ -47,6 +51,7 @@ from typing import Any
 from monitor.embedding.base import Vectors, vector_module
 from monitor.errors import SearchCallError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
+from monitor.search.health import HealthOptions, index_health_option
 from monitor.search.options import Options
 from monitor.search.vector import (
     QueryVectors,
@@ -117,6 +122,9 @@ class _Client:
 
 class QdrantSearch:
     """A search function over a Qdrant collection: ``(query, k) -> [Hit, ...]``."""
+
+    #: The cutoff of the run's index health check (:mod:`monitor.search.health`), or None.
+    index_health: HealthOptions | None = None
 
     def __init__(
         self,
@@ -281,6 +289,7 @@ def build(options: Mapping[str, object]) -> QdrantSearch:
     if hnsw_ef is not None and hnsw_ef < 1:
         raise opts.fail("hnsw_ef", "an integer of at least 1", hnsw_ef)
     exact = opts.flag("exact", default=False)
+    health_k = index_health_option(opts)
     raw_filter = opts.mapping("filter")
     timeout = opts.seconds("timeout", 10.0) or 10.0
     embedding = embedding_options(opts)
@@ -293,7 +302,7 @@ def build(options: Mapping[str, object]) -> QdrantSearch:
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             reason = str(exc).splitlines()[0]
             raise opts.fail("filter", f"a Qdrant filter ({reason})") from None
-    return QdrantSearch(
+    search = QdrantSearch(
         client,
         query_vectors(opts, embedding),
         collection=collection,
@@ -304,6 +313,8 @@ def build(options: Mapping[str, object]) -> QdrantSearch:
         exact=exact,
         filter=query_filter,
     )
+    search.index_health = health_k
+    return search
 
 
 def point_id(doc_id: str) -> str:

@@ -16,7 +16,13 @@ import pandas as pd
 from monitor.errors import MonitorError, SearchBackendError
 from monitor.logs import get_logger
 from monitor.secrets import suite_scrubber
-from monitor.store.records import ColumnQueries, QueryColumns, RunFigures, RunRecord
+from monitor.store.records import (
+    ColumnQueries,
+    QueryColumns,
+    RunFigures,
+    RunRecord,
+    stats_figures,
+)
 
 if TYPE_CHECKING:
     from monitor.config.model import SuiteConfig
@@ -86,7 +92,7 @@ def run_record(
             zero_result_rate=result.zero_result_rate,
             mean_top1_score=result.mean_top1_score,
             queries_per_second=result.queries_per_second,
-            index_size=_count(result.search_stats.get("index_size")),
+            **stats_figures(result.search_stats),
             sent=result.total,
             failed=result.failed,
             evaluated=evaluation.counts.evaluated,
@@ -152,8 +158,3 @@ def failure_figures(error: BaseException) -> RunFigures:
         log.warning("failure_counts_inconsistent", sent=sent, failed=failed)
         return RunFigures()
     return RunFigures(error_rate=failed / sent if sent else None, sent=sent, failed=failed)
-
-
-def _count(value: object) -> int | None:
-    """Return an integer count the search reported, or None for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

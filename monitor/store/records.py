@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import chain
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal, cast, overload
+from typing import TYPE_CHECKING, Literal, TypedDict, cast, overload
 
 import numpy as np
 
@@ -272,6 +272,8 @@ class RunFigures:
     sent: int = 0
     failed: int = 0
     evaluated: int = 0
+    ann_recall: float | None = None
+    ann_recall_k: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("error_rate", "zero_result_rate"):
@@ -281,9 +283,13 @@ class RunFigures:
             object.__setattr__(self, name, value)
         for name in ("mean_top1_score", "queries_per_second"):
             object.__setattr__(self, name, _known(getattr(self, name), name))
-        for name in ("sent", "failed", "evaluated", "index_size"):
+        recall = _known(self.ann_recall, "ann_recall")
+        if recall is not None and not 0.0 <= recall <= 1.0:
+            raise UsageError(f"ann_recall must be a share in 0..1, not {recall!r}")
+        object.__setattr__(self, "ann_recall", recall)
+        for name in ("sent", "failed", "evaluated", "index_size", "ann_recall_k"):
             value = getattr(self, name)
-            if value is None and name == "index_size":
+            if value is None and name in ("index_size", "ann_recall_k"):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise UsageError(f"{name} must be a count (an integer >= 0), not {value!r}")
@@ -444,6 +450,28 @@ def _frozen_floats(values: Mapping[str, float | None]) -> Mapping[str, float]:
     return MappingProxyType(
         {str(name): math.nan if value is None else float(value) for name, value in values.items()}
     )
+
+
+class StatsFigures(TypedDict):
+    """The RunFigures a run keeps in its search stats."""
+
+    index_size: int | None
+    ann_recall: float | None
+    ann_recall_k: int | None
+
+
+def stats_figures(stats: object) -> StatsFigures:
+    """Return the figures a run keeps in its search stats (``index_size``, and the ANN
+    recall of :mod:`monitor.search.health`) as RunFigures' keyword arguments."""
+    known = stats if isinstance(stats, Mapping) else {}
+    size, k = known.get("index_size"), known.get("ann_recall_k")
+    recall = known.get(f"ann_recall@{k}") if type(k) is int else None
+    numeric = isinstance(recall, int | float) and not isinstance(recall, bool)
+    return {
+        "index_size": size if type(size) is int and size >= 0 else None,
+        "ann_recall": float(cast("float", recall)) if numeric else None,
+        "ann_recall_k": k if type(k) is int and numeric else None,
+    }
 
 
 def _known(value: float | None, name: str) -> float | None:

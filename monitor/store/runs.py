@@ -23,6 +23,7 @@ from monitor.store.records import (
     RunFigures,
     RunRecord,
     RunSummary,
+    stats_figures,
 )
 from monitor.store.sql import Transaction
 
@@ -196,14 +197,13 @@ def figures_of(families: dict[str, dict[str, float]], stats: object) -> RunFigur
     latency = {name: _known(families.get("latency", {}).get(name)) for name in _LATENCY}
     rates = {field: families.get("rate", {}).get(row) for row, field in _RATES.items()}
     counts = {field: int(_known(rates.pop(field)) or 0) for field in _COUNTS}
-    index_size = stats.get("index_size") if isinstance(stats, dict) else None
     return RunFigures(
         latency=LatencySummary(count=counts["sent"] - counts["failed"], **latency),
         error_rate=rates["error_rate"],
         zero_result_rate=rates["zero_result_rate"],
         mean_top1_score=rates["mean_top1_score"],
         queries_per_second=rates["queries_per_second"],
-        index_size=index_size if type(index_size) is int else None,
+        **stats_figures(stats),
         **counts,
     )
 
