@@ -294,6 +294,23 @@ def test_index_health_gets_a_default_floor_unless_a_rule_names_one(
 
 
 @pytest.mark.parametrize(
+    ("expected", "health", "rules"),
+    [
+        ([0.1], ", index_health: true", "    rules: [{error_rate_max: 0}]"),
+        ([0.3], ", index_health: true", "    rules: [{index_size_max_relative_drop: 0.3}]"),
+        ([], "", "    rules: [{error_rate_max: 0}]"),
+    ],
+)
+def test_index_health_alerts_an_unexpected_drop_of_the_vectors_unless_told(
+    expected: list[float], health: str, rules: str
+) -> None:
+    """With index health on, a fall of more than 10% in the indexed vectors breaches unless
+    an index_size rule says otherwise; without it, no such rule is added."""
+    found = suite_rules(health, rules)
+    assert expected == [r.threshold for r in found if r.check is Check.INDEX_SIZE_MAX_RELATIVE_DROP]
+
+
+@pytest.mark.parametrize(
     ("health", "rule", "says"),
     [
         (", index_health: {k: 10}", "{metric: ann_recall@5, min: 0.9}", "ann_recall@5 to be"),

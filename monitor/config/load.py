@@ -370,8 +370,10 @@ def _merge(defaults: Mapping[str, Node], own: Mapping[str, Node]) -> dict[str, N
 def _with_ann_recall_floor(
     f: Fields, e: Mapping[str, Node], search: SearchConfig, rules: tuple[RuleConfig, ...]
 ) -> tuple[RuleConfig, ...]:
-    """Return ``rules`` with the default ANN recall floor when the search measures index
-    health and no rule names one; refuse an ``ann_recall@K`` rule at another cutoff."""
+    """Return ``rules`` with the index-health defaults when the search measures index health:
+    the ANN recall floor unless a rule names one, and an unexpected drop of the indexed
+    vectors unless an ``index_size`` rule is given; refuse an ``ann_recall@K`` rule at
+    another cutoff."""
     k = sections.index_health_k(search)
     floors = [rule for rule in rules if rule.check is Check.ANN_RECALL_MIN]
     for rule in floors:
@@ -379,9 +381,15 @@ def _with_ann_recall_floor(
             where = e.get("rules") or e["search"]
             measured = "no ANN recall (search.index_health is off)" if k is None else f"k {k}"
             raise f.error(where, f"ann_recall@{rule.k} to be what the search measures ({measured})")
-    if k is None or floors:
+    if k is None:
         return rules
-    return (*rules, RuleConfig(Check.ANN_RECALL_MIN, sections.DEFAULT_ANN_RECALL_FLOOR, k=k))
+    defaults = []
+    if not floors:
+        defaults.append(RuleConfig(Check.ANN_RECALL_MIN, sections.DEFAULT_ANN_RECALL_FLOOR, k=k))
+    if not any(rule.check is Check.INDEX_SIZE_MAX_RELATIVE_DROP for rule in rules):
+        drop = sections.DEFAULT_INDEX_SIZE_DROP
+        defaults.append(RuleConfig(Check.INDEX_SIZE_MAX_RELATIVE_DROP, drop))
+    return (*rules, *defaults)
 
 
 def _suite(

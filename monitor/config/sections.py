@@ -51,6 +51,8 @@ from monitor.store.retention import KEEP_REASONS, KeepReason, Retention
 DEFAULT_INDEX_HEALTH_K = 10
 #: The ANN recall floor a suite with index health gets when no rule names one.
 DEFAULT_ANN_RECALL_FLOOR = 0.95
+#: The default "unexpected drop" of a vector search's indexed vectors, with index health.
+DEFAULT_INDEX_SIZE_DROP = 0.1
 
 
 def _metric(f: Fields, node: Node, example: str) -> Metric:
