@@ -138,7 +138,9 @@ def make_snapshot(**changes: Any) -> SuiteSnapshot:
         "judge": "judge:llm:tiny:0123456789ab",
         "judge_agreement": {"exact": 0.8, "kappa": 0.7, "kappa_linear": 0.65, "alpha": 0.69},
         "judge_pairs": 40,
-        "drift": {"query_drift": {"auc": 0.52, "mmd_p_value": 0.4}},
+        "drift": {
+            "query_drift": {"auc": 0.52, "mmd_p_value": 0.4, "centroid_cosine_distance": 0.01}
+        },
         "last_success_at": None,
         "online": {("ctr", "all", "all"): 0.4, ("ctr", "web", "all"): 0.45},
         "online_searches": {("all", "all"): 120, ("web", "all"): 80},
