@@ -22,11 +22,12 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import httpx
+from monitor.errors import GeneratorError as GeneratorError
 
-from monitor.errors import MonitorError
+if TYPE_CHECKING:
+    import httpx
 
 #: Writes up to ``n`` questions about a passage; ``seed`` makes a random generator repeatable.
 Generator = Callable[[str, int, int], Sequence[str]]
@@ -43,15 +44,6 @@ DEFAULT_GENERATE_PROMPT: Final = (
 #: A delimiter tag written inside a passage: its ``<`` is escaped when the prompt is filled.
 _TAG = re.compile(r"<(?=\s*/?\s*passage\b)", re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)
-
-
-class GeneratorError(MonitorError):
-    """A question generator could not be built, could not be reached, or failed."""
-
-    def __init__(self, generator: str, reason: str) -> None:
-        self.generator = generator
-        self.reason = reason
-        super().__init__(f"generator {generator}: {reason}")
 
 
 class GeneratorAnswerError(GeneratorError):
