@@ -40,7 +40,9 @@ def register_generate(actions: Any) -> None:
     parser.add_argument(
         "--per-doc", type=integer(1, 50, "a count"), required=True, metavar="N", help="questions"
     )
-    parser.add_argument("--generator", choices=("http", "python"), required=True)
+    parser.add_argument(
+        "--generator", choices=("http", "python"), required=True, help="who writes the questions"
+    )
     parser.add_argument("--model", metavar="M", help="http: the model (default: the judge's)")
     parser.add_argument("--url", metavar="U", help="http: the chat-completions endpoint")
     parser.add_argument(
