@@ -21,12 +21,11 @@ from monitor.evalset.generate import (
     DEFAULT_GENERATE_PROMPT,
     Generator,
     GeneratorAnswerError,
-    HttpGenerator,
     parse_questions,
-    python_generator,
 )
 from monitor.evalset.hygiene import check_evalset
 from monitor.evalset.synthetic import Draft, generate_draft
+from monitor.judgments.generators import HttpGenerator, judge_check, python_generator
 from monitor.testing import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +224,7 @@ def test_each_check_rejects_with_its_reason(question: str, reason: str) -> None:
         return 0 if "irrelevant" in query else 2
 
     draft = generate_draft(
-        corpus(("p1",)), lambda p, n, s: [question], "python:g", per_doc=1, judge=judge
+        corpus(("p1",)), lambda p, n, s: [question], "python:g", per_doc=1, judge=judge_check(judge)
     )
     assert [reason] == [r.reason for r in draft.rejected]
 
@@ -316,3 +315,17 @@ def test_bad_options_exit_2_in_one_line(
     code = main(["evalset", "generate", "--bundled", "larkfield", "--per-doc", "1", *options,
                  "--output", str(tmp_path / "d.jsonl")])  # fmt: skip
     assert (2, 1) == (code, len(capsys.readouterr().err.strip().splitlines()))
+
+
+def test_the_readme_figures_are_what_the_offline_example_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's "Starting without an eval set" command prints the counts it quotes."""
+    monkeypatch.chdir(ROOT)
+    code = main(["evalset", "generate", "--bundled", "larkfield", "--per-doc", "3",
+                 "--max-docs", "20", "--seed", "7", "--generator", "python", "--function",
+                 "examples.synth_questions:questions", "--path", ".",
+                 "--output", str(tmp_path / "draft.jsonl")])  # fmt: skip
+    printed = capsys.readouterr().out.splitlines()[:2]
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (0, True, True) == (code, f"`{printed[0]}`" in readme, printed[1] in readme)

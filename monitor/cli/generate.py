@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from monitor.config.model import JudgeConfig
     from monitor.evalset.corpus import Corpus
     from monitor.evalset.generate import Generator
-    from monitor.evalset.synthetic import Judge
+    from monitor.evalset.synthetic import QuestionCheck
 
 #: The calls an http generator makes at most when ``--max-calls`` is not given.
 DEFAULT_MAX_CALLS = 1000
@@ -86,7 +86,7 @@ def generate_command(args: argparse.Namespace) -> int:
     from monitor.io import logical_stem, write_text_atomic
 
     corpus = _corpus(args)
-    judge, level, judge_config = _suite_judge(args)
+    judge, judge_config = _suite_judge(args)
     into = EvalSet.load(args.into) if args.into is not None else None
     generator, generator_id, spent, close = _generator(args, judge_config)
     try:
@@ -99,7 +99,6 @@ def generate_command(args: argparse.Namespace) -> int:
             seed=args.seed,
             into=into,
             judge=judge,
-            relevance_level=level,
             spent=spent,
             name=logical_stem(args.output),
         )
@@ -127,15 +126,16 @@ def _corpus(args: argparse.Namespace) -> Corpus:
     return Corpus.load(data_path(args.bundled, "passages.jsonl"))
 
 
-def _suite_judge(args: argparse.Namespace) -> tuple[Judge | None, int, JudgeConfig | None]:
-    """Return the judge of the suite ``--judge`` names, its relevance level and config."""
+def _suite_judge(args: argparse.Namespace) -> tuple[QuestionCheck | None, JudgeConfig | None]:
+    """Return the question check of the judge of the suite ``--judge`` names, and its config."""
     from monitor.cli.run import load
+    from monitor.judgments.generators import judge_check
     from monitor.judgments.judges import JudgeError, build_judge
 
     if args.judge is None:
         if args.config is not None:
             raise UsageError("--config goes with --judge SUITE (the suite whose judge to use)")
-        return None, 1, None
+        return None, None
     suite = load(args).suite(args.judge)
     if suite.judge is None:
         raise UsageError(f"suite {suite.name!r} has no judge to grade the questions with")
@@ -143,7 +143,7 @@ def _suite_judge(args: argparse.Namespace) -> tuple[Judge | None, int, JudgeConf
         judge = build_judge(suite.judge)
     except JudgeError as error:
         raise UsageError(str(error)) from None
-    return judge, suite.scoring.relevance_level, suite.judge
+    return judge_check(judge, suite.scoring.relevance_level), suite.judge
 
 
 def _generator(
@@ -151,7 +151,7 @@ def _generator(
 ) -> tuple[Generator, str, Callable[[], str | None] | None, Callable[[], None]]:
     """Return the generator the options name, its id, its call cap and its closer."""
     from monitor.config.model import thaw
-    from monitor.evalset.generate import HttpGenerator, python_generator
+    from monitor.judgments.generators import HttpGenerator, python_generator
 
     http_only = ("model", "url", "api_key_env")
     if args.generator == "python":

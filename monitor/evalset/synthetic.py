@@ -11,8 +11,8 @@ fails is its reason for being rejected (:data:`REASONS`):
 - ``duplicate``: the same words as a question kept before (or one of the set it goes
   ``into``), or a Jaccard similarity of their word sets of at least
   :data:`~monitor.evalset.hygiene.NEAR_DUPLICATE`, as ``evalset check`` finds them.
-- ``judge``: with a judge, a grade below the relevance level for (question, passage), or an
-  answer the judge's parser refused.
+- ``judge``: with a judge check (:func:`monitor.judgments.generators.judge_check`), a grade
+  below the relevance level for (question, passage), or an answer the judge's parser refused.
 
 A passage whose generator answer is refused is recorded as ``malformed_answer`` (no
 question), one whose call failed as ``call_failed``. A kept question has its passage as its
@@ -36,8 +36,9 @@ from monitor.evalset.model import EvalSet
 from monitor.records import Query
 from monitor.terminal import counted
 
-#: Grades one (question, passage text) pair: a judge (:data:`monitor.judgments.judges.Judge`).
-Judge = Callable[[str, str], int]
+#: Returns why a (question, passage text) pair is rejected, or None to keep it: a judge as
+#: :func:`monitor.judgments.generators.judge_check` wraps one.
+QuestionCheck = Callable[[str, str], str | None]
 
 #: A question longer than this (characters) is rejected: no user types a paragraph.
 MAX_QUESTION_CHARS: Final = 300
@@ -167,25 +168,8 @@ def _ask(generator: Generator, passage: Passage, n: int, seed: int) -> list[str]
     return list(found)
 
 
-def _judged(judge: Judge, question: str, passage: Passage, level: int) -> str | None:
-    """Return why the judge rejects ``question`` for ``passage``, or None when it keeps it."""
-    from monitor.judgments.answers import JudgeAnswerError, JudgeError
-
-    try:
-        grade = judge(question, passage.text)
-    except JudgeAnswerError as error:
-        return f"answer refused: {error.reason}"
-    except JudgeError as error:
-        raise GeneratorError("judge", error.reason) from None
-    if isinstance(grade, bool) or not isinstance(grade, int):
-        return f"expected an integer grade, found {grade!r}"
-    if grade < level:
-        return f"graded {grade}, below the relevance level {level}"
-    return None
-
-
 def _reason(
-    question: str, passage: Passage, seen: _Seen, judge: Judge | None, level: int
+    question: str, passage: Passage, seen: _Seen, judge: QuestionCheck | None
 ) -> tuple[str, str] | None:
     """Return the first check ``question`` fails (reason, detail), or None."""
     if not words(question):
@@ -198,7 +182,7 @@ def _reason(
     repeated = seen.repeated(question)
     if repeated is not None:
         return "duplicate", repeated
-    judged = _judged(judge, question, passage, level) if judge is not None else None
+    judged = judge(question, passage.text) if judge is not None else None
     return None if judged is None else ("judge", judged)
 
 
@@ -211,8 +195,7 @@ def generate_draft(
     max_docs: int | None = None,
     seed: int = 0,
     into: EvalSet | None = None,
-    judge: Judge | None = None,
-    relevance_level: int = 1,
+    judge: QuestionCheck | None = None,
     spent: Callable[[], str | None] | None = None,
     name: str = "draft",
 ) -> Draft:
@@ -243,7 +226,7 @@ def generate_draft(
         for raw in found:
             question = raw.strip()
             generated += 1
-            why = _reason(question, passage, seen, judge, relevance_level)
+            why = _reason(question, passage, seen, judge)
             if why is not None:
                 rejected.append(Rejected(passage.id, question, *why))
                 continue
