@@ -329,3 +329,20 @@ def test_the_readme_figures_are_what_the_offline_example_prints(
     printed = capsys.readouterr().out.splitlines()[:2]
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert (0, True, True) == (code, f"`{printed[0]}`" in readme, printed[1] in readme)
+
+
+def test_the_command_exits_3_when_the_generator_cannot_be_reached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every call failing is a backend failure: exit 3, one line, no draft written."""
+    with FakeLLM() as closed:
+        url = closed.url
+    output = tmp_path / "d.jsonl"
+    code = main(["evalset", "generate", "--bundled", "larkfield", "--per-doc", "1",
+                 "--max-docs", "2", "--generator", "http", "--url", url, "--model", "m",
+                 "--retries", "0", "--output", str(output)])  # fmt: skip
+    assert (3, 1, False) == (
+        code,
+        len(capsys.readouterr().err.strip().splitlines()),
+        output.exists(),
+    )
