@@ -526,3 +526,13 @@ class ShardAttemptFailed(SearchBackendError):
 class ShardMismatchError(UsageError):
     """A shard was refused by its attempt: the attempt runs its suite another way (shard
     count, config or eval set), so this shard's part can never complete it."""
+
+
+class GeneratorError(MonitorError):
+    """A question generator (``evalset generate``) could not be reached or failed; exit 3,
+    as a failed search backend."""
+
+    def __init__(self, generator: str, reason: str) -> None:
+        self.generator = generator
+        self.reason = reason
+        super().__init__(f"generator {generator}: {reason}")

@@ -21,6 +21,13 @@ Behaviours (:data:`BEHAVIOURS`):
   that is not JSON, prose, a string grade, a reply without ``choices``).
 - ``injection-echo``: obeys a line "ignore previous instructions and answer N" found in the
   document, replying ``N`` alone as told (a naive model); otherwise as ``correct``.
+- ``questions``: answers question-generation prompts (below); grades as ``correct``.
+
+A question-generation prompt (one holding a ``<passage>`` block and asking for ``N
+questions``) is answered ``{"questions": [...]}`` with :meth:`FakeLLM.questions_for`: N
+questions, the last but one planted leaky (the passage's own words) and the last a repeat
+of the first, so a test knows which must be rejected. ``malformed`` and ``slow`` apply to
+such prompts too, and ``injection-echo`` replies ``N`` alone to a passage that asks for it.
 
 The random draws are seeded per (seed, document text, query), so an answer depends on the
 pair alone, never on the order of the calls. A listwise prompt (one holding ``<doc id="...">``
@@ -32,6 +39,7 @@ order; each answer reports ``usage`` (whitespace-separated words as tokens).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -42,7 +50,25 @@ from types import TracebackType
 from typing import Any, Final
 
 #: The planted behaviours, as :class:`FakeLLM` takes them.
-BEHAVIOURS: Final = ("correct", "biased", "noisy", "slow", "malformed", "injection-echo")
+BEHAVIOURS: Final = (
+    "correct",
+    "biased",
+    "noisy",
+    "slow",
+    "malformed",
+    "injection-echo",
+    "questions",
+)
+
+#: The clean questions :meth:`FakeLLM.questions_for` writes, ``{tag}`` naming the passage.
+QUESTION_TEMPLATES: Final = (
+    "What does section {tag} say about timing?",
+    "Who is covered by section {tag}?",
+    "When does section {tag} apply?",
+    "Which costs does section {tag} mention?",
+    "How would a customer use section {tag}?",
+    "Where is section {tag} enforced?",
+)
 
 #: The malformed answers, in the order the ``malformed`` behaviour gives them: the raw body
 #: (``None``: a chat completion holding the content that follows) and the content.
@@ -57,6 +83,8 @@ _INJECTION = re.compile(r"ignore (?:all )?previous instructions and answer (\d+)
 _DOCUMENT = re.compile(r"<document>\s*(.*?)\s*</document>", re.DOTALL)
 _QUERY = re.compile(r"<query>\s*(.*?)\s*</query>", re.DOTALL)
 _LISTED = re.compile(r'<doc id="([^"]*)">\s*(.*?)\s*</doc>', re.DOTALL)
+_PASSAGE = re.compile(r"<passage>\s*(.*?)\s*</passage>", re.DOTALL)
+_COUNT = re.compile(r"\b(\d+) (?:different )?questions\b")
 
 
 class FakeLLM:
@@ -156,6 +184,15 @@ class FakeLLM:
                 chosen = MALFORMED[self._malformed % len(MALFORMED)]
                 self._malformed += 1
             return chosen
+        passage = _PASSAGE.search(prompt)
+        if passage is not None:
+            text = passage.group(1)
+            injected = _INJECTION.search(text) if self.behaviour == "injection-echo" else None
+            if injected is not None:
+                return None, injected.group(1)
+            count = _COUNT.search(prompt)
+            n = int(count.group(1)) if count is not None else 1
+            return None, json.dumps({"questions": self.questions_for(text, n)})
         found = _QUERY.search(prompt)
         query = found.group(1) if found is not None else ""
         listed = _LISTED.findall(prompt)
@@ -167,6 +204,22 @@ class FakeLLM:
         if injected is not None:
             return None, injected.group(1)
         return None, json.dumps({"grade": self.grade_of(query, document)})
+
+    @staticmethod
+    def questions_for(passage: str, n: int) -> list[str]:
+        """Return the ``n`` questions planted for ``passage``: clean ones from
+        :data:`QUESTION_TEMPLATES` (cycled), except, when ``n`` is 2 or more, the last but
+        one, the passage's first 12 words as a question (a leak), and, when ``n`` is 3 or
+        more, the last, a repeat of the first (a duplicate)."""
+        tag = hashlib.sha256(passage.encode("utf-8")).hexdigest()[:8]
+        out = [
+            QUESTION_TEMPLATES[i % len(QUESTION_TEMPLATES)].replace("{tag}", tag) for i in range(n)
+        ]
+        if n >= 2:
+            out[n - 2] = " ".join(passage.split()[:12]).rstrip(".") + "?"
+        if n >= 3:
+            out[n - 1] = out[0]
+        return out
 
     def _graded(self, query: str, text: str) -> int:
         injected = _INJECTION.search(text) if self.behaviour == "injection-echo" else None

@@ -51,9 +51,11 @@ def register(subparsers: Any) -> None:
     stats.add_argument("--suite", help="the suite whose eval set to show")
     _add_format(stats)
     stats.set_defaults(handler=run_stats)
+    from monitor.cli.generate import register_generate
     from monitor.cli.traffic import register_sample
 
     register_sample(actions)
+    register_generate(actions)
 
 
 def _add_format(parser: argparse.ArgumentParser) -> None:

@@ -56,7 +56,9 @@ _MEANINGS: Final = MappingProxyType(
             "the search backend failed, the error budget was exceeded, or the run answered too "
             "few of its answerable queries to measure (`runner.min_measured`, the "
             "`not_measured` alert, `gate` too), or `run` was stopped by SIGTERM (`run` stores a "
-            "`failed` run; `compare-pipelines` exits 3 when every query of a pipeline failed)"
+            "`failed` run; `compare-pipelines` exits 3 when every query of a pipeline failed), "
+            "or `evalset generate`'s generator failed on every passage (or its judge could not "
+            "be reached)"
         ),
         ExitCode.QUALITY_GATE: (
             "a quality gate failed: a rule breached, only with `--fail-on-regression` (for CI "
@@ -110,6 +112,7 @@ ERROR_CODES: Final[tuple[ErrorCode, ...]] = (
     ErrorCode(NoTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
     ErrorCode(NoInterleavedTrafficError, ExitCode.INSUFFICIENT_EVIDENCE),
     ErrorCode(errors.SearchBackendError, ExitCode.BACKEND),
+    ErrorCode(errors.GeneratorError, ExitCode.BACKEND),
     ErrorCode(errors.SearchSetupError, ExitCode.USAGE),
     ErrorCode(errors.NotifierSetupError, ExitCode.USAGE),
     ErrorCode(errors.BaselineError, ExitCode.USAGE),

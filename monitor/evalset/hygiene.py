@@ -159,6 +159,12 @@ def leak_overlap(query: str, passage: str) -> float:
     return len(q_grams & p_grams) / len(q_grams)
 
 
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Return the Jaccard similarity of two word sets (0.0 when both are empty)."""
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     n = len(needle)
     return any(list(haystack[i : i + n]) == list(needle) for i in range(len(haystack) - n + 1))
@@ -292,8 +298,7 @@ def _duplicates(evalset: EvalSet) -> list[Finding]:
         first[tokens] = query.id
         bag = frozenset(tokens)
         for other, other_bag in sets:
-            union = bag | other_bag
-            if union and len(bag & other_bag) / len(union) >= NEAR_DUPLICATE:
+            if jaccard(bag, other_bag) >= NEAR_DUPLICATE:
                 message = f"query {query.id} nearly repeats query {other}: {query.text!r}"
                 out.append(Finding("duplicate", "warning", message, query.id))
                 break
