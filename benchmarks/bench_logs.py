@@ -136,6 +136,8 @@ def generate(searches: int, seed: int) -> tuple[pa.Table, pa.Table]:
     offsets = np.concatenate([[0], np.cumsum(shown)]).astype(np.int32)
     hits = pa.ListArray.from_arrays(pa.array(offsets), hit_docs)
     query_id = _strings("s", np.arange(searches))
+    # Each search logs its latency (milliseconds, rounded to a tenth: NDJSON writes it as is).
+    latency = np.round(rng.lognormal(3.0, 0.5, searches), 1)
     queries = pa.table(
         {
             "query_id": query_id,
@@ -144,6 +146,9 @@ def generate(searches: int, seed: int) -> tuple[pa.Table, pa.Table]:
             "client_id": client,
             "application": application,
             "query_response_hit_ids": hits,
+            "query_attributes": pa.StructArray.from_arrays(
+                [pa.array(latency)], names=["latency_ms"]
+            ),
         }
     )
     rank = (np.nonzero(keep)[1] + 1).astype(np.int64)
@@ -195,6 +200,9 @@ def ndjson_lines(table: pa.Table) -> pa.Array:
             value = pc.binary_join_element_wise(
                 '{"object_id":', _quoted(column.field("object_id")), "}", ""
             )
+        elif name == "query_attributes":
+            latency = pc.cast(column.field("latency_ms"), pa.string())
+            value = pc.binary_join_element_wise('{"latency_ms":', latency, "}", "")
         elif name == "event_attributes":
             ordinal = pc.cast(column.field("position").field("ordinal"), pa.string())
             value = pc.binary_join_element_wise('{"position":{"ordinal":', ordinal, "}}", "")
@@ -334,6 +342,11 @@ def with_pandas(queries: Path, events: Path, kind: str) -> dict[str, Any]:
     clients = q.groupby("query_key")["client_id"].nunique()
     q = q[q["query_key"].isin(clients.index[clients >= MIN_DISTINCT_CLIENTS])].copy()
     q["hits"] = q["query_response_hit_ids"].str.len()
+    q["latency_ms"] = (
+        pd.to_numeric(q["query_attributes"].str.get("latency_ms"), errors="coerce")
+        if "query_attributes" in q
+        else np.nan
+    )
     q["epoch_s"] = q["ts"].astype("datetime64[us]").astype("int64") / 1e6
     shown = q[["query_id", "query_response_hit_ids"]].explode("query_response_hit_ids")
     shown = shown.dropna().rename(columns={"query_response_hit_ids": "doc"})
@@ -351,6 +364,7 @@ def with_pandas(queries: Path, events: Path, kind: str) -> dict[str, Any]:
     ranked = c.dropna(subset=["rank"]).drop_duplicates(["query_id", "rank"])
     paul = (0.5 ** (ranked["rank"] - 1)).groupby(ranked["query_id"]).sum()
     s = q[["query_id", "query_key", "client_id", "application", "ts", "epoch_s", "hits"]]
+    s = s.assign(latency_ms=q["latency_ms"])
     s = s.sort_values(["client_id", "application", "ts", "query_id"])
     same = (s["client_id"].shift(-1) == s["client_id"]) & (
         s["application"].shift(-1) == s["application"]
@@ -380,6 +394,12 @@ def with_pandas(queries: Path, events: Path, kind: str) -> dict[str, Any]:
             "mean_first_click_position": float(first.mean()) if first.notna().any() else None,
             "reformulation_rate": float(part["reformulated"].mean()),
             "paulscore": float(part["paul"].mean()),
+            **{
+                name: float(part["latency_ms"].quantile(q / 100))
+                if part["latency_ms"].notna().any()
+                else None
+                for name, q in (("latency_p50", 50), ("latency_p95", 95))
+            },
         }
 
     # COEC.
