@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from monitor.errors import LayersChangedError, MonitorError, UsageError
 from monitor.web import limits, security
@@ -95,6 +95,7 @@ def create_app(settings: WebSettings) -> Starlette:
         Route("/api/simulate", pages.simulate, methods=["POST"]),
         Route("/api/labels", pages.label, methods=["POST"]),
         Route("/suites/{suite}", pages.suite),
+        Route("/suites/{suite}/verify", pages.verify),
         Route("/suites/{suite}/runs/{run_id:int}", pages.run),
         Route("/suites/{suite}/runs/{run_id:int}/queries/{query_id:path}", pages.query),
         Mount("/static", app=StaticFiles(packages=[("monitor.web", "static")]), name="static"),
@@ -291,6 +292,22 @@ class _Pages:
             )
         )
 
+    async def verify(self, request: Request) -> Response:
+        from monitor.web.verify import Draw, parse_share, verify_view
+
+        name, params = request.path_params["suite"], request.query_params
+
+        def build() -> Response:
+            by = params.get("by", "pair")
+            if by not in ("pair", "query"):
+                raise UsageError(f"by: expected pair or query, found {by!r}")
+            share = parse_share(params.get("share", "0.1"))
+            seed = _int_param(request, "seed", 0)
+            view = verify_view(self.views, name, share=share, seed=seed, by=cast(Draw, by))
+            return self.page("verify.html", view=view)
+
+        return await self._guarded(build)
+
     async def run(self, request: Request) -> Response:
         name, run_id = request.path_params["suite"], request.path_params["run_id"]
         return await self._guarded(
@@ -440,6 +457,7 @@ def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
+    from monitor.config.model import config_option
     from monitor.report.svg import trend_chart, unit_label
     from monitor.web import definitions
     from monitor.web.charts import sparkline
@@ -455,6 +473,7 @@ def _environment() -> Environment:
     env.filters["figure"] = figure_text
     env.filters["docstring"] = definitions.as_html
     env.globals["unit_label"] = unit_label
+    env.globals["config_option"] = config_option
     env.globals["sparkline"] = lambda *a, **k: Markup(sparkline(*a, **k))
     env.globals["trend_chart"] = lambda *a, **k: Markup(trend_chart(*a, **k))
     return env

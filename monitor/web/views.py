@@ -126,6 +126,10 @@ class Views:
         """Return the suite's config; raise UsageError naming the known suites."""
         return self.config.suite(name)
 
+    def store(self) -> Store:
+        """Open the store the pages read (the caller closes it)."""
+        return self._open()
+
     # Pages -------------------------------------------------------------------------------
 
     def suites(self) -> list[SuiteCard]:

@@ -22,9 +22,10 @@
             : result.error;
         }
         if (!response.ok) { return; }
-        // The document may stand in both rankings: its buttons go from both once it is graded.
+        // The document may stand in both rankings: its buttons go from both once it is graded
+        // (for this query only: a page of several queries may show it for another).
         for (const same of document.querySelectorAll(".label-buttons")) {
-          if (same.dataset.doc === body.doc_id) {
+          if (same.dataset.doc === body.doc_id && same.dataset.query === body.query_id) {
             same.replaceChildren(document.createTextNode("graded " + body.grade));
           }
         }
