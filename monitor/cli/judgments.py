@@ -297,31 +297,13 @@ def agreement_command(args: argparse.Namespace) -> int:
 
 def verify_command(args: argparse.Namespace) -> int:
     """Write a blind, stratified sample of the suite judge's unverified grades."""
-    from monitor.errors import UsageError
-    from monitor.judgments.judges import judge_source
-    from monitor.judgments.suite import doc_texts
     from monitor.judgments.todo import write_todo
-    from monitor.judgments.verify import verify_sample
+    from monitor.judgments.verify import suite_verify_sample
 
     suite, store, frozen = _open(args)
-    if suite.judge is None:
-        raise UsageError(f"suite {suite.name!r} has no judge whose grades to verify")
     with store:
-        runs = [run for run in (store.latest_run(suite.name),) if run is not None]
-        baseline = store.get_baseline(suite.name)
-        if baseline is not None and all(baseline.run_id != run.run_id for run in runs):
-            runs.append(baseline)
-        sample = verify_sample(
-            frozen,
-            store.layers(suite.name),
-            judge_source(suite.judge),
-            share=args.share,
-            seed=args.seed,
-            segment=suite.segments[0] if suite.segments else None,
-            runs=runs,
-            depth=suite.k,
-            doc_text=doc_texts(suite),
-            by=args.by,
+        sample = suite_verify_sample(
+            suite, store, frozen, share=args.share, seed=args.seed, by=args.by
         )
     _emit(write_todo(sample.items, args.format), args.output)
     strata = "; ".join(stratum.describe() for stratum in sample.strata)

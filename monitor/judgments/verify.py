@@ -29,13 +29,17 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from monitor.errors import UsageError
 from monitor.evalset import EvalSet
 from monitor.judgments.merge import merged
 from monitor.judgments.todo import DocText, TodoItem, no_doc_text, todo_items
 from monitor.store import JudgmentLayer, RunRecord
+
+if TYPE_CHECKING:
+    from monitor.config.model import SuiteConfig
+    from monitor.store import Store
 
 #: The segment value of a query whose metadata lacks the segment key.
 NO_SEGMENT = "(none)"
@@ -165,3 +169,38 @@ def verify_sample(
             )
         )
     return VerifySample(tuple(items), tuple(strata), len(population))
+
+
+def suite_verify_sample(
+    suite: SuiteConfig,
+    store: Store,
+    frozen: EvalSet,
+    *,
+    share: float = 0.1,
+    seed: int = 0,
+    by: Literal["pair", "query"] = "pair",
+) -> VerifySample:
+    """Draw the verification sample of ``suite``'s judge from ``store``: its layers, its latest
+    run and baseline for each item's rank, its first segment key for the strata, its corpus
+    for the texts. Raise UsageError when the suite has no judge."""
+    from monitor.judgments.judges import judge_source
+    from monitor.judgments.suite import doc_texts
+
+    if suite.judge is None:
+        raise UsageError(f"suite {suite.name!r} has no judge whose grades to verify")
+    runs = [run for run in (store.latest_run(suite.name),) if run is not None]
+    baseline = store.get_baseline(suite.name)
+    if baseline is not None and all(baseline.run_id != run.run_id for run in runs):
+        runs.append(baseline)
+    return verify_sample(
+        frozen,
+        store.layers(suite.name),
+        judge_source(suite.judge),
+        share=share,
+        seed=seed,
+        segment=suite.segments[0] if suite.segments else None,
+        runs=runs,
+        depth=suite.k,
+        doc_text=doc_texts(suite),
+        by=by,
+    )

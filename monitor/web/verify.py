@@ -53,33 +53,14 @@ def parse_share(text: str) -> float:
 def verify_view(views: Views, name: str, *, share: float, seed: int, by: Draw) -> VerifyView:
     """Return the verification sample of suite ``name``'s judge; raise UsageError when the
     suite has no judge or its eval set cannot be loaded."""
-    from monitor.judgments.judges import judge_source
-    from monitor.judgments.suite import doc_texts
-    from monitor.judgments.verify import verify_sample
+    from monitor.judgments.verify import suite_verify_sample
 
     suite = views.suite(name)
-    if suite.judge is None:
-        raise UsageError(f"suite {name!r} has no judge whose grades to verify")
     frozen = views.evalset(suite)
     if frozen is None:
         raise UsageError(f"suite {name!r}: its eval set cannot be loaded")
     with views.store() as store:
-        runs = [run for run in (store.latest_run(name),) if run is not None]
-        baseline = store.get_baseline(name)
-        if baseline is not None and all(baseline.run_id != run.run_id for run in runs):
-            runs.append(baseline)
-        sample = verify_sample(
-            frozen,
-            store.layers(name),
-            judge_source(suite.judge),
-            share=share,
-            seed=seed,
-            segment=suite.segments[0] if suite.segments else None,
-            runs=runs,
-            depth=suite.k,
-            doc_text=doc_texts(suite),
-            by=by,
-        )
+        sample = suite_verify_sample(suite, store, frozen, share=share, seed=seed, by=by)
     command = (
         f"retrieval-monitor judgments verify --suite {shlex.quote(name)} --share {share:g} "
         f"--seed {seed} --by {by}{config_option(suite.config_file)}"
