@@ -261,6 +261,11 @@ def ours(queries: Path, events: Path, db: Path) -> dict[str, Any]:
         grades = click_grades(connection, ClickSettings())
     finally:
         connection.close()
+    return _result(summary, metrics, grades)
+
+
+def _result(summary: Any, metrics: Any, grades: Any) -> dict[str, Any]:
+    """Return what an import stored, its online metrics by application and its COEC grades."""
     return {
         "stored": [summary.searches_stored, summary.events_stored],
         "metrics": {
@@ -297,16 +302,7 @@ def on_spark(queries: Path, events: Path, db: Path, master: str) -> dict[str, An
                 phases["aggregate"] = time.perf_counter() - start - sum(phases.values())
     finally:
         connection.close()
-    return {
-        "stored": [summary.searches_stored, summary.events_stored],
-        "metrics": {
-            str(item.application): {"searches": item.searches, **item.values} for item in metrics
-        },
-        "grades": [
-            [g.query_key, g.doc, g.impressions, g.clicks, g.expected, g.score] for g in grades
-        ],
-        "phases": phases,
-    }
+    return {**_result(summary, metrics, grades), "phases": phases}
 
 
 def with_pandas(queries: Path, events: Path, kind: str) -> dict[str, Any]:
