@@ -202,13 +202,8 @@ def _applications(f: Fields, node: Node | None) -> tuple[str, ...] | None:
 def _rules(f: Fields, node: Node | None, metrics: tuple[str, ...]) -> tuple[OnlineRule, ...]:
     if node is None or node.value is None:
         return ()
-    out: list[OnlineRule] = []
-    for item in f.sequence(node, "rules such as {metric: ctr, max_relative_drop: 0.1}"):
-        rule = _rule(f, item, metrics)
-        if rule in out:
-            raise f.error(item, "each rule once (same check, metric and severity given before)")
-        out.append(rule)
-    return tuple(out)
+    example = "rules such as {metric: ctr, max_relative_drop: 0.1}"
+    return sections.each_once(f, node, example, lambda item: _rule(f, item, metrics))
 
 
 def _rule(f: Fields, node: Node, metrics: tuple[str, ...]) -> OnlineRule:

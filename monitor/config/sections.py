@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import difflib
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from types import MappingProxyType
-from typing import cast
+from typing import TypeVar, cast
 
 from monitor.config import vocab
 from monitor.config.common import Severity
@@ -53,6 +53,10 @@ DEFAULT_INDEX_HEALTH_K = 10
 DEFAULT_ANN_RECALL_FLOOR = 0.95
 #: The default "unexpected drop" of a vector search's indexed vectors, with index health.
 DEFAULT_INDEX_SIZE_DROP = 0.1
+
+
+#: An item of a list the config reads.
+T = TypeVar("T")
 
 
 def _metric(f: Fields, node: Node, example: str) -> Metric:
@@ -308,9 +312,16 @@ def rules(f: Fields, node: Node | None, chosen: tuple[Metric, ...]) -> tuple[Rul
     """Read ``rules``; absent means :func:`~monitor.config.vocab.default_rules`, ``[]`` none."""
     if node is None or node.value is None:
         return vocab.default_rules(chosen)
-    out: list[RuleConfig] = []
-    for item in f.sequence(node, "alert rules such as {metric: recall@5, max_drop: 0.05}"):
-        rule = _rule(f, item, chosen)
+    example = "alert rules such as {metric: recall@5, max_drop: 0.05}"
+    return each_once(f, node, example, lambda item: _rule(f, item, chosen))
+
+
+def each_once(f: Fields, node: Node, what: str, read: Callable[[Node], T]) -> tuple[T, ...]:
+    """Read the list ``node`` (``what`` it should be) item by item with ``read``, refusing an
+    item equal to one before it (a rule given twice)."""
+    out: list[T] = []
+    for item in f.sequence(node, what):
+        rule = read(item)
         if rule in out:
             raise f.error(item, "each rule once (same check, metric and severity given before)")
         out.append(rule)
