@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -22,6 +23,29 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
+
+
+def _cache_bytecode() -> None:
+    """Keep compiled bytecode where the environment turns writing it off.
+
+    Each worker rewrites and compiles every test module, and hundreds of tests start
+    ``python -m monitor``: without bytecode each of them compiles everything again. Where
+    ``PYTHONDONTWRITEBYTECODE`` asks for no ``__pycache__`` in the tree, the suite keeps it in
+    a folder of the temporary directory instead (``PYTHONPYCACHEPREFIX``), for the child
+    processes too.
+    """
+    if not sys.dont_write_bytecode:
+        return
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(
+        Path(tempfile.gettempdir()) / "retrieval-monitor-pycache"
+    )
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+
+
+_cache_bytecode()
 
 # Property tests check values, not speed: on a loaded 2-core machine an example can take
 # longer than hypothesis's default 200 ms deadline without anything being wrong.
