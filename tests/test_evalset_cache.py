@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from monitor.evalset import EvalSet, cache
-from monitor.evalset.columns import EvalColumns
 
 LINES = [
     {"id": "q1", "query": "café", "relevant": {"d1": 2, "d2": 0}, "metadata": {"kind": "a"}},
@@ -39,7 +38,6 @@ def test_a_kept_set_reads_back_as_it_was_read(tmp_path: Path) -> None:
     assert back is not None
     assert evalset == back
     assert "set" == back.name
-    assert isinstance(back.as_sequence(), EvalColumns)
     assert evalset.columns() == back.columns()
     assert {"kind": "a", "w": 1.0} == dict(back["q2"].metadata)
     assert float is type(back["q2"].metadata["w"])
@@ -64,13 +62,9 @@ def test_a_damaged_cache_file_is_ignored(tmp_path: Path) -> None:
     assert cache.read("sha256:cd", folder) is None
 
 
-def test_a_set_of_records_or_a_small_file_is_not_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Only a set read into columns, from a file of at least MIN_BYTES, is written."""
+def test_a_small_file_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a set read from files of at least MIN_BYTES in all is written."""
     folder = tmp_path / "cache"
-    cache.write("sha256:ab", EvalSet("x", _evalset(tmp_path).queries), 10, folder)
-    assert not folder.exists()
     monkeypatch.setattr(cache, "MIN_BYTES", 11)
     cache.write("sha256:ab", _evalset(tmp_path), 10, folder)
     assert not folder.exists()

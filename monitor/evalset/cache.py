@@ -2,8 +2,8 @@
 
 A scheduled monitor reads the same frozen file run after run. Parsing a JSONL set of a
 million queries takes most of ten seconds; reading back the columns it was parsed into
-takes under one. So a set read into columns (:class:`~monitor.evalset.columns.EvalColumns`)
-from a file of :data:`MIN_BYTES` or more is written, after it is read, to one ``.npz`` file
+takes under one. So the columns (:class:`~monitor.evalset.columns.EvalColumns`) of a set
+read from a file of :data:`MIN_BYTES` or more is written, after it is read, to one ``.npz`` file
 named by the SHA-256 of the set's files (:func:`monitor.evalset.digests.files_digest`: every
 byte of them, the format and the path). A run whose files hash alike reads that file instead
 of parsing; any other byte is another name, and the set is parsed again.
@@ -70,10 +70,10 @@ def read(files: str, directory: Path | None = None) -> EvalSet | None:
 
 def write(files: str, evalset: EvalSet, size: int, directory: Path | None = None) -> None:
     """Keep ``evalset`` (read from files of digest ``files``, ``size`` bytes in all) when it
-    was read into columns and is large enough to be worth it."""
-    columns = evalset.as_sequence()
-    if size < MIN_BYTES or not isinstance(columns, EvalColumns):
+    is large enough to be worth it."""
+    if size < MIN_BYTES:
         return
+    columns = evalset.columns()
     path = _path(files, directory)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,6 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from operator import attrgetter
 from os import PathLike
 from types import MappingProxyType
 
@@ -24,8 +23,6 @@ from monitor.evalset._checks import (
 from monitor.evalset.columns import EvalColumns
 from monitor.records import MetaValue, Query
 
-_ID = attrgetter("id")
-_JUDGMENTS = attrgetter("judgments")
 #: How many queries' canonical rows the fingerprint writes and hashes at once.
 _FINGERPRINT_BLOCK = 4096
 
@@ -43,17 +40,19 @@ class EvalSet:
     (1 or more is relevant; 0 and below are judged not relevant), metadata values are
     scalars. A bad value raises :class:`~monitor.errors.UsageError`; the loaders raise
     :class:`~monitor.errors.InputError` with the file and line instead.
+
+    The queries are held as columns (:class:`~monitor.evalset.columns.EvalColumns`), however
+    the set was made: the queries added since the last read wait as records and join the
+    columns when the set is next read. A record is built only when a query is read.
     """
 
-    __slots__ = ("_by_id", "_columns", "_fingerprint", "_qrels", "_queries", "name")
+    __slots__ = ("_added", "_added_ids", "_columns", "_fingerprint", "_qrels", "name")
 
     def __init__(self, name: str = "", queries: Iterable[Query] = ()) -> None:
         self.name = name
-        # A set read into columns holds them alone until a query is read as a record by
-        # id or added: its records are then built once, and kept (``_listed``).
-        self._queries: list[Query] | None = []
-        self._by_id: dict[str, Query] | None = {}
-        self._columns: EvalColumns | None = None
+        self._columns = EvalColumns.of(())
+        self._added: list[Query] = []
+        self._added_ids: set[str] = set()
         self._fingerprint: str | None = None
         self._qrels: Mapping[str, Mapping[str, int]] | None = None
         for query in queries:
@@ -80,25 +79,12 @@ class EvalSet:
                 query = self._checked(query.id, query.text, query.judgments, query.metadata)
         else:
             query = self._checked(query, "" if text is None else text, relevant, metadata)
-        queries, by_id = self._listed()
-        if query.id in by_id:
+        if query.id in self._added_ids or self._columns.position(query.id) is not None:
             raise UsageError(f"eval set {self.name!r} already has a query with id {query.id!r}")
-        queries.append(query)
-        by_id[query.id] = query
-        self._fingerprint = self._qrels = self._columns = None
+        self._added.append(query)
+        self._added_ids.add(query.id)
+        self._fingerprint = self._qrels = None
         return query
-
-    def _listed(self) -> tuple[list[Query], dict[str, Query]]:
-        """Return the queries as records, in order and by id: built from the columns the
-        first time they are needed."""
-        columns = self._columns
-        if (self._queries is None or self._by_id is None) and columns is not None:
-            queries = columns.records()
-            self._by_id = dict(zip(columns.ids, queries, strict=True))
-            self._queries = queries
-        if self._queries is None or self._by_id is None:
-            raise RuntimeError("an eval set holds neither its records nor its columns")
-        return self._queries, self._by_id
 
     @staticmethod
     def _checked(query_id: object, text: object, relevant: object, metadata: object) -> Query:
@@ -179,16 +165,11 @@ class EvalSet:
     @classmethod
     def _of_read(cls, contents: formats.Contents) -> EvalSet:
         """Return the eval set of queries a reader checked, without checking them again."""
-        evalset = cls(contents.name)
-        if isinstance(contents.queries, EvalColumns):  # unique ids: the reader checked
-            evalset._columns = contents.queries
-            evalset._queries = evalset._by_id = None
-            return evalset
-        by_id = dict(zip(map(_ID, contents.queries), contents.queries, strict=True))
-        if len(by_id) != len(contents.queries):  # never from a reader; add() names the repeat
+        columns = EvalColumns.of(contents.queries)
+        if len(set(columns.ids)) != len(columns):  # never from a reader; add() names the repeat
             return cls(contents.name, contents.queries)
-        evalset._queries = list(contents.queries)
-        evalset._by_id = by_id
+        evalset = cls(contents.name)
+        evalset._columns = columns
         return evalset
 
     @classmethod
@@ -222,46 +203,32 @@ class EvalSet:
         """Return query id -> doc id -> grade for every query (``{}`` when unjudged).
 
         The mapping is read-only, as the queries' judgments it holds are: it is built once,
-        from those judgments without a copy, and every later call returns it again until a
-        query is added.
+        and every later call returns it again until a query is added.
         """
         if self._qrels is None:
-            columns = self._columns
-            if self._by_id is None and columns is not None:
-                frozen = map(MappingProxyType, columns.judgment_dicts())
-                by_id = dict(zip(columns.ids, frozen, strict=True))
-            else:
-                records = self._listed()[1]
-                by_id = dict(zip(records, map(_JUDGMENTS, records.values()), strict=True))
-            self._qrels = MappingProxyType(by_id)
+            columns = self.columns()
+            frozen = map(MappingProxyType, columns.judgment_dicts())
+            self._qrels = MappingProxyType(dict(zip(columns.ids, frozen, strict=True)))
         return self._qrels
 
     def columns(self) -> EvalColumns:
-        """Return the queries as columns (:class:`~monitor.evalset.columns.EvalColumns`):
-        the ones the set was read into, or built from its records and kept until a query
-        is added."""
-        if self._columns is None:
-            self._columns = EvalColumns.of(self._listed()[0])
+        """Return the queries as columns (:class:`~monitor.evalset.columns.EvalColumns`),
+        the ones added since the last read joined to them first."""
+        if self._added:
+            self._columns = EvalColumns.concatenate([self._columns, EvalColumns.of(self._added)])
+            self._added = []
+            self._added_ids = set()
         return self._columns
-
-    def as_sequence(self) -> Sequence[Query]:
-        """Return the queries in order as a read-only sequence: the columns when the set
-        was read into them (each record built only as it is read), else the records."""
-        if self._queries is None and self._columns is not None:
-            return self._columns
-        return tuple(self._listed()[0])
 
     @property
     def queries(self) -> tuple[Query, ...]:
         """Return the queries in order."""
-        return tuple(self._listed()[0])
+        return tuple(self.columns())
 
     @property
     def ids(self) -> tuple[str, ...]:
         """Return the query ids in order."""
-        if self._columns is not None:
-            return self._columns.ids
-        return tuple(self._listed()[1])
+        return self.columns().ids
 
     @property
     def fingerprint(self) -> str:
@@ -293,16 +260,8 @@ class EvalSet:
     def canonical_blocks(self, size: int) -> Iterator[list[tuple[str, str, list[tuple[str, int]]]]]:
         """Yield ``(id, text, judgments)`` of every query in id order, ``size`` queries at a
         time, judgments as (doc, grade) pairs sorted by doc id: the rows of the digests
-        (:meth:`EvalColumns.canonical_blocks` for a set held as columns)."""
-        if self._queries is None and self._columns is not None:
-            yield from self._columns.canonical_blocks(size)
-            return
-        ordered = sorted(self._listed()[0], key=_ID)
-        for start in range(0, len(ordered), size):
-            yield [
-                (query.id, query.text, sorted(query.judgments.items()))
-                for query in ordered[start : start + size]
-            ]
+        (:meth:`EvalColumns.canonical_blocks`)."""
+        return self.columns().canonical_blocks(size)
 
     def adopt_fingerprint(self, fingerprint: str) -> None:
         """Take ``fingerprint`` as this set's: one computed before from the very bytes the set
@@ -314,28 +273,20 @@ class EvalSet:
 
     def get(self, query_id: str, default: Query | None = None) -> Query | None:
         """Return the query with ``query_id``, or ``default`` when there is none."""
-        columns = self._columns
-        if self._by_id is None and columns is not None:
-            at = columns.position(query_id)
-            return default if at is None else columns[at]
-        return self._listed()[1].get(query_id, default)
+        columns = self.columns()
+        at = columns.position(query_id)
+        return default if at is None else columns[at]
 
     def __len__(self) -> int:
-        if self._queries is None and self._columns is not None:
-            return len(self._columns)
-        return len(self._listed()[0])
+        return len(self._columns) + len(self._added)
 
     def __iter__(self) -> Iterator[Query]:
-        if self._queries is None and self._columns is not None:
-            return iter(self._columns)  # built a block at a time, not kept
-        return iter(tuple(self._listed()[0]))
+        return iter(self.columns())  # built a block at a time, not kept
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Query):
-            return self.get(item.id) == item
-        if self._by_id is None:
-            return self.get(item) is not None if isinstance(item, str) else False
-        return isinstance(item, str) and item in self._by_id
+            return item in self.columns()
+        return self.columns().position(item) is not None
 
     def __getitem__(self, key: int | str) -> Query:
         """Return the query at position ``key`` (an int) or with id ``key`` (a string)."""
@@ -346,9 +297,7 @@ class EvalSet:
             return found
         if isinstance(key, bool) or not isinstance(key, int):
             raise TypeError(f"eval set index must be an int or a query id, not {key!r}")
-        if self._queries is None and self._columns is not None:
-            return self._columns[key]
-        return self._listed()[0][key]
+        return self.columns()[key]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EvalSet):

@@ -103,7 +103,7 @@ def search_suite(
     timeouts, retries, deadline, error budget, warm-up) and its secrets scrubbed from errors."""
     runner = suite.runner
     return run_queries(
-        evalset.as_sequence(),  # a set read into columns is sent without a record per query
+        evalset.columns(),  # sent without a record per query
         search,
         k=suite.k,
         concurrency=runner.concurrency,

@@ -113,13 +113,10 @@ def shard_from_env(environ: Mapping[str, str] | None = None) -> Shard | None:
 def select(evalset: EvalSet, shard: Shard) -> EvalSet:
     """Return the queries of ``evalset`` in ``shard``, in eval-set order."""
     from monitor.evalset import EvalSet
-    from monitor.evalset.columns import EvalColumns
 
-    columns = evalset.as_sequence()
-    if isinstance(columns, EvalColumns):  # a slice of the columns, no record per query
-        picked = [i for i, query_id in enumerate(columns.ids) if shard.holds(query_id)]
-        return EvalSet.of_columns(evalset.name, columns.take(picked))
-    return EvalSet(evalset.name, (query for query in evalset if shard.holds(query.id)))
+    columns = evalset.columns()  # a slice of the columns, no record per query
+    picked = [i for i, query_id in enumerate(columns.ids) if shard.holds(query_id)]
+    return EvalSet.of_columns(evalset.name, columns.take(picked))
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +354,7 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
             f"merge: the parts hold no outcome for {len(missing)} quer(ies), first {missing[0]!r}"
         )
     # The eval set's own queries stand in for the parts' (which held only their ids).
-    table = table.take([position[query_id] for query_id in evalset.ids], evalset.as_sequence())
+    table = table.take([position[query_id] for query_id in evalset.ids], evalset.columns())
     rates = [r.queries_per_second for r in results if r.queries_per_second is not None]
     return RunResult(
         outcomes=table,

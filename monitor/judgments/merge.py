@@ -13,11 +13,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
-from operator import attrgetter, methodcaller
 
 from monitor.evalset import EvalSet
-from monitor.evalset.columns import EvalColumns
 from monitor.evalset.model import canonical_json
 from monitor.records import Query
 from monitor.store.layers import Grades, JudgmentLayer, RunLabels
@@ -44,10 +41,6 @@ class Conflict:
 
 #: How many queries' canonical rows a digest writes and hashes at once.
 _DIGEST_BLOCK = 4096
-_ID = attrgetter("id")
-_TEXT = attrgetter("text")
-_JUDGMENTS = attrgetter("judgments")
-_ITEMS = methodcaller("items")
 
 
 class _RowsDigest:
@@ -70,60 +63,30 @@ class _RowsDigest:
         return "sha256:" + digest.hexdigest()
 
 
-def _digest(rows: Iterable[object]) -> str:
-    """Return ``sha256:<hex>`` of ``json.dumps(list(rows), ensure_ascii=False,
-    separators=(",", ":"))`` in UTF-8, written and hashed a block of rows at a time."""
-    digest = _RowsDigest()
-    rows = iter(rows)
-    while block := list(islice(rows, _DIGEST_BLOCK)):
-        digest.add(block)
-    return digest.value()
-
-
 def queries_fingerprint(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the query ids and texts (sorted by id), grades left out."""
-    return _queries_digest(_by_id(evalset))
+    return labels_of(evalset).queries_fingerprint
 
 
 def judgments_version(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the grades only: ``[[qid, [[doc, grade], ...]], ...]``,
     queries and docs sorted, so the same labels from any source give the same version."""
-    return _judgments_digest(_by_id(evalset))
+    return labels_of(evalset).judgments_version
 
 
 def labels_of(evalset: EvalSet) -> RunLabels:
     """Return the queries fingerprint and judgments version of an (effective) eval set.
 
-    Both digests read the queries in one sort by id. A caller that needs the labels more
-    than once in a run computes them once and passes them on (``align_baseline``'s
-    ``current``): each call reads the whole eval set.
+    Both digests are written from the set's rows (:meth:`EvalSet.canonical_blocks`) in one
+    pass, a block of queries at a time, with no record per query. A caller that needs the
+    labels more than once in a run computes them once and passes them on
+    (``align_baseline``'s ``current``): each call reads the whole eval set.
     """
-    if not isinstance(evalset.as_sequence(), EvalColumns):  # records: sorted once, read twice
-        queries = _by_id(evalset)
-        return RunLabels(_queries_digest(queries), _judgments_digest(queries))
-    # A set held as columns: both digests written from its rows in one pass, a block of
-    # queries at a time, with no record per query.
     texts, grades = _RowsDigest(), _RowsDigest()
     for block in evalset.canonical_blocks(_DIGEST_BLOCK):
         texts.add([(query_id, text) for query_id, text, _ in block])
         grades.add([(query_id, judged) for query_id, _, judged in block])
     return RunLabels(texts.value(), grades.value())
-
-
-def _by_id(evalset: EvalSet) -> list[Query]:
-    """Return the queries sorted by id (ids are unique, so no two compare equal)."""
-    return sorted(evalset, key=attrgetter("id"))
-
-
-def _queries_digest(queries: Sequence[Query]) -> str:
-    # Each row built in C: a pair is written as the list [id, text].
-    return _digest(zip(map(_ID, queries), map(_TEXT, queries), strict=True))
-
-
-def _judgments_digest(queries: Sequence[Query]) -> str:
-    # Docs are unique keys, so sorting the pairs sorts by doc id.
-    grades = map(sorted, map(_ITEMS, map(_JUDGMENTS, queries)))
-    return _digest(zip(map(_ID, queries), grades, strict=True))
 
 
 def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:
