@@ -123,10 +123,10 @@ def test_a_run_digests_its_eval_set_once(tmp_path: Path, monkeypatch: pytest.Mon
     with open_store(tmp_path / "m.db") as store:
         run_suite(suite, store, progress=False)
         reads: list[int] = []
-        sort = merge._by_id
-        monkeypatch.setattr(merge, "_by_id", lambda evalset: reads.append(1) or sort(evalset))
+        digest = merge._RowsDigest  # one reading of the set writes two digests
+        monkeypatch.setattr(merge, "_RowsDigest", lambda: reads.append(1) or digest())
         outcome = run_suite(suite, store, progress=False)
-    assert (1, 1) == (len(reads), outcome.comparison.baseline_run_id)
+    assert (2, 1) == (len(reads), outcome.comparison.baseline_run_id)
 
 
 def test_segments_are_named_by_the_text_of_their_value() -> None:

@@ -23,19 +23,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from types import MappingProxyType
-from typing import TYPE_CHECKING, cast, overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from monitor.errors import UsageError
-from monitor.evalset.columns import EvalColumns, ids_of
+from monitor.evalset.columns import EvalColumns
 from monitor.records import (
     BuiltWhenRead,
     Hit,
     LatencySummary,
     Query,
     QueryOutcome,
-    relevant_columns,
 )
 from monitor.run.answers import Answers
 from monitor.run.rankings import Rankings
@@ -65,7 +64,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
     text, one text or None per hit.
     """
 
-    queries: Sequence[Query]
+    queries: EvalColumns
     hits: Answers
     latency_seconds: npt.NDArray[np.float64]
     errors: Mapping[int, Failure] = field(default_factory=dict)
@@ -87,7 +86,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
     # --- building ---------------------------------------------------------------------------
 
     @classmethod
-    def answered(cls, queries: Sequence[Query], answers: Answers, latency: float) -> RunTable:
+    def answered(cls, queries: EvalColumns, answers: Answers, latency: float) -> RunTable:
         """Return the table of a bulk answer: every query answered, each given ``latency``."""
         return cls(queries, answers, np.full(len(queries), latency, dtype=np.float64))
 
@@ -108,6 +107,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
             ]
         elif len(queries) != len(outcomes):
             raise UsageError(f"{len(outcomes)} outcomes for {len(queries)} queries: one a query")
+        columns = EvalColumns.of(queries)
         every = list(chain.from_iterable(o.hits for o in outcomes))
         counts = np.fromiter((len(o.hits) for o in outcomes), np.int64, len(outcomes))
         ids = [hit.id for hit in every]
@@ -136,7 +136,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         }
         texts = [hit.text for hit in every]
         given = any(text is not None for text in texts)
-        return cls(queries, answers, latency, errors, texts if given else None)
+        return cls(columns, answers, latency, errors, texts if given else None)
 
     @classmethod
     def concatenate(cls, parts: Sequence[RunTable]) -> RunTable:
@@ -150,7 +150,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         for part in parts:
             errors.update((at + row, failure) for row, failure in part.errors.items())
             at += len(part)
-        queries: Sequence[Query] = _joined_queries([part.queries for part in parts])
+        queries = EvalColumns.concatenate([part.queries for part in parts])
         width = max(part.hits.doc_words.shape[1] for part in parts)
         answers = Answers(
             np.concatenate([part.hits.counts for part in parts]),
@@ -166,7 +166,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
                 texts.extend(part.hit_texts or [None] * len(part.hits.scores))
         return cls(queries, answers, latency, errors, texts)
 
-    def take(self, rows: Sequence[int], queries: Sequence[Query] | None = None) -> RunTable:
+    def take(self, rows: Sequence[int], queries: EvalColumns | None = None) -> RunTable:
         """Return the queries at ``rows``, in that order; ``queries``, when given, stand in
         for theirs (the same ids: an eval set's records, where a part held only ids)."""
         at = np.asarray(rows, dtype=np.int64)
@@ -177,7 +177,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         where = {int(old): new for new, old in enumerate(at.tolist())}
         texts = None if self.hit_texts is None else [self.hit_texts[i] for i in picked.tolist()]
         return RunTable(
-            [self.queries[i] for i in at.tolist()] if queries is None else queries,
+            self.queries.take(at.tolist()) if queries is None else queries,
             Answers(counts, hits.doc_words[picked], hits.scores[picked], hits.duplicates[at]),
             self.latency_seconds[at],
             {where[row]: failure for row, failure in self.errors.items() if row in where},
@@ -239,7 +239,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
     @property
     def query_ids(self) -> Sequence[str]:
         """Return the queries' ids, in order."""
-        return ids_of(self.queries)
+        return self.queries.ids
 
     @property
     def failed(self) -> int:
@@ -335,27 +335,13 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         saves them: over one dictionary of ids numbered in order of first appearance over
         both, built from the hits' words without a Python object per hit."""
         hits, queries = self.hits, self.queries
-        if isinstance(queries, EvalColumns) and queries.doc_bytes.all():  # no id holds a NUL
-            relevant_counts, relevant_words = queries.relevant_words()
-        else:
-            judged, relevant = relevant_columns(queries)
-            try:
-                relevant_words = pack_ids(relevant) if relevant else np.zeros((0, 1), np.uint64)
-            except ValueError:  # a judged id holding a NUL, which the words cannot hold
-                return Rankings.from_words(hits.counts, hits.doc_words), Rankings.of(
-                    [query.relevant_ids for query in queries]
-                )
-            relevant_counts = np.array(judged, dtype=np.int64)
+        if not queries.doc_bytes.all():  # a judged id holding a NUL, which words cannot hold
+            return Rankings.from_words(hits.counts, hits.doc_words), Rankings.of(
+                [query.relevant_ids for query in queries]
+            )
+        relevant_counts, relevant_words = queries.relevant_words()
         # The two parts are read where they are: a million queries' words are not copied.
         whole = Rankings.from_words(
             np.concatenate((hits.counts, relevant_counts)), [hits.doc_words, relevant_words]
         )
         return whole.split(len(hits.counts))
-
-
-def _joined_queries(parts: list[Sequence[Query]]) -> Sequence[Query]:
-    """Return the queries of ``parts`` one after the other: as columns when every part holds
-    columns (an eval set's slices), so no record is built for them."""
-    if all(isinstance(part, EvalColumns) for part in parts):
-        return EvalColumns.concatenate(cast("list[EvalColumns]", parts))
-    return [query for part in parts for query in part]

@@ -188,7 +188,7 @@ def run_queries(
         ran = [i for i, outcome in enumerate(tally.outcomes) if outcome is not None]
         table = RunTable.of(
             [tally.outcomes[i] for i in ran],  # type: ignore[misc]  # None left out
-            items if len(ran) == len(items) else [items[i] for i in ran],
+            items if len(ran) == len(items) else items.take(ran),
         )
     rate = _rate(table, end - measured_start)
     result = RunResult(
@@ -225,7 +225,7 @@ def run_pipelines(
 
 
 def _run_bulk(
-    search: BulkSearch, items: Sequence[Query], warmup: int, k: int, plan: Plan
+    search: BulkSearch, items: EvalColumns, warmup: int, k: int, plan: Plan
 ) -> tuple[RunTable, float] | None:
     """Answer every query in one call of a search that answers in bulk; return the outcomes
     and when the measured call began, or None for the queries to be sent one by one (the
@@ -310,11 +310,11 @@ def _run_async(warm: Plan, plan: Plan, concurrency: int) -> float:
     return box[0]
 
 
-def _queries(queries: Iterable[Query]) -> Sequence[Query]:
-    """Return the queries as a sequence; raise UsageError for a non-Query or a repeated id.
+def _queries(queries: Iterable[Query]) -> EvalColumns:
+    """Return the queries as columns; raise UsageError for a non-Query or a repeated id.
 
-    An eval set's columns (:class:`~monitor.evalset.columns.EvalColumns`) are taken as they
-    are: their ids are unique and each record is built only when a query is sent.
+    An eval set's columns (:meth:`EvalSet.columns`) are taken as they are: their ids are
+    unique and each record is built only when a query is sent.
     """
     if isinstance(queries, EvalColumns):
         return queries
@@ -326,7 +326,7 @@ def _queries(queries: Iterable[Query]) -> Sequence[Query]:
         if item.id in seen:
             raise UsageError(f"queries: query id {item.id!r} appears more than once")
         seen.add(item.id)
-    return items
+    return EvalColumns.of(items)
 
 
 def _check(
