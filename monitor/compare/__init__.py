@@ -27,7 +27,12 @@ from monitor.compare.coverage import (
     judged_only_means,
     pooled_qrels,
 )
-from monitor.compare.diff import labelled_segment_changes, segment_labels, worse_queries
+from monitor.compare.diff import (
+    labelled_segment_changes,
+    metadata_rows,
+    segment_labels,
+    worse_queries,
+)
 from monitor.compare.invariants import check_invariants
 from monitor.compare.matched import Matched, metric_values, stored_column
 from monitor.compare.overlap import PERSISTENCE, Overlap, QueryOverlap, overlap_of
@@ -227,12 +232,11 @@ def traffic_weighted_note(
     from traffic (``evalset sample``: its queries carry ``traffic_searches`` and
     ``inclusion_probability``), or None for any other set."""
     columns = run.columns
-    ids = list(columns.query_ids)
-    if not any("inclusion_probability" in metadata.get(qid, {}) for qid in ids):
+    rows = metadata_rows(columns.query_ids, metadata)
+    if not any("inclusion_probability" in row for row in rows):
         return None
     from monitor.traffic.sample import weighted_mean
 
-    rows = [metadata.get(qid, {}) for qid in ids]
     figures = []
     for metric, plain in run.means.items():
         values, present = stored_column(columns, metric)

@@ -113,6 +113,16 @@ def _found(retrieved: Sequence[str], relevant: Sequence[str]) -> int:
 SegmentLabels = Mapping[str, tuple[NDArray[np.intp], Sequence[str]]]
 
 
+def metadata_rows(
+    ids: Sequence[str], metadata: Mapping[str, Mapping[str, MetaValue]]
+) -> Sequence[Mapping[str, MetaValue]]:
+    """Return the metadata of each query of ``ids`` in order (``{}`` for one without)."""
+    empty: Mapping[str, MetaValue] = {}
+    if isinstance(metadata, ByQuery):  # an eval set's columns: read in order, no look-up
+        return metadata.rows(ids, empty)
+    return list(map(metadata.get, ids, repeat(empty)))
+
+
 def segment_labels(
     ids: Sequence[str], keys: Sequence[str], metadata: Mapping[str, Mapping[str, MetaValue]]
 ) -> dict[str, tuple[NDArray[np.intp], list[str]]]:
@@ -121,11 +131,7 @@ def segment_labels(
     A value is named by ``str(value)``; a query without the key is in segment ``(none)``.
     """
     out = {}
-    empty: Mapping[str, MetaValue] = {}
-    if isinstance(metadata, ByQuery):  # an eval set's columns: read in order, no dict
-        rows = metadata.rows(ids, empty)
-    else:
-        rows = list(map(metadata.get, ids, repeat(empty)))
+    rows = metadata_rows(ids, metadata)
     for key in keys:
         found = list(map(methodcaller("get", key), rows))
         labels = np.empty(len(ids), dtype=object)
