@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from monitor.records import MetaValue
+from monitor.store.comparisons import StoredComparison
 from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
@@ -106,6 +107,21 @@ class Store(Protocol):
 
     def run_labels(self, run_id: int) -> RunLabels | None:
         """Return the labels run ``run_id`` was scored with; None for a run saved without."""
+        ...
+
+    def layer_ids(self, suite: str) -> tuple[int, ...]:
+        """Return the ids of the suite's judgment layers in the order they were added,
+        reading none of their grades."""
+        ...
+
+    def save_comparison(self, stored: StoredComparison) -> None:
+        """Keep ``stored`` as its run's comparison, replacing an earlier one; raise
+        StoreLookupError when there is no such run."""
+        ...
+
+    def stored_comparison(self, run_id: int) -> StoredComparison | None:
+        """Return the comparison kept for run ``run_id``, or None when none is (a run saved
+        before comparisons were kept, or whose per-query detail retention dropped)."""
         ...
 
     def per_query_values(self, run_id: int) -> QueryArrays:

@@ -113,6 +113,14 @@ def newest_layer_id(tx: Transaction, suite: str) -> int:
     )
 
 
+def layer_ids(tx: Transaction, suite: str) -> tuple[int, ...]:
+    """Return the ids of the suite's layers in the order they were added."""
+    rows = tx.all(
+        "SELECT layer_id FROM judgment_layers WHERE suite = ? ORDER BY layer_id", (suite,)
+    )
+    return tuple(int(row[0]) for row in rows)
+
+
 def load_layers(tx: Transaction, suite: str) -> list[JudgmentLayer]:
     """Return the suite's layers in the order they were added."""
     rows = tx.all(

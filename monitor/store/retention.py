@@ -1,9 +1,10 @@
 """Retention: how long runs keep their per-query detail, and pruning what is past it.
 
 Every run keeps its row and its summary figures (means, latency, rates: ``run_figures``)
-for ever; retention drops only the per-query columns (``run_blobs``) of runs that are
-neither recent (the last ``N`` runs of the suite, or those started in the last ``30d``) nor
-kept for a reason (``keep``: the suite's pinned baseline, failed runs).
+for ever; retention drops only the per-query columns (``run_blobs``), with the comparison
+stored beside them (``run_comparisons``), of runs that are neither recent (the last ``N``
+runs of the suite, or those started in the last ``30d``) nor kept for a reason (``keep``:
+the suite's pinned baseline, failed runs).
 """
 
 from __future__ import annotations
@@ -123,9 +124,11 @@ def prunable(tx: Transaction, suite: str, retention: Retention, now: datetime) -
 
 
 def drop_detail(tx: Transaction, runs: list[PrunedRun], now: datetime) -> None:
-    """Delete the per-query columns of ``runs`` and mark them pruned at ``now``."""
+    """Delete the per-query columns of ``runs`` and their stored comparisons (whose overlap
+    is per query too), and mark them pruned at ``now``."""
     for run in runs:
         tx.execute("DELETE FROM run_blobs WHERE run_id = ?", (run.run_id,))
+        tx.execute("DELETE FROM run_comparisons WHERE run_id = ?", (run.run_id,))
         tx.execute(
             "UPDATE runs SET per_query_pruned_at = ? WHERE run_id = ?",
             (tx.dialect.timestamp(now), run.run_id),

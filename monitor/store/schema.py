@@ -258,6 +258,24 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        10,
+        "each run's comparison with its baseline, as the job computed it",
+        (
+            # One row per run (see monitor.store.comparisons): the key says what the
+            # comparison was computed from, so a reader uses it only when it would compute
+            # the same; runs saved before this step have none and are compared as before.
+            """CREATE TABLE run_comparisons (
+                run_id {bigint} PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+                baseline_run_id {bigint},
+                judgments_version TEXT,
+                basis TEXT NOT NULL,
+                codec TEXT NOT NULL,
+                data {blob} NOT NULL,
+                saved_at {ts} NOT NULL
+            )""",
+        ),
+    ),
 )
 
 #: The schema version this code writes.

@@ -20,6 +20,7 @@ from monitor.logs import get_logger
 from monitor.records import MetaValue
 from monitor.store import (
     columnar,
+    comparisons,
     drift,
     fingerprints,
     frames,
@@ -32,6 +33,7 @@ from monitor.store import (
 )
 from monitor.store.base import DEFAULT_LOCK_TTL_SECONDS
 from monitor.store.columnar import QueryArrays
+from monitor.store.comparisons import StoredComparison
 from monitor.store.drift import DriftRecord
 from monitor.store.fingerprints import KnownCorpus
 from monitor.store.layers import JudgmentLayer, RunLabels
@@ -292,6 +294,26 @@ class SqlStore:
         """Return the labels run ``run_id`` was scored with; None for a run saved without."""
         with self._read("reading a run's labels") as tx:
             return layers.get_run_labels(tx, run_id)
+
+    def layer_ids(self, suite: str) -> tuple[int, ...]:
+        """Return the ids of the suite's judgment layers, oldest first."""
+        with self._read("reading judgment layer ids") as tx:
+            return layers.layer_ids(tx, suite)
+
+    # Comparisons --------------------------------------------------------------------------
+
+    def save_comparison(self, stored: StoredComparison) -> None:
+        """Keep ``stored`` as its run's comparison, in one transaction."""
+        run_id = stored.key.run_id
+        with self._write(f"storing the comparison of run {run_id}") as tx:
+            if tx.scalar("SELECT run_id FROM runs WHERE run_id = ?", (run_id,)) is None:
+                raise StoreLookupError(self.location, "run", run_id)
+            comparisons.put_comparison(tx, stored, self._clock())
+
+    def stored_comparison(self, run_id: int) -> StoredComparison | None:
+        """Return the comparison kept for run ``run_id``, or None."""
+        with self._read("reading a stored comparison") as tx:
+            return comparisons.get_comparison(tx, run_id)
 
     # State and outbox ---------------------------------------------------------------------
 
