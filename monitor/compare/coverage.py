@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from itertools import compress
 from operator import methodcaller
@@ -78,6 +78,11 @@ class CoverageChange:
             "unjudged_added": self.unjudged_added,
             "queries": self.queries,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CoverageChange:
+        """Return the change :meth:`to_dict` wrote (its derived entries left out)."""
+        return cls(**{item.name: data[item.name] for item in fields(cls)})
 
 
 def _scored(run: RunRecord) -> NDArray[np.intp]:

@@ -163,7 +163,9 @@ def kept_comparison(store: Store, suite: str, run_id: int) -> Comparison | None:
         baseline_run_id=None if baseline is None else int(baseline),
         verdict=kept["verdict"],
         rules=tuple(RuleOutcome.from_dict(rule) for rule in kept.get("rules", ())),
-        metrics=tuple(MetricChange(**_nan_for_null(change)) for change in kept.get("metrics", ())),
+        metrics=tuple(
+            MetricChange.from_dict(_nan_for_null(change)) for change in kept.get("metrics", ())
+        ),
         primary_metric=kept.get("primary_metric"),
         invariants=tuple(InvariantOutcome.from_dict(i) for i in kept.get("invariants", ())),
         pruned=True,

@@ -26,7 +26,8 @@ whole dictionaries; the floats are the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence, Sized
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -147,6 +148,18 @@ class Overlap:
             "n": self.n,
             "queries": rows,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Overlap:
+        """Return the overlap :meth:`to_dict` wrote (None means as NaN)."""
+        rbo, jaccard = data["rbo"], data["jaccard"]
+        return cls(
+            k=data["k"],
+            persistence=data["persistence"],
+            rbo=math.nan if rbo is None else rbo,
+            jaccard=math.nan if jaccard is None else jaccard,
+            queries=tuple(QueryOverlap(**query) for query in data["queries"]),
+        )
 
 
 #: The keys of a query's overlap row, in order (:meth:`QueryOverlap.to_dict`'s).

@@ -134,6 +134,11 @@ class MetricChange:
         """Return a JSON-ready form."""
         return {name: getattr(self, name) for name in self.__slots__}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricChange:
+        """Return the change :meth:`to_dict` wrote."""
+        return cls(**_known(cls, data))
+
 
 @dataclass(frozen=True, slots=True)
 class QueryDiff:
@@ -374,6 +379,28 @@ class Comparison:
             "coverage": [change.to_dict() for change in self.coverage],
             "overlap": None if self.overlap is None else self.overlap.to_dict(lazy_rows=lazy_rows),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        """Return the comparison :meth:`to_dict` wrote."""
+        overlap = data["overlap"]
+        return cls(
+            suite=data["suite"],
+            run_id=data["run_id"],
+            baseline_run_id=data["baseline_run_id"],
+            verdict=data["verdict"],
+            rules=tuple(RuleOutcome.from_dict(rule) for rule in data["rules"]),
+            metrics=tuple(MetricChange.from_dict(change) for change in data["metrics"]),
+            worse_queries=tuple(QueryDiff.from_dict(diff) for diff in data["worse_queries"]),
+            segments=tuple(SegmentChange.from_dict(segment) for segment in data["segments"]),
+            warnings=tuple(data["warnings"]),
+            primary_metric=data["primary_metric"],
+            notes=tuple(data["notes"]),
+            invariants=tuple(InvariantOutcome.from_dict(i) for i in data["invariants"]),
+            coverage=tuple(CoverageChange.from_dict(change) for change in data["coverage"]),
+            overlap=None if overlap is None else Overlap.from_dict(overlap),
+            pruned=data["pruned"],
+        )
 
 
 def _known(record: type[Any], data: Mapping[str, Any]) -> dict[str, Any]:
