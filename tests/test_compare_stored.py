@@ -143,3 +143,13 @@ def test_coverage_changes_read_back_equal() -> None:
     change = CoverageChange(k=10, baseline=0.75, current=0.5, n=40, unjudged_added=60, queries=30)
     comparison = Comparison("s", 2, 1, "unjudged", coverage=(change,))
     assert comparison == decode_comparison(encode_comparison(comparison))
+
+
+def test_a_stored_run_s_comparison_is_the_one_computed_from_it(
+    computed: Comparison, db: Path
+) -> None:
+    """The comparison the job keeps for a run reads back as the comparison of the run."""
+    with open_store(db) as store:
+        kept = store.stored_comparison(2)
+    assert kept is not None
+    assert _json(computed) == _json(decode_comparison(kept.data))

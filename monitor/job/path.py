@@ -8,7 +8,8 @@ set through the search with the suite's runner settings, :func:`measure` scores 
 builds the store's record of it, and
 :func:`compare_with_baseline` compares a record with a baseline under the suite's rules;
 :func:`compare_stored` does that for a stored run and keeps what the next runs read (the
-rule flags, the overlap, retention).
+rule flags, the overlap, retention) and the comparison, which the report and the web app
+read instead of computing it again (:mod:`monitor.job.stored`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from monitor.compare import Comparison, compare_runs
@@ -34,6 +35,7 @@ from monitor.evalset.corpus import corpus_for
 from monitor.evalset.suite import load_evalset
 from monitor.job.measurable import measured_anything
 from monitor.job.outcome import SuiteOutcome
+from monitor.job.stored import comparison_key, evalset_identity, save_comparison
 from monitor.judgments import align_baseline, labels_of
 from monitor.judgments.calibrated import calibrated_views
 from monitor.judgments.suite import judge_after_run, judge_agreement
@@ -55,12 +57,25 @@ if TYPE_CHECKING:
     from monitor.store.records import RunRecord
 
 
-def load_frozen(
-    suite: SuiteConfig, kept: Mapping[str, object] | None
-) -> tuple[EvalSet, RunLabels, SetDigests | None]:
+@dataclass(frozen=True, slots=True)
+class FrozenEvalSet:
+    """A suite's frozen eval set as a run read it.
+
+    ``labels`` are its labels (the run's when no judgment layer changes the set); ``fresh``
+    the digests to keep for the next run (None when the store holds them already, or when
+    they cannot be kept); ``files`` the digest of the files it was read from (None for a
+    bundled set, or files that changed while they were read).
+    """
+
+    evalset: EvalSet
+    labels: RunLabels
+    fresh: SetDigests | None = None
+    files: str | None = None
+
+
+def load_frozen(suite: SuiteConfig, kept: Mapping[str, object] | None) -> FrozenEvalSet:
     """Return the suite's frozen eval set with its fingerprint (every run records it), its
-    labels (the run's when no judgment layer changes the set), and the digests to keep for
-    the next run (None when ``kept`` already holds them, or when they cannot be kept).
+    labels and digests (:class:`FrozenEvalSet`).
 
     ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
     the set's files hash as they did, the digests are taken from it instead of computed.
@@ -79,15 +94,16 @@ def load_frozen(
     found = None if files is None else digests.known(kept, files)
     if found is not None:
         evalset.adopt_fingerprint(found.fingerprint)
-        return evalset, RunLabels(found.queries_fingerprint, found.judgments_version), None
+        labels = RunLabels(found.queries_fingerprint, found.judgments_version)
+        return FrozenEvalSet(evalset, labels, files=files)
     fingerprint = evalset.fingerprint  # computed here, on the loading thread, and kept
     labels = labels_of(evalset)
     if files is None:
-        return evalset, labels, None
+        return FrozenEvalSet(evalset, labels)
     fresh = digests.SetDigests(
         files, fingerprint, labels.queries_fingerprint, labels.judgments_version
     )
-    return evalset, labels, fresh
+    return FrozenEvalSet(evalset, labels, fresh, files)
 
 
 def search_suite(
@@ -240,13 +256,13 @@ def compare_stored(
     evalset: EvalSet,
     evaluation: EvaluationResult,
     result: RunResult | None,
-    frozen: EvalSet,
-    labels: RunLabels | None = None,
+    loaded: FrozenEvalSet,
 ) -> SuiteOutcome:
-    """Compare the stored run ``run_id`` (measured on ``evalset``: ``frozen`` with the suite's
-    judgment layers) with the suite's baseline and keep its rule flags. ``labels`` are those
-    of ``evalset``, when the caller has them already."""
-    labels = labels if labels is not None else labels_of(evalset)
+    """Compare the stored run ``run_id`` (measured on ``evalset``: the frozen set ``loaded``
+    with the suite's judgment layers) with the suite's baseline, and keep the comparison
+    (:mod:`monitor.job.stored`) and what the next runs read."""
+    frozen = loaded.evalset
+    labels = loaded.labels if evalset is frozen else labels_of(evalset)
     store.set_run_labels(run_id, labels)
     record = store.get_run(run_id)
 
@@ -263,6 +279,16 @@ def compare_stored(
     agreement = judge_agreement(store, suite, frozen)
     changed = baseline is not None and baseline.evalset_fingerprint != record.evalset_fingerprint
     calibration = calibration_of(suite, store, frozen, record, None if changed else baseline)
+    key = comparison_key(
+        suite,
+        store,
+        record,
+        baseline,
+        evalset=evalset_identity(suite, frozen, loaded.files),
+        judgments=labels.judgments_version,
+        history=history,
+        invariants=bool(suite.invariants),
+    )
     try:
         comparison = compare_with_baseline(
             suite,
@@ -275,6 +301,7 @@ def compare_stored(
         )
     except UsageError as error:
         raise InternalError("comparing the run with its baseline", str(error)) from error
+    computed = comparison  # as a reader computes it: before this run's own warnings and notes
     warned: tuple[str, ...] = () if aligned.note is None else (aligned.note,)
     if unmeasured:
         warned += (
@@ -293,6 +320,8 @@ def compare_stored(
         watched = dict.fromkeys(str(r.metric) for r in suite.rules if r.metric is not None)
         record_calibration(store, suite.name, run_id, side_by_side(calibration, list(watched))[1])
     record_verdict(store, suite.name, run_id, comparison)
+    if key is not None:
+        save_comparison(store, key, computed)
     apply_retention(store, suite.name, suite.retention)
     return SuiteOutcome(
         suite.name,

@@ -99,12 +99,10 @@ def run_shard(
         )
         parts = ShardStore(store)
         started = clock()
-        frozen, frozen_labels, fresh = load_frozen(
-            suite, store.get_state(digests.NAMESPACE, suite.name)
-        )
-        if fresh is not None:
-            store.put_state(digests.NAMESPACE, suite.name, fresh.as_state())
-        evalset = suite_evalset(store, suite, frozen)
+        loaded = load_frozen(suite, store.get_state(digests.NAMESPACE, suite.name))
+        if loaded.fresh is not None:
+            store.put_state(digests.NAMESPACE, suite.name, loaded.fresh.as_state())
+        evalset = suite_evalset(store, suite, loaded.evalset)
         try:
             opened = parts.open(
                 suite.name,
@@ -201,9 +199,8 @@ def run_shard(
         seed_unpinned(suite, store, evalset, config_hash)
         evaluation, merged = measured[0]
         try:
-            labels = frozen_labels if evalset is frozen else None
             outcome = compare_stored(
-                suite, store, saved.run_id, evalset, evaluation, merged, frozen, labels
+                suite, store, saved.run_id, evalset, evaluation, merged, loaded
             )
         except Exception as error:  # the run is stored; its failure still goes out
             failed(error, opened.opened_at)

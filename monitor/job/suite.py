@@ -121,14 +121,14 @@ def _run_locked(
         loading = pool.submit(load_frozen, suite, kept)
         built = _built_search(suite)
         try:
-            frozen, frozen_labels, fresh = loading.result()
-            evalset = frozen
+            loaded = loading.result()
+            evalset = loaded.evalset
         except BaseException:
             if not isinstance(built, BaseException):
                 close_search(built)
             raise
-    if fresh is not None:
-        store.put_state(digests.NAMESPACE, suite.name, fresh.as_state())
+    if loaded.fresh is not None:
+        store.put_state(digests.NAMESPACE, suite.name, loaded.fresh.as_state())
     try:
         if suite.evalset.reference is not None:
             try:
@@ -165,8 +165,7 @@ def _run_locked(
     del result
     run_id = store.save_run(record)
     del record
-    labels = frozen_labels if evalset is frozen else None
-    return compare_stored(suite, store, run_id, evalset, evaluation, outcomes, frozen, labels)
+    return compare_stored(suite, store, run_id, evalset, evaluation, outcomes, loaded)
 
 
 def _built_search(suite: SuiteConfig) -> Search | Exception:
