@@ -14,7 +14,7 @@ for each run, as the web app does while they stay the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, TypeAlias
@@ -36,20 +36,29 @@ SEARCH_RUNS = 200
 
 @dataclass(frozen=True, slots=True)
 class LoadedEvalSet:
-    """A suite's frozen eval set as read from its file, or why it could not be read."""
+    """A suite's frozen eval set as read from its file, or why it could not be read, and the
+    digest of the files it was read from (None for a bundled set, or files that changed
+    while they were read)."""
 
     evalset: EvalSet | None
     problem: str | None = None
+    files: str | None = None
 
 
 def load_frozen(suite: SuiteConfig) -> LoadedEvalSet:
     """Return the suite's frozen eval set; an unreadable one gives the error's message."""
+    from monitor.evalset import digests
     from monitor.evalset.suite import load_evalset
 
+    before = digests.stat_files(suite.evalset)
     try:
-        return LoadedEvalSet(load_evalset(suite.evalset))
+        evalset = load_evalset(suite.evalset)
     except (MonitorError, OSError) as error:
         return LoadedEvalSet(None, str(error))
+    files = digests.files_digest(suite.evalset) if before is not None else None
+    if digests.stat_files(suite.evalset) != before:
+        files = None  # changed while it was read: not the set any digest tells
+    return LoadedEvalSet(evalset, files=files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +207,7 @@ def compose_report(
     give what the report shares with the suite's other reports; they are built here when
     not given.
     """
-    from monitor.compare import compare_runs
+    from monitor.job.stored import comparison_key, evalset_identity, stored_comparison
 
     basis = basis or report_basis(store, suite)
     judged = basis.judgments
@@ -216,7 +225,7 @@ def compose_report(
     if baseline is not None and run.run_id == baseline_id:
         warnings.append(f"run {run.run_id} is the suite's baseline: it is compared with itself")
 
-    metadata = texts = qrels = None
+    qrels = None
     evalset = judged.frozen
     if evalset is None:
         warnings.append(
@@ -226,7 +235,6 @@ def compose_report(
     else:
         if suite.evalset.reference is not None:
             evalset = _judged_as_stored(evalset, run)
-        metadata, texts = judged.metadata, judged.texts
         from monitor.judgments.rescore import queries_changed
 
         changed = queries_changed(store, run, evalset)
@@ -239,13 +247,8 @@ def compose_report(
                 "from its current version"
             )
 
-    agreement = None
-    calibration = None
     if evalset is not None and suite.evalset.reference is None:
-        from monitor.job.path import calibration_of
-        from monitor.judgments.suite import judge_agreement, rescored_pair
-
-        agreement = judge_agreement(store, suite, evalset, keep=False)
+        from monitor.judgments.suite import rescored_pair
 
         # Judgments changed since a run was measured: both are re-scored, not discarded.
         effective = None
@@ -255,24 +258,23 @@ def compose_report(
             store, suite, evalset, run, baseline, effective=effective
         )
         warnings.extend(notes)
-        # Read only: calibrated figures are computed from the layers, never stored here.
-        calibration = calibration_of(suite, store, evalset, run, baseline)
-    significance = suite.significance
     history = _rule_history(store, suite, run)
-    comparison = compare_runs(
+    frozen = judged.frozen
+    key = comparison_key(
+        suite,
+        store,
         run,
         baseline,
-        suite.rules,
-        significance=significance,
-        segments=suite.segments if metadata is not None else (),
-        metadata=metadata,
-        texts=texts,
+        evalset=None if frozen is None else evalset_identity(suite, frozen, judged.loaded.files),
+        judgments=None
+        if qrels is None or judged.labels is None
+        else judged.labels.judgments_version,
         history=history,
-        qrels=qrels,
-        coverage=suite.coverage,
-        agreement=agreement,
-        calibration=calibration,
+        invariants=False,
     )
+    comparison = stored_comparison(store, key)
+    if comparison is None:
+        comparison = _compared(store, suite, run, baseline, evalset, judged, history, qrels)
     comparison = replace(
         comparison,
         warnings=(*comparison.warnings, *warnings),
@@ -310,6 +312,45 @@ def compose_report(
         doc_texts=doc_texts,
         config_file=suite.config_file,
         bands=suite.bands,
+    )
+
+
+def _compared(
+    store: Store,
+    suite: SuiteConfig,
+    run: RunRecord,
+    baseline: RunRecord | None,
+    evalset: EvalSet | None,
+    judged: SuiteJudgments,
+    history: Mapping[str, Sequence[bool]],
+    qrels: Mapping[str, Mapping[str, int]] | None,
+) -> Comparison:
+    """Return the comparison of ``run`` with ``baseline`` computed afresh under the suite's
+    rules, with the query texts and metadata of ``judged``'s frozen set (when it was read)
+    and the judge's agreement and calibrated figures of its layers."""
+    from monitor.compare import compare_runs
+
+    agreement = calibration = None
+    if evalset is not None and suite.evalset.reference is None:
+        from monitor.job.path import calibration_of
+        from monitor.judgments.suite import judge_agreement
+
+        agreement = judge_agreement(store, suite, evalset, keep=False)
+        # Read only: calibrated figures are computed from the layers, never stored here.
+        calibration = calibration_of(suite, store, evalset, run, baseline)
+    return compare_runs(
+        run,
+        baseline,
+        suite.rules,
+        significance=suite.significance,
+        segments=suite.segments if judged.metadata is not None else (),
+        metadata=judged.metadata,
+        texts=judged.texts,
+        history=history,
+        qrels=qrels,
+        coverage=suite.coverage,
+        agreement=agreement,
+        calibration=calibration,
     )
 
 

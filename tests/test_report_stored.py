@@ -1,0 +1,209 @@
+"""The report and the web run page read the comparison the job stored, when it still holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import monitor.compare
+from monitor.cli import main
+from monitor.config import load_config
+from monitor.job import path as job_path  # bound to the real compare before any test patches it
+from monitor.report import render_comparison
+from monitor.report.compose import compose_report
+from monitor.report.html import render_html
+from monitor.report.records import Report
+from monitor.report.tables import render_csv, render_json
+from monitor.store import JudgmentLayer, SqlStore, open_store
+
+CONFIG = """\
+store: {path: m.db}
+suites:
+  nightly:
+    evalset: {bundled: larkfield}
+    search: {kind: replay, bundled: larkfield/keyword}
+    baseline: {bundled_run: larkfield/rerank}
+    segments: [kind, language]
+    rules:
+      - {metric: mrr@10, max_drop: 0.05}
+      - latency_p95_seconds_max: 0.2
+"""
+
+NOW = datetime(2026, 1, 2, 3, 4, tzinfo=timezone.utc)
+
+RENDERERS: dict[str, Callable[[Report], str]] = {
+    "table": lambda report: render_comparison(report.comparison, report.run.means),
+    "json": render_json,
+    "csv": render_csv,
+    "html": render_html,
+}
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    """Return a config whose store holds the seeded baseline (run 1) and a run (run 2)."""
+    path = tmp_path / "monitor.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    return path
+
+
+@pytest.fixture
+def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every comparison computed, as a list of the run ids compared."""
+    compare = monitor.compare.compare_runs
+    calls: list[int] = []
+
+    def counted(current: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(current.run_id)
+        return compare(current, *args, **kwargs)
+
+    monkeypatch.setattr(monitor.compare, "compare_runs", counted)
+    return calls
+
+
+@pytest.fixture
+def no_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make computing a comparison fail the test."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the comparison was computed again")
+
+    monkeypatch.setattr(monitor.compare, "compare_runs", refuse)
+
+
+def _report(config: Path, run_id: int = 2) -> Report:
+    with open_store(config.parent / "m.db") as store:
+        return compose_report(store, load_config(config).suite("nightly"), run_id=run_id, now=NOW)
+
+
+def _forget_stored(config: Path) -> None:
+    """Delete every stored comparison, as a store written before they were kept."""
+    with open_store(config.parent / "m.db") as store:
+        assert isinstance(store, SqlStore)
+        with store.database.transaction(write=True, doing="forgetting comparisons") as tx:
+            tx.execute("DELETE FROM run_comparisons")
+
+
+def _web(config: Path) -> Iterator[Any]:
+    from starlette.testclient import TestClient
+
+    from monitor.web import WebSettings, create_app
+
+    settings = WebSettings(
+        config=load_config(config),
+        store=lambda: open_store(config.parent / "m.db"),
+        warm=False,
+        refresh_seconds=None,
+        csrf_token="csrf",  # one token for every app, so that their pages compare equal
+    )
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+def test_the_report_reads_the_stored_comparison(config: Path, no_compute: None) -> None:
+    """A report of a run the job compared computes no comparison."""
+    assert (2, 1) == (_report(config).comparison.run_id, _report(config).comparison.baseline_run_id)
+
+
+def test_the_report_command_reads_the_stored_comparison(
+    config: Path, no_compute: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``retrieval-monitor report`` of a run the job compared computes no comparison."""
+    capsys.readouterr()
+    assert 0 == main(["report", "--config", str(config), "--suite", "nightly", "--run", "2"])
+    assert "run 2" in capsys.readouterr().out
+
+
+def test_the_web_run_page_reads_the_stored_comparison(config: Path, no_compute: None) -> None:
+    """The web app's page of a run the job compared computes no comparison."""
+    for client in _web(config):
+        assert 200 == client.get("/suites/nightly/runs/2").status_code
+
+
+@pytest.mark.parametrize("form", sorted(RENDERERS))
+def test_a_report_reads_alike_stored_and_computed(config: Path, form: str) -> None:
+    """Each rendering of the report is byte for byte the same from the stored comparison as
+    from the comparison computed afresh."""
+    stored = RENDERERS[form](_report(config))
+    _forget_stored(config)
+    assert stored == RENDERERS[form](_report(config))
+
+
+def test_the_web_run_page_reads_alike_stored_and_computed(config: Path) -> None:
+    """The web run page is byte for byte the same from the stored comparison as from the
+    comparison computed afresh."""
+    pages = []
+    for forget in (False, True):
+        if forget:
+            _forget_stored(config)
+        for client in _web(config):
+            pages.append(client.get("/suites/nightly/runs/2").content)
+    assert pages[0] == pages[1]
+
+
+def test_a_run_without_a_stored_comparison_is_compared(config: Path, computed: list[int]) -> None:
+    """A run saved before comparisons were kept is compared as before."""
+    _forget_stored(config)
+    _report(config)
+    assert [2] == computed
+
+
+def test_another_baseline_is_compared_afresh(config: Path, computed: list[int]) -> None:
+    """A run is compared again once another baseline is pinned than the one it was compared
+    with."""
+    assert 0 == main(["run", "--config", str(config), "--no-progress"])
+    assert 0 == main(
+        ["baseline", "set", "--config", str(config), "--suite", "nightly", "--run", "2"]
+    )
+    _report(config, run_id=3)
+    assert [3] == computed
+
+
+def test_added_judgments_are_compared_afresh(config: Path, computed: list[int]) -> None:
+    """A run is compared again once a judgment layer was added after it was compared."""
+    with open_store(config.parent / "m.db") as store:
+        layer = JudgmentLayer("nightly", "labels.csv", "ann", "human", NOW, {"Q01": {"x": 0}})
+        store.add_layer(layer)
+    _report(config)
+    assert [2] == computed
+
+
+def test_changed_rules_are_compared_afresh(config: Path, computed: list[int]) -> None:
+    """A run is compared again under rules other than those it was compared with."""
+    text = config.read_text(encoding="utf-8").replace("max_drop: 0.05", "max_drop: 0.01")
+    config.write_text(text, encoding="utf-8")
+    _report(config)
+    assert [2] == computed
+
+
+def test_a_failed_comparison_leaves_no_stored_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose comparison failed is stored without a comparison."""
+    from monitor.errors import UsageError
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise UsageError("a figure failed its check")
+
+    path = tmp_path / "monitor.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    monkeypatch.setattr(job_path, "compare_with_baseline", broken)
+    assert 0 != main(["run", "--config", str(path), "--no-progress"])
+    with open_store(tmp_path / "m.db") as store:
+        assert (True, None) == (store.get_run(2).ok, store.stored_comparison(2))
+
+
+def test_a_suite_with_invariants_is_compared_afresh(tmp_path: Path, computed: list[int]) -> None:
+    """The job's comparison of a suite with invariants checks them and a report checks none,
+    so the report computes its own."""
+    path = tmp_path / "monitor.yaml"
+    path.write_text(CONFIG + "    invariants: [{no_lost_hits: {k: 5}}]\n", encoding="utf-8")
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    computed.clear()  # the job's own comparison
+    _report(path)
+    assert [2] == computed
