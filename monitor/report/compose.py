@@ -1,8 +1,10 @@
 """Compose a report: a stored run of a suite against its baseline, with the suite's trends.
 
-The comparison is computed again from the stored runs with the suite's current rules,
-significance settings and segments; the eval set supplies query texts and segment metadata
-(when it cannot be loaded the report still renders, without them, and says so). The
+The comparison is the one the job stored with the run when it was computed from what the
+report would compute it from (:mod:`monitor.job.stored`); otherwise it is computed again
+from the stored runs with the suite's current rules, significance settings and segments. The
+eval set supplies query texts and segment metadata (when it cannot be loaded the report
+still renders, without them, and says so). The
 judgments are those stored with each query of the run: a suite judged by a reference search
 is never searched again to make a report.
 

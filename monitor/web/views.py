@@ -8,7 +8,8 @@ in a :class:`Cache` owned by the app, so reading a page twice recomputes nothing
 run page of a suite shares (its eval set and judgments in force, their digests, its baseline
 and trends) is kept apart, keyed by what it was built from (the eval set file's size and
 modification time, the suite's judgment layers, its baseline and newest run), so a run page
-seen for the first time computes only its own comparison.
+seen for the first time reads only its own comparison: the one the job stored with the run
+when it still holds, else computed (:func:`monitor.report.compose.compose_report`).
 """
 
 from __future__ import annotations
