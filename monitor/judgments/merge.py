@@ -11,7 +11,7 @@ fingerprint it always had.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from monitor.evalset import EvalSet
@@ -65,28 +65,48 @@ class _RowsDigest:
 
 def queries_fingerprint(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the query ids and texts (sorted by id), grades left out."""
-    return labels_of(evalset).queries_fingerprint
+    (texts,) = _digests(evalset, _texts)
+    return texts
 
 
 def judgments_version(evalset: EvalSet) -> str:
     """Return ``sha256:<hex>`` of the grades only: ``[[qid, [[doc, grade], ...]], ...]``,
     queries and docs sorted, so the same labels from any source give the same version."""
-    return labels_of(evalset).judgments_version
+    (grades,) = _digests(evalset, _grades)
+    return grades
 
 
 def labels_of(evalset: EvalSet) -> RunLabels:
     """Return the queries fingerprint and judgments version of an (effective) eval set.
 
-    Both digests are written from the set's rows (:meth:`EvalSet.canonical_blocks`) in one
-    pass, a block of queries at a time, with no record per query. A caller that needs the
-    labels more than once in a run computes them once and passes them on
-    (``align_baseline``'s ``current``): each call reads the whole eval set.
+    Both digests are written in one reading of the set. A caller that needs the labels more
+    than once in a run computes them once and passes them on (``align_baseline``'s
+    ``current``): each call reads the whole eval set.
     """
-    texts, grades = _RowsDigest(), _RowsDigest()
+    texts, grades = _digests(evalset, _texts, _grades)
+    return RunLabels(texts, grades)
+
+
+Row = tuple[str, str, list[tuple[str, int]]]
+
+
+def _texts(block: list[Row]) -> list[object]:
+    return [(query_id, text) for query_id, text, _ in block]
+
+
+def _grades(block: list[Row]) -> list[object]:
+    return [(query_id, judged) for query_id, _, judged in block]
+
+
+def _digests(evalset: EvalSet, *rows: Callable[[list[Row]], list[object]]) -> list[str]:
+    """Return the digest of each projection ``rows`` of the set's canonical rows
+    (:meth:`EvalSet.canonical_blocks`), written in one pass, a block of queries at a time,
+    with no record per query."""
+    digests = [_RowsDigest() for _ in rows]
     for block in evalset.canonical_blocks(_DIGEST_BLOCK):
-        texts.add([(query_id, text) for query_id, text, _ in block])
-        grades.add([(query_id, judged) for query_id, _, judged in block])
-    return RunLabels(texts.value(), grades.value())
+        for digest, row in zip(digests, rows, strict=True):
+            digest.add(row(block))
+    return [digest.value() for digest in digests]
 
 
 def merged(frozen: EvalSet, layers: Sequence[JudgmentLayer]) -> EvalSet:
