@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -207,3 +208,18 @@ def test_a_suite_with_invariants_is_compared_afresh(tmp_path: Path, computed: li
     computed.clear()  # the job's own comparison
     _report(path)
     assert [2] == computed
+
+
+def test_the_report_reads_the_queries_fingerprint_from_the_suites_labels(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the queries changed since the run is read from the labels of the suite's
+    judgments, which the web app keeps between pages: the set is not digested again."""
+    rescore = importlib.import_module("monitor.judgments.rescore")
+
+    def refuse(evalset: object) -> str:
+        raise AssertionError("the queries fingerprint was computed again")
+
+    monkeypatch.setattr(rescore, "queries_fingerprint", refuse)
+    report = _report(config)
+    assert not any("eval set changed" in warning for warning in report.comparison.warnings)

@@ -122,8 +122,13 @@ def align_baseline(
     return Aligned(rescore(baseline, evalset, corpus=corpus), rescored=True, note=note)
 
 
-def queries_changed(store: Store, run: RunRecord, frozen: EvalSet) -> bool:
+def queries_changed(
+    store: Store, run: RunRecord, frozen: EvalSet, current: str | None = None
+) -> bool:
     """Return whether ``run`` was measured on other queries (ids or texts) than ``frozen``'s;
-    a run whose labels are unknown counts as changed unless its fingerprint is ``frozen``'s."""
+    a run whose labels are unknown counts as changed unless its fingerprint is ``frozen``'s.
+    ``current`` is ``frozen``'s queries fingerprint, when the caller holds it already."""
     labels = labels_of_run(store, run, frozen)
-    return labels is None or labels.queries_fingerprint != queries_fingerprint(frozen)
+    if labels is None:
+        return True
+    return labels.queries_fingerprint != (current or queries_fingerprint(frozen))

@@ -235,11 +235,14 @@ def compose_report(
             "no query texts and no segments"
         )
     else:
+        # A layer changes grades only: the judgments' labels hold the frozen set's queries
+        # fingerprint, read once for the suite (the web app keeps them between pages).
+        current = None if judged.labels is None else judged.labels.queries_fingerprint
         if suite.evalset.reference is not None:
-            evalset = _judged_as_stored(evalset, run)
+            evalset, current = _judged_as_stored(evalset, run), None
         from monitor.judgments.rescore import queries_changed
 
-        changed = queries_changed(store, run, evalset)
+        changed = queries_changed(store, run, evalset, current)
         # Coverage and judged-only figures need the very judgments the run was scored with.
         if not changed:
             qrels = evalset.qrels() if suite.evalset.reference is not None else judged.qrels
