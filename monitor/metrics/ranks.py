@@ -43,8 +43,8 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-# Bound on the cells of one broadcast comparison block (bytes of a bool array).
-_BLOCK_CELLS = 1 << 23
+# Bound on the cells of one block of padded scores (floats).
+_BLOCK_CELLS = 1 << 20
 _values = methodcaller("values")
 
 
@@ -382,11 +382,11 @@ def _rank_scored(
     n = len(rankings)
     n_retrieved = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
     # Each relevant doc's ranking, repeated once per doc: one dict.get per doc, all in C.
+    # Gathered as a list and converted at once (None, a doc not retrieved, becomes NaN):
+    # faster than np.fromiter converting one float at a time.
     owners = chain.from_iterable(map(repeat, rankings, n_relevant.tolist()))
     try:
-        values = np.fromiter(
-            map(dict.get, owners, rel_docs, repeat(math.nan)), np.float64, count=len(rel_docs)
-        )
+        values = np.array(list(map(dict.get, owners, rel_docs)), dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError("<run>", "numeric scores", found=str(exc)) from None
     scored = np.flatnonzero(n_relevant > 0)
@@ -419,15 +419,15 @@ def _ranks_from_scores(
 
     A doc's rank is 1 + the number of docs scoring higher + the number of docs with the same
     score and a greater id; ``rel_docs[firsts[j]:firsts[j] + counts[j]]`` are run ``j``'s
-    relevant docs and ``values`` their scores. The first count is a broadcast comparison over
-    blocks of queries of similar run length; the rare queries with tied scores are ranked
-    exactly in Python.
+    relevant docs and ``values`` their scores. The first count is a binary search in the
+    run's sorted scores, over blocks of queries of similar run length; the rare queries with
+    tied scores are ranked exactly in Python.
     """
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     offsets = np.concatenate(([0], np.cumsum(counts)))
     out = np.full(len(values), NOT_RETRIEVED, dtype=np.int64)
     tied: list[int] = []
-    for block in _blocks(lengths, counts):
+    for block in _blocks(lengths):
         tied.extend(_rank_block(block, runs, lengths, counts, offsets, values, out))
     for j in tied:
         docs = rel_docs[firsts[j] : firsts[j] + counts[j]]
@@ -435,20 +435,19 @@ def _ranks_from_scores(
     return out
 
 
-def _blocks(lengths: IntArray, counts: IntArray) -> Iterable[IntArray]:
-    """Yield groups of query indices whose padded comparison fits in a bounded block."""
+def _blocks(lengths: IntArray) -> Iterable[IntArray]:
+    """Yield groups of query indices, by run length, whose padded score matrix (rows times
+    the longest run) holds at most ``_BLOCK_CELLS`` cells, or is one run."""
     order = np.argsort(lengths, kind="stable")
-    sorted_len = lengths[order].tolist()
-    sorted_cnt = counts[order].tolist()
+    longest = np.maximum(lengths[order], 1)
     start = 0
-    widest = 0
-    for pos, (length, count) in enumerate(zip(sorted_len, sorted_cnt, strict=True)):
-        widest = max(widest, count)
-        if pos > start and (pos - start + 1) * widest * max(length, 1) > _BLOCK_CELLS:
-            yield order[start:pos]
-            start, widest = pos, count
-    if start < len(order):
-        yield order[start:]
+    while start < len(order):
+        # The next runs are no shorter: a block holds at most this many of them.
+        window = longest[start : start + max(_BLOCK_CELLS // int(longest[start]), 1)]
+        cells = np.arange(1, len(window) + 1) * window
+        end = start + max(int(np.searchsorted(cells, _BLOCK_CELLS, side="right")), 1)
+        yield order[start:end]
+        start = end
 
 
 def _rank_block(
@@ -473,32 +472,39 @@ def _rank_block(
     if np.isnan(flat).any():
         raise InputError("<run>", "numeric scores", found="NaN")
     scores = _pad(flat, block_len, width, -np.inf)
+    scores.sort(axis=1)  # ascending, the padding first
+    del flat
 
     block_cnt = counts[block]
-    block_starts = np.cumsum(block_cnt) - block_cnt
-    within = np.arange(int(block_cnt.sum())) - np.repeat(block_starts, block_cnt)
-    entries = np.repeat(offsets[block], block_cnt) + within
-    wanted = _pad(values[entries], block_cnt, max(int(block_cnt.max()), 1), np.nan)
-
-    if wanted.size * width > _BLOCK_CELLS:  # one huge query: sort instead of broadcasting
-        ordered = np.sort(scores[0])
-        right = np.searchsorted(ordered, wanted[0], side="right")
-        higher = (width - right)[None, :]
-        equal = (right - np.searchsorted(ordered, wanted[0], side="left"))[None, :]
-    else:
-        # Counted as bytes where a row is shorter than 256 (the count fits): the sum of
-        # uint8 runs faster than numpy's default widening of booleans to int64.
-        count = np.uint8 if width < 256 else np.int64
-        higher = (scores[:, None, :] > wanted[:, :, None]).sum(axis=2, dtype=count)
-        equal = (scores[:, None, :] == wanted[:, :, None]).sum(axis=2, dtype=count)
-        higher, equal = higher.astype(np.int64), equal.astype(np.int64)
-    found = ~np.isnan(wanted)
-    rank = np.where(found, higher + 1, NOT_RETRIEVED)
-    mask = np.arange(wanted.shape[1]) < block_cnt[:, None]
-    out[entries] = rank[mask]
-    has_tie = ((equal > 1) & found).any(axis=1)
-    tied: list[int] = block[has_tie].tolist()
+    row = np.repeat(np.arange(len(block), dtype=np.int64), block_cnt)
+    entries = np.arange(len(row), dtype=np.int64) + np.repeat(
+        offsets[block] - (np.cumsum(block_cnt) - block_cnt), block_cnt
+    )
+    wanted = values[entries]
+    found = ~np.isnan(wanted)  # a retrieved doc: its score is one of its row's
+    row, entries, wanted = row[found], entries[found], wanted[found]
+    cells = scores.ravel()
+    at_most = _at_most(cells, row * width, width, wanted)
+    out[entries] = width - at_most + 1
+    # A tie: the cell before the last one <= the doc's score holds that score too.
+    below = np.maximum(at_most - 2, 0)
+    tie = (at_most >= 2) & (cells[row * width + below] == wanted)
+    tied: list[int] = block[np.unique(row[tie])].tolist()
     return tied
+
+
+def _at_most(cells: FloatArray, base: IntArray, width: int, wanted: FloatArray) -> IntArray:
+    """Return, per wanted value, how many of the ``width`` sorted cells from its ``base``
+    are <= it: a binary search of all the values at once, a halving step per pass."""
+    count = np.zeros(len(wanted), dtype=np.int64)
+    step = 1 << (width.bit_length() - 1)
+    while step:
+        probe = count + step
+        inside = probe <= width
+        ok = inside & (cells[base + np.where(inside, probe, 1) - 1] <= wanted)
+        count[ok] += step
+        step >>= 1
+    return count
 
 
 def _pad(flat: FloatArray, lengths: IntArray, width: int, fill: float) -> FloatArray:
