@@ -43,8 +43,8 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-# Bound on the cells of one block of padded scores (floats).
-_BLOCK_CELLS = 1 << 20
+# Bound on the cells of one block of padded scores (floats: 2 MB, the search stays in cache).
+_BLOCK_CELLS = 1 << 18
 _values = methodcaller("values")
 
 
@@ -514,14 +514,22 @@ def _rank_block(
 
 def _at_most(cells: FloatArray, base: IntArray, width: int, wanted: FloatArray) -> IntArray:
     """Return, per wanted value, how many of the ``width`` sorted cells from its ``base``
-    are <= it: a binary search of all the values at once, a halving step per pass."""
+    are <= it: a binary search of all the values at once, a halving step per pass (each
+    pass in place, on arrays of the values' length)."""
     count = np.zeros(len(wanted), dtype=np.int64)
+    probe = np.empty_like(count)
+    inside = np.empty(len(wanted), dtype=bool)
+    ok = np.empty(len(wanted), dtype=bool)
     step = 1 << (width.bit_length() - 1)
     while step:
-        probe = count + step
-        inside = probe <= width
-        ok = inside & (cells[base + np.where(inside, probe, 1) - 1] <= wanted)
-        count[ok] += step
+        np.add(count, step, out=probe)
+        np.less_equal(probe, width, out=inside)
+        np.minimum(probe, width, out=probe)
+        probe += base
+        probe -= 1
+        np.less_equal(cells[probe], wanted, out=ok)
+        ok &= inside
+        np.add(count, step, out=count, where=ok)
         step >>= 1
     return count
 
