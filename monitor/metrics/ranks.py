@@ -207,7 +207,7 @@ def resolve_with(
         lengths, grades = qrels.counts, qrels.grades
     else:
         all_ids = list(qrels)
-        judgments = [qrels[q] for q in all_ids]
+        judgments = list(qrels.values())
         lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
         grades = _grades(judgments, int(lengths.sum()))
     relevant = grades >= relevance_level
@@ -222,7 +222,7 @@ def resolve_with(
         not_in_run = int((keep & ~in_run).sum())
         keep &= in_run
     kept = np.flatnonzero(keep)
-    query_ids = tuple(all_ids[i] for i in kept.tolist())
+    query_ids = tuple(map(all_ids.__getitem__, kept.tolist()))
 
     # The judgments to rank, of the kept queries, grouped by query.
     wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
@@ -284,7 +284,7 @@ def resolve_with(
     return Resolution(
         ranks=binary,
         skipped_no_relevant=len(all_ids) - answerable,
-        not_judged=sum(1 for q in run_ids if q not in judged_ids),
+        not_judged=len(run_ids) - sum(map(judged_ids.__contains__, run_ids)),
         graded=binary if relevance_level == 1 else build(1),
         not_in_run=not_in_run,
     )
@@ -347,7 +347,7 @@ def _rank_entries(
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
     """Return each relevant doc's rank and, per query, retrieved count, duplicates, absence."""
     rankings = list(map(run.get, query_ids))
-    if rankings and all(type(ranking) is dict for ranking in rankings):
+    if set(map(type, rankings)) == {dict}:
         return _rank_scored(cast("list[dict[str, float]]", rankings), n_relevant, rel_docs)
     n = len(query_ids)
     ranks = np.full(len(rel_docs), NOT_RETRIEVED, dtype=np.int64)
