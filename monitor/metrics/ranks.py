@@ -17,11 +17,10 @@ Ranking rules (trec_eval's):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import methodcaller
+from itertools import chain
+from operator import attrgetter, methodcaller
 from typing import TypeAlias, cast
 
 import numpy as np
@@ -46,6 +45,7 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 # Bound on the cells of one block of padded scores (floats: 2 MB, the search stays in cache).
 _BLOCK_CELLS = 1 << 18
 _values = methodcaller("values")
+_get = attrgetter("get")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -358,8 +358,6 @@ def _rank_entries(
 
     scored: list[int] = []  # queries whose ranking is a {doc: score} mapping
     scored_runs: list[Mapping[str, float]] = []
-    scored_values: list[float] = []  # the relevant docs' scores, NaN when not retrieved
-    nan = math.nan
     for i, qid in enumerate(query_ids):
         ranking = run.get(qid)
         lo, hi = bounds[i], bounds[i + 1]
@@ -372,7 +370,6 @@ def _rank_entries(
             if hi > lo:
                 scored.append(i)
                 scored_runs.append(ranking)
-                scored_values.extend(map(ranking.get, rel_docs[lo:hi], repeat(nan)))
         else:
             positions, dropped = _positions(ranking)
             n_retrieved[i] = len(positions)
@@ -383,11 +380,7 @@ def _rank_entries(
         is_scored = np.zeros(n, dtype=bool)
         is_scored[scored] = True
         ranks[np.repeat(is_scored, n_relevant)] = _ranks_from_scores(
-            scored_runs,
-            rel_docs,
-            np.asarray(bounds)[scored],
-            n_relevant[scored],
-            np.asarray(scored_values, dtype=np.float64),
+            scored_runs, rel_docs, np.asarray(bounds)[scored], n_relevant[scored]
         )
     return ranks, n_retrieved, duplicates, missing
 
@@ -396,22 +389,13 @@ def _rank_scored(
     rankings: list[dict[str, float]], n_relevant: IntArray, rel_docs: Sequence[str]
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
     """Return :func:`_rank_entries` of a run whose every ranking is a ``{doc: score}`` dict
-    (the usual run given as Python dicts), each step for all queries at once in C: the
-    retrieved counts, and each relevant doc's score looked up in its query's ranking."""
+    (the usual run given as Python dicts), each step for all queries at once in C."""
     n = len(rankings)
     n_retrieved = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
-    # Each relevant doc's ranking, repeated once per doc: one dict.get per doc, all in C.
-    # Gathered as a list and converted at once (None, a doc not retrieved, becomes NaN):
-    # faster than np.fromiter converting one float at a time.
-    owners = chain.from_iterable(map(repeat, rankings, n_relevant.tolist()))
-    try:
-        values = np.array(list(map(dict.get, owners, rel_docs)), dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError("<run>", "numeric scores", found=str(exc)) from None
     scored = np.flatnonzero(n_relevant > 0)
     firsts = (np.cumsum(n_relevant) - n_relevant)[scored]
     ranks = _ranks_from_scores(
-        [rankings[i] for i in scored.tolist()], rel_docs, firsts, n_relevant[scored], values
+        [rankings[i] for i in scored.tolist()], rel_docs, firsts, n_relevant[scored]
     )
     return ranks, n_retrieved, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
 
@@ -432,22 +416,22 @@ def _ranks_from_scores(
     rel_docs: Sequence[str],
     firsts: IntArray,
     counts: IntArray,
-    values: FloatArray,
 ) -> IntArray:
     """Return the rank of each relevant doc in its ``{doc: score}`` run (trec_eval order).
 
     A doc's rank is 1 + the number of docs scoring higher + the number of docs with the same
     score and a greater id; ``rel_docs[firsts[j]:firsts[j] + counts[j]]`` are run ``j``'s
-    relevant docs and ``values`` their scores. The first count is a binary search in the
-    run's sorted scores, over blocks of queries of similar run length; the rare queries with
-    tied scores are ranked exactly in Python.
+    relevant docs. The first count is a binary search in the run's sorted scores, over
+    blocks of queries of similar run length; the rare queries with tied scores are ranked
+    exactly in Python.
     """
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     offsets = np.concatenate(([0], np.cumsum(counts)))
-    out = np.full(len(values), NOT_RETRIEVED, dtype=np.int64)
+    out = np.full(int(offsets[-1]), NOT_RETRIEVED, dtype=np.int64)
     tied: list[int] = []
     for block in _blocks(lengths):
-        tied.extend(_rank_block(block, runs, lengths, counts, offsets, values, out))
+        block_docs = _docs_of(rel_docs, firsts[block], counts[block])
+        tied.extend(_rank_block(block, runs, lengths, counts, offsets, block_docs, out))
     for j in tied:
         docs = rel_docs[firsts[j] : firsts[j] + counts[j]]
         out[offsets[j] : offsets[j + 1]] = _exact_ranks(runs[j], docs)
@@ -475,14 +459,24 @@ def _rank_block(
     lengths: IntArray,
     counts: IntArray,
     offsets: IntArray,
-    values: FloatArray,
+    docs: Iterable[Iterable[str]],
     out: IntArray,
 ) -> list[int]:
-    """Rank the relevant docs of one block of queries into ``out``; return queries with ties."""
+    """Rank the relevant docs of one block of queries (``docs``, those of each query) into
+    ``out``; return the queries with ties.
+
+    Each relevant doc's score is looked up in its run just before the block's scores are
+    read, so that the block's runs are read from memory once for both, in the block's turn.
+    """
     block_runs = [runs[j] for j in block.tolist()]
     block_len = lengths[block]
     width = max(int(block_len.max()), 1)
     try:
+        # None, a doc the run does not hold, becomes NaN. A list converted at once is faster
+        # than np.fromiter converting each value as it is looked up.
+        looked = list(chain.from_iterable(map(map, map(_get, block_runs), docs)))
+        wanted = np.fromiter(looked, np.float64, count=len(looked))
+        del looked
         flat = np.fromiter(
             chain.from_iterable(map(_values, block_runs)), np.float64, count=int(block_len.sum())
         )
@@ -499,7 +493,6 @@ def _rank_block(
     entries = np.arange(len(row), dtype=np.int64) + np.repeat(
         offsets[block] - (np.cumsum(block_cnt) - block_cnt), block_cnt
     )
-    wanted = values[entries]
     found = ~np.isnan(wanted)  # a retrieved doc: its score is one of its row's
     row, entries, wanted = row[found], entries[found], wanted[found]
     cells = scores.ravel()
@@ -510,6 +503,11 @@ def _rank_block(
     tie = (at_most >= 2) & (cells[row * width + below] == wanted)
     tied: list[int] = block[np.unique(row[tie])].tolist()
     return tied
+
+
+def _docs_of(docs: Sequence[str], firsts: IntArray, counts: IntArray) -> Iterable[Sequence[str]]:
+    """Return the slices ``docs[firsts[i]:firsts[i] + counts[i]]``, one per query."""
+    return map(docs.__getitem__, map(slice, firsts.tolist(), (firsts + counts).tolist()))
 
 
 def _at_most(cells: FloatArray, base: IntArray, width: int, wanted: FloatArray) -> IntArray:
