@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, compress
 from operator import attrgetter, methodcaller
 from typing import TypeAlias, cast
 
@@ -230,11 +230,8 @@ def resolve_with(
     if isinstance(qrels, EvalColumns):
         docs = qrels.docs(wanted)
     else:
-        docs_all: list[str] = list(chain.from_iterable(judgments))
-        if wanted.all():
-            docs = docs_all
-        else:
-            docs = [doc for doc, k in zip(docs_all, wanted.tolist(), strict=True) if k]
+        every = chain.from_iterable(judgments)
+        docs = list(every) if wanted.all() else list(compress(every, wanted.tolist()))
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
