@@ -42,8 +42,9 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-# Bound on the cells of one block of padded scores (floats: 2 MB, the search stays in cache).
-_BLOCK_CELLS = 1 << 18
+# Bound on the cells of one block of padded scores (floats: 128 KB). A block's runs stay in
+# cache from reading their scores to looking their relevant docs up, and the search after.
+_BLOCK_CELLS = 1 << 14
 _values = methodcaller("values")
 _get = attrgetter("get")
 
@@ -462,21 +463,21 @@ def _rank_block(
     """Rank the relevant docs of one block of queries (``docs``, those of each query) into
     ``out``; return the queries with ties.
 
-    Each relevant doc's score is looked up in its run just before the block's scores are
-    read, so that the block's runs are read from memory once for both, in the block's turn.
+    The block's scores are read first, then each relevant doc's score is looked up in its
+    run: the runs and their scores are still in cache, read from memory once for both.
     """
     block_runs = [runs[j] for j in block.tolist()]
     block_len = lengths[block]
     width = max(int(block_len.max()), 1)
     try:
+        flat = np.fromiter(
+            chain.from_iterable(map(_values, block_runs)), np.float64, count=int(block_len.sum())
+        )
         # None, a doc the run does not hold, becomes NaN. A list converted at once is faster
         # than np.fromiter converting each value as it is looked up.
         looked = list(chain.from_iterable(map(map, map(_get, block_runs), docs)))
         wanted = np.fromiter(looked, np.float64, count=len(looked))
         del looked
-        flat = np.fromiter(
-            chain.from_iterable(map(_values, block_runs)), np.float64, count=int(block_len.sum())
-        )
     except (TypeError, ValueError) as exc:
         raise InputError("<run>", "numeric scores", found=str(exc)) from None
     if np.isnan(flat).any():
