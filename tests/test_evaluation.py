@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
 
 from monitor.errors import InputError
+from monitor.metrics import ranks
 from monitor.metrics.evaluation import EvaluationResult, evaluate
 
 # q1 found at rank 1; q2 has no relevant judgment; q3 is judged but absent from the run;
@@ -136,6 +138,38 @@ def test_score_run_and_list_run_agree() -> None:
     ranked = {"q": ["c", "b", "a", "d"]}  # 0.9, then the 0.5 tie by id descending, then 0.1
     names = ["ndcg@3", "map", "mrr", "precision@2"]
     assert evaluate(qrels, ranked, names).means == evaluate(qrels, scores, names).means
+
+
+def _scored_runs(seed: int) -> tuple[dict, dict, dict]:
+    """Return judgments, {doc: score} runs of many lengths (empty ones too) with tied and
+    infinite scores, and the same runs as lists in trec_eval's order."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    scores: dict[str, dict[str, float]] = {}
+    for q in range(120):
+        docs = [f"d{i:03d}" for i in range(rng.choice([0, 1, 2, 7, 40, 130]))]
+        levels = [-math.inf, 0.5, 1.0, math.inf]
+        scores[f"q{q}"] = {d: rng.choice([*levels, rng.random(), rng.random()]) for d in docs}
+        judged = [*rng.sample(docs, min(len(docs), 4)), f"missing{q}"]
+        qrels[f"q{q}"] = {d: rng.choice([0, 1, 2]) for d in judged}
+    ranked = {
+        q: sorted(run, key=lambda d, run=run: (run[d], d), reverse=True)
+        for q, run in scores.items()
+    }
+    return qrels, scores, ranked
+
+
+@pytest.mark.parametrize("block_cells", [1, 100, 1 << 18])
+def test_score_runs_rank_as_their_ordered_lists_in_blocks_of_any_size(
+    block_cells: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """{doc: score} runs of many lengths, ties and infinite scores among them, score per
+    query as their docs listed in trec_eval's order, however the runs are cut into blocks."""
+    monkeypatch.setattr(ranks, "_BLOCK_CELLS", block_cells)
+    qrels, scores, ranked = _scored_runs(seed=7)
+    names = ["ndcg@10", "map", "mrr", "precision@5", "recall@100", "bpref"]
+    expected = evaluate(qrels, ranked, names).per_query
+    assert expected.to_dict() == evaluate(qrels, scores, names).per_query.to_dict()
 
 
 @pytest.mark.parametrize("grade", [1.5, "high"])

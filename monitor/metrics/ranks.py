@@ -17,11 +17,10 @@ Ranking rules (trec_eval's):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import methodcaller
+from itertools import chain, compress
+from operator import attrgetter, methodcaller
 from typing import TypeAlias, cast
 
 import numpy as np
@@ -43,9 +42,11 @@ IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
 
-# Bound on the cells of one broadcast comparison block (bytes of a bool array).
-_BLOCK_CELLS = 1 << 23
+# Bound on the cells of one block of padded scores (floats: 128 KB). A block's runs stay in
+# cache from reading their scores to looking their relevant docs up, and the search after.
+_BLOCK_CELLS = 1 << 14
 _values = methodcaller("values")
+_get = attrgetter("get")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -207,7 +208,7 @@ def resolve_with(
         lengths, grades = qrels.counts, qrels.grades
     else:
         all_ids = list(qrels)
-        judgments = [qrels[q] for q in all_ids]
+        judgments = list(qrels.values())
         lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
         grades = _grades(judgments, int(lengths.sum()))
     relevant = grades >= relevance_level
@@ -222,7 +223,7 @@ def resolve_with(
         not_in_run = int((keep & ~in_run).sum())
         keep &= in_run
     kept = np.flatnonzero(keep)
-    query_ids = tuple(all_ids[i] for i in kept.tolist())
+    query_ids = tuple(map(all_ids.__getitem__, kept.tolist()))
 
     # The judgments to rank, of the kept queries, grouped by query.
     wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
@@ -230,11 +231,8 @@ def resolve_with(
     if isinstance(qrels, EvalColumns):
         docs = qrels.docs(wanted)
     else:
-        docs_all: list[str] = list(chain.from_iterable(judgments))
-        if wanted.all():
-            docs = docs_all
-        else:
-            docs = [doc for doc, k in zip(docs_all, wanted.tolist(), strict=True) if k]
+        every = chain.from_iterable(judgments)
+        docs = list(every) if wanted.all() else list(compress(every, wanted.tolist()))
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
@@ -253,15 +251,15 @@ def resolve_with(
         else:
             n_rel = np.bincount(query[rel], minlength=len(query_ids)).astype(np.int64)
             q, g, r = query[rel], doc_grade[rel], ranks[rel]
-        order = np.lexsort((r, q))
-        ideal = g[np.lexsort((-g, q))]
+        order = _by_query(q, r)
+        ideal = g[_by_query(q, -g)]
         q, g, r = q[order], g[order], r[order]
         del order
         every: tuple[IntArray | None, ...] = (None, None, None)
         if with_judged and rel.all():  # every judgment is relevant: the same arrays
             every = (q, g, r)
         elif with_judged:
-            judged = np.lexsort((ranks, query))
+            judged = _by_query(query, ranks)
             every = (query[judged], doc_grade[judged], ranks[judged])
         return RelevantRanks(
             query_ids=query_ids,
@@ -284,7 +282,7 @@ def resolve_with(
     return Resolution(
         ranks=binary,
         skipped_no_relevant=len(all_ids) - answerable,
-        not_judged=sum(1 for q in run_ids if q not in judged_ids),
+        not_judged=len(run_ids) - sum(map(judged_ids.__contains__, run_ids)),
         graded=binary if relevance_level == 1 else build(1),
         not_in_run=not_in_run,
     )
@@ -300,11 +298,30 @@ def _judged_ranks(
     kept = (grade >= 0) & (rank < NOT_RETRIEVED)
     new = np.full(len(rank), NOT_RETRIEVED, dtype=np.int64)
     index = np.flatnonzero(kept)
-    order = index[np.lexsort((rank[index], query[index]))]
+    order = index[_by_query(query[index], rank[index])]
     counts = np.bincount(query[order], minlength=n).astype(np.int64)
     starts = np.cumsum(counts) - counts
     new[order] = np.arange(len(order), dtype=np.int64) - np.repeat(starts, counts) + 1
     return new, counts
+
+
+def _by_query(query: IntArray, key: IntArray) -> IntArray:
+    """Return the stable order of entries by query, then ``key``: ``np.lexsort((key, query))``.
+
+    Unless the values are extreme, query and key fit one int64 together (a rank not
+    retrieved counts as one past the deepest rank), and the order is one stable sort of it:
+    entries come grouped by query, and sorting nearly sorted keys is several times faster
+    than lexsort's two passes.
+    """
+    if not len(key):
+        return np.zeros(0, dtype=np.int64)
+    deepest = int(key.max(initial=0, where=key < NOT_RETRIEVED))
+    key = np.minimum(key, deepest + 1)
+    low = int(key.min())
+    span = deepest + 2 - low
+    if (int(query.max()) + 1) * span >= 1 << 62:
+        return np.lexsort((key, query))
+    return np.argsort(query * span + (key - low), kind="stable")
 
 
 def _grades(judgments: list[Mapping[str, int]], count: int) -> IntArray:
@@ -328,7 +345,7 @@ def _rank_entries(
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
     """Return each relevant doc's rank and, per query, retrieved count, duplicates, absence."""
     rankings = list(map(run.get, query_ids))
-    if rankings and all(type(ranking) is dict for ranking in rankings):
+    if set(map(type, rankings)) == {dict}:
         return _rank_scored(cast("list[dict[str, float]]", rankings), n_relevant, rel_docs)
     n = len(query_ids)
     ranks = np.full(len(rel_docs), NOT_RETRIEVED, dtype=np.int64)
@@ -339,8 +356,6 @@ def _rank_entries(
 
     scored: list[int] = []  # queries whose ranking is a {doc: score} mapping
     scored_runs: list[Mapping[str, float]] = []
-    scored_values: list[float] = []  # the relevant docs' scores, NaN when not retrieved
-    nan = math.nan
     for i, qid in enumerate(query_ids):
         ranking = run.get(qid)
         lo, hi = bounds[i], bounds[i + 1]
@@ -353,7 +368,6 @@ def _rank_entries(
             if hi > lo:
                 scored.append(i)
                 scored_runs.append(ranking)
-                scored_values.extend(map(ranking.get, rel_docs[lo:hi], repeat(nan)))
         else:
             positions, dropped = _positions(ranking)
             n_retrieved[i] = len(positions)
@@ -364,11 +378,7 @@ def _rank_entries(
         is_scored = np.zeros(n, dtype=bool)
         is_scored[scored] = True
         ranks[np.repeat(is_scored, n_relevant)] = _ranks_from_scores(
-            scored_runs,
-            rel_docs,
-            np.asarray(bounds)[scored],
-            n_relevant[scored],
-            np.asarray(scored_values, dtype=np.float64),
+            scored_runs, rel_docs, np.asarray(bounds)[scored], n_relevant[scored]
         )
     return ranks, n_retrieved, duplicates, missing
 
@@ -377,22 +387,13 @@ def _rank_scored(
     rankings: list[dict[str, float]], n_relevant: IntArray, rel_docs: Sequence[str]
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
     """Return :func:`_rank_entries` of a run whose every ranking is a ``{doc: score}`` dict
-    (the usual run given as Python dicts), each step for all queries at once in C: the
-    retrieved counts, and each relevant doc's score looked up in its query's ranking."""
+    (the usual run given as Python dicts), each step for all queries at once in C."""
     n = len(rankings)
     n_retrieved = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
-    # Each relevant doc's ranking, repeated once per doc: one dict.get per doc, all in C.
-    owners = chain.from_iterable(map(repeat, rankings, n_relevant.tolist()))
-    try:
-        values = np.fromiter(
-            map(dict.get, owners, rel_docs, repeat(math.nan)), np.float64, count=len(rel_docs)
-        )
-    except (TypeError, ValueError) as exc:
-        raise InputError("<run>", "numeric scores", found=str(exc)) from None
     scored = np.flatnonzero(n_relevant > 0)
     firsts = (np.cumsum(n_relevant) - n_relevant)[scored]
     ranks = _ranks_from_scores(
-        [rankings[i] for i in scored.tolist()], rel_docs, firsts, n_relevant[scored], values
+        [rankings[i] for i in scored.tolist()], rel_docs, firsts, n_relevant[scored]
     )
     return ranks, n_retrieved, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
 
@@ -413,42 +414,41 @@ def _ranks_from_scores(
     rel_docs: Sequence[str],
     firsts: IntArray,
     counts: IntArray,
-    values: FloatArray,
 ) -> IntArray:
     """Return the rank of each relevant doc in its ``{doc: score}`` run (trec_eval order).
 
     A doc's rank is 1 + the number of docs scoring higher + the number of docs with the same
     score and a greater id; ``rel_docs[firsts[j]:firsts[j] + counts[j]]`` are run ``j``'s
-    relevant docs and ``values`` their scores. The first count is a broadcast comparison over
+    relevant docs. The first count is a binary search in the run's sorted scores, over
     blocks of queries of similar run length; the rare queries with tied scores are ranked
     exactly in Python.
     """
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=len(runs))
     offsets = np.concatenate(([0], np.cumsum(counts)))
-    out = np.full(len(values), NOT_RETRIEVED, dtype=np.int64)
+    out = np.full(int(offsets[-1]), NOT_RETRIEVED, dtype=np.int64)
     tied: list[int] = []
-    for block in _blocks(lengths, counts):
-        tied.extend(_rank_block(block, runs, lengths, counts, offsets, values, out))
+    for block in _blocks(lengths):
+        block_docs = _docs_of(rel_docs, firsts[block], counts[block])
+        tied.extend(_rank_block(block, runs, lengths, counts, offsets, block_docs, out))
     for j in tied:
         docs = rel_docs[firsts[j] : firsts[j] + counts[j]]
         out[offsets[j] : offsets[j + 1]] = _exact_ranks(runs[j], docs)
     return out
 
 
-def _blocks(lengths: IntArray, counts: IntArray) -> Iterable[IntArray]:
-    """Yield groups of query indices whose padded comparison fits in a bounded block."""
+def _blocks(lengths: IntArray) -> Iterable[IntArray]:
+    """Yield groups of query indices, by run length, whose padded score matrix (rows times
+    the longest run) holds at most ``_BLOCK_CELLS`` cells, or is one run."""
     order = np.argsort(lengths, kind="stable")
-    sorted_len = lengths[order].tolist()
-    sorted_cnt = counts[order].tolist()
+    longest = np.maximum(lengths[order], 1)
     start = 0
-    widest = 0
-    for pos, (length, count) in enumerate(zip(sorted_len, sorted_cnt, strict=True)):
-        widest = max(widest, count)
-        if pos > start and (pos - start + 1) * widest * max(length, 1) > _BLOCK_CELLS:
-            yield order[start:pos]
-            start, widest = pos, count
-    if start < len(order):
-        yield order[start:]
+    while start < len(order):
+        # The next runs are no shorter: a block holds at most this many of them.
+        window = longest[start : start + max(_BLOCK_CELLS // int(longest[start]), 1)]
+        cells = np.arange(1, len(window) + 1) * window
+        end = start + max(int(np.searchsorted(cells, _BLOCK_CELLS, side="right")), 1)
+        yield order[start:end]
+        start = end
 
 
 def _rank_block(
@@ -457,10 +457,15 @@ def _rank_block(
     lengths: IntArray,
     counts: IntArray,
     offsets: IntArray,
-    values: FloatArray,
+    docs: Iterable[Iterable[str]],
     out: IntArray,
 ) -> list[int]:
-    """Rank the relevant docs of one block of queries into ``out``; return queries with ties."""
+    """Rank the relevant docs of one block of queries (``docs``, those of each query) into
+    ``out``; return the queries with ties.
+
+    The block's scores are read first, then each relevant doc's score is looked up in its
+    run: the runs and their scores are still in cache, read from memory once for both.
+    """
     block_runs = [runs[j] for j in block.tolist()]
     block_len = lengths[block]
     width = max(int(block_len.max()), 1)
@@ -468,37 +473,61 @@ def _rank_block(
         flat = np.fromiter(
             chain.from_iterable(map(_values, block_runs)), np.float64, count=int(block_len.sum())
         )
+        # None, a doc the run does not hold, becomes NaN. A list converted at once is faster
+        # than np.fromiter converting each value as it is looked up.
+        looked = list(chain.from_iterable(map(map, map(_get, block_runs), docs)))
+        wanted = np.fromiter(looked, np.float64, count=len(looked))
+        del looked
     except (TypeError, ValueError) as exc:
         raise InputError("<run>", "numeric scores", found=str(exc)) from None
     if np.isnan(flat).any():
         raise InputError("<run>", "numeric scores", found="NaN")
     scores = _pad(flat, block_len, width, -np.inf)
+    scores.sort(axis=1)  # ascending, the padding first
+    del flat
 
     block_cnt = counts[block]
-    block_starts = np.cumsum(block_cnt) - block_cnt
-    within = np.arange(int(block_cnt.sum())) - np.repeat(block_starts, block_cnt)
-    entries = np.repeat(offsets[block], block_cnt) + within
-    wanted = _pad(values[entries], block_cnt, max(int(block_cnt.max()), 1), np.nan)
-
-    if wanted.size * width > _BLOCK_CELLS:  # one huge query: sort instead of broadcasting
-        ordered = np.sort(scores[0])
-        right = np.searchsorted(ordered, wanted[0], side="right")
-        higher = (width - right)[None, :]
-        equal = (right - np.searchsorted(ordered, wanted[0], side="left"))[None, :]
-    else:
-        # Counted as bytes where a row is shorter than 256 (the count fits): the sum of
-        # uint8 runs faster than numpy's default widening of booleans to int64.
-        count = np.uint8 if width < 256 else np.int64
-        higher = (scores[:, None, :] > wanted[:, :, None]).sum(axis=2, dtype=count)
-        equal = (scores[:, None, :] == wanted[:, :, None]).sum(axis=2, dtype=count)
-        higher, equal = higher.astype(np.int64), equal.astype(np.int64)
-    found = ~np.isnan(wanted)
-    rank = np.where(found, higher + 1, NOT_RETRIEVED)
-    mask = np.arange(wanted.shape[1]) < block_cnt[:, None]
-    out[entries] = rank[mask]
-    has_tie = ((equal > 1) & found).any(axis=1)
-    tied: list[int] = block[has_tie].tolist()
+    row = np.repeat(np.arange(len(block), dtype=np.int64), block_cnt)
+    entries = np.arange(len(row), dtype=np.int64) + np.repeat(
+        offsets[block] - (np.cumsum(block_cnt) - block_cnt), block_cnt
+    )
+    found = ~np.isnan(wanted)  # a retrieved doc: its score is one of its row's
+    row, entries, wanted = row[found], entries[found], wanted[found]
+    cells = scores.ravel()
+    at_most = _at_most(cells, row * width, width, wanted)
+    out[entries] = width - at_most + 1
+    # A tie: the cell before the last one <= the doc's score holds that score too.
+    below = np.maximum(at_most - 2, 0)
+    tie = (at_most >= 2) & (cells[row * width + below] == wanted)
+    tied: list[int] = block[np.unique(row[tie])].tolist()
     return tied
+
+
+def _docs_of(docs: Sequence[str], firsts: IntArray, counts: IntArray) -> Iterable[Sequence[str]]:
+    """Return the slices ``docs[firsts[i]:firsts[i] + counts[i]]``, one per query."""
+    return map(docs.__getitem__, map(slice, firsts.tolist(), (firsts + counts).tolist()))
+
+
+def _at_most(cells: FloatArray, base: IntArray, width: int, wanted: FloatArray) -> IntArray:
+    """Return, per wanted value, how many of the ``width`` sorted cells from its ``base``
+    are <= it: a binary search of all the values at once, a halving step per pass (each
+    pass in place, on arrays of the values' length)."""
+    count = np.zeros(len(wanted), dtype=np.int64)
+    probe = np.empty_like(count)
+    inside = np.empty(len(wanted), dtype=bool)
+    ok = np.empty(len(wanted), dtype=bool)
+    step = 1 << (width.bit_length() - 1)
+    while step:
+        np.add(count, step, out=probe)
+        np.less_equal(probe, width, out=inside)
+        np.minimum(probe, width, out=probe)
+        probe += base
+        probe -= 1
+        np.less_equal(cells[probe], wanted, out=ok)
+        ok &= inside
+        np.add(count, step, out=count, where=ok)
+        step >>= 1
+    return count
 
 
 def _pad(flat: FloatArray, lengths: IntArray, width: int, fill: float) -> FloatArray:

@@ -1,14 +1,15 @@
 """Read a TREC run into the columns of :mod:`monitor.search.trec_columns` with pyarrow.
 
 pyarrow's CSV reader splits the usual file (six fields, one space apart) on both cores, in
-C++; it is used when the optional ``fast`` extra is installed. It reads only files it reads
-exactly as the line reader would: any line it cannot split into six single-space separated
-fields (tabs, runs of spaces, extra fields, a comment line, a trailing space), an id with a
-control byte or bytes that are not UTF-8, or a score that is not a finite number makes
-:func:`read_trec_arrow` return None, and the caller reads the file with the numpy tokeniser,
-which handles all of those. Scores are converted by Arrow's correctly rounded parser (the
-value ``strtod`` gives); ids keep their bytes, packed as the numpy reader packs them, so the
-ranking, ties and repeated ids are the numpy reader's, by the same code.
+C++ (pyarrow is a dependency; without it the numpy tokeniser reads every file). It reads
+only files it reads exactly as the line reader would: any line it cannot split into six
+single-space separated fields (tabs, runs of spaces, extra fields, a comment line, a
+trailing space), an id with a control byte or bytes that are not UTF-8, or a score that is
+not a finite number makes :func:`read_trec_arrow` return None, and the caller reads the file
+with the numpy tokeniser, which handles all of those. Scores are converted by Arrow's
+correctly rounded parser (the value ``strtod`` gives); ids keep their bytes, packed as the
+numpy reader packs them, so the ranking, ties and repeated ids are the numpy reader's, by
+the same code.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def read_columns(path: str | os.PathLike[str], format: str = "auto") -> TrecColu
     ``format``, or its first byte when ``auto``) or the line reader must read it (a line the
     column readers do not read as it does, a fault opening the file: it names the fault).
 
-    A big plain file is read by pyarrow (the optional ``fast`` extra) on every core; its
+    A big plain file is read by pyarrow (a dependency) on every core; its
     import costs more than it saves below :data:`ARROW_MIN_BYTES`, so smaller files, and
     every file pyarrow leaves, are read by the numpy tokeniser. A process that has loaded
     pyarrow already (pandas loads it, and the job has pandas) reads a file of
