@@ -23,15 +23,19 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from monitor import texts
+from monitor.evalset import digests
 from monitor.evalset.columns import EvalColumns
 from monitor.evalset.model import EvalSet
 from monitor.logs import get_logger
 from monitor.records import MetaValue
+
+if TYPE_CHECKING:
+    from monitor.config.model import EvalSetConfig
 
 log = get_logger("monitor.evalset")
 
@@ -159,3 +163,24 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def load_tracked(config: EvalSetConfig) -> tuple[EvalSet, str | None]:
+    """Return the eval set ``config`` names and the digest of the files it was read from
+    (:func:`monitor.evalset.digests.files_digest`; None for a bundled set, or files that
+    changed while they were read, which are neither trusted nor kept).
+
+    A large set read before is read back from the cache instead of parsed again, and one
+    parsed now is kept there.
+    """
+    from monitor.evalset.suite import load_evalset  # looked up when called
+
+    before = digests.stat_files(config)
+    files = digests.files_digest(config) if before is not None else None
+    cached = read(files) if files is not None else None
+    evalset = cached if cached is not None else load_evalset(config)
+    if digests.stat_files(config) != before:
+        return (load_evalset(config) if cached is not None else evalset), None  # as it is now
+    if cached is None and files is not None and before is not None:
+        write(files, evalset, sum(size for size, _, _ in before))
+    return evalset, files

@@ -32,7 +32,6 @@ from monitor.compare.ppi import MIN_VERIFIED, Calibration, side_by_side
 from monitor.errors import InternalError, UsageError
 from monitor.evalset import cache, digests
 from monitor.evalset.corpus import corpus_for
-from monitor.evalset.suite import load_evalset
 from monitor.job.measurable import measured_anything
 from monitor.job.outcome import SuiteOutcome
 from monitor.job.stored import comparison_key, evalset_identity, save_comparison
@@ -80,17 +79,7 @@ def load_frozen(suite: SuiteConfig, kept: Mapping[str, object] | None) -> Frozen
     ``kept`` is the store's record of the digests (:mod:`monitor.evalset.digests`): when
     the set's files hash as they did, the digests are taken from it instead of computed.
     """
-    before = digests.stat_files(suite.evalset)
-    files = digests.files_digest(suite.evalset) if before is not None else None
-    # A large set read into columns before is read back from the cache, not parsed again.
-    cached = cache.read(files) if files is not None else None
-    evalset = cached if cached is not None else load_evalset(suite.evalset)
-    if digests.stat_files(suite.evalset) != before:
-        files = None  # changed while it was read: neither trusted nor kept
-        if cached is not None:
-            evalset = load_evalset(suite.evalset)  # the file as it is now
-    elif cached is None and files is not None and before is not None:
-        cache.write(files, evalset, sum(size for size, _, _ in before))
+    evalset, files = cache.load_tracked(suite.evalset)
     found = None if files is None else digests.known(kept, files)
     if found is not None:
         evalset.adopt_fingerprint(found.fingerprint)

@@ -49,17 +49,12 @@ class LoadedEvalSet:
 
 def load_frozen(suite: SuiteConfig) -> LoadedEvalSet:
     """Return the suite's frozen eval set; an unreadable one gives the error's message."""
-    from monitor.evalset import digests
-    from monitor.evalset.suite import load_evalset
+    from monitor.evalset.cache import load_tracked
 
-    before = digests.stat_files(suite.evalset)
     try:
-        evalset = load_evalset(suite.evalset)
+        evalset, files = load_tracked(suite.evalset)
     except (MonitorError, OSError) as error:
         return LoadedEvalSet(None, str(error))
-    files = digests.files_digest(suite.evalset) if before is not None else None
-    if digests.stat_files(suite.evalset) != before:
-        files = None  # changed while it was read: not the set any digest tells
     return LoadedEvalSet(evalset, files=files)
 
 
