@@ -113,9 +113,9 @@ def test_the_overlap_reads_back_as_columns(computed: Comparison) -> None:
     assert isinstance(read.overlap.queries, OverlapRows)
 
 
-def test_an_overlap_held_as_records_reads_back_as_the_same_rows() -> None:
-    """Per-query overlaps given as records read back as equal rows."""
-    rows = (QueryOverlap("q1", 0.5, 0.25), QueryOverlap("q2", 1.0, 1.0))
+def test_an_overlaps_rows_read_back_as_the_same_rows() -> None:
+    """Per-query overlaps read back as equal rows."""
+    rows = OverlapRows.of((QueryOverlap("q1", 0.5, 0.25), QueryOverlap("q2", 1.0, 1.0)))
     comparison = Comparison("s", 2, 1, "ok", overlap=Overlap(10, 0.9, 0.75, 0.625, rows))
     assert comparison == decode_comparison(encode_comparison(comparison))
 

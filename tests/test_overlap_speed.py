@@ -191,7 +191,7 @@ def test_the_queries_that_moved_most_read_alike_from_columns_and_records(
     moved = Overlap(10, 0.9, 0.5, 0.5, columns).moved_most(count)
     expected = sorted((q for q in records if q.rbo < 1.0), key=lambda q: q.rbo)[:count]
     assert [q.query_id for q in expected] == [q.query_id for q in moved]
-    assert moved == Overlap(10, 0.9, 0.5, 0.5, records).moved_most(count)
+    assert moved == Overlap(10, 0.9, 0.5, 0.5, OverlapRows.of(records)).moved_most(count)
 
 
 def test_an_overlap_of_columns_gives_its_rows_built_when_read_or_as_a_list() -> None:

@@ -27,8 +27,8 @@ whole dictionaries; the floats are the same.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
@@ -91,6 +91,16 @@ class OverlapRows(BuiltWhenRead[QueryOverlap]):
     def __iter__(self) -> Iterator[QueryOverlap]:
         return map(QueryOverlap, self.ids, self.rbos.tolist(), self.jaccards.tolist())
 
+    @classmethod
+    def of(cls, queries: Iterable[QueryOverlap]) -> OverlapRows:
+        """Return the columns of per-query overlap records."""
+        records = list(queries)
+        return cls(
+            [query.query_id for query in records],
+            np.array([query.rbo for query in records], dtype=np.float64),
+            np.array([query.jaccard for query in records], dtype=np.float64),
+        )
+
     def dict_rows(self) -> DictRows:
         """Return each query's :meth:`QueryOverlap.to_dict`, each built when read."""
         return DictRows(_ROW_KEYS, (self.ids, self.rbos, self.jaccards))
@@ -112,7 +122,7 @@ class Overlap:
     persistence: float
     rbo: float
     jaccard: float
-    queries: Sequence[QueryOverlap] = ()
+    queries: OverlapRows = field(default_factory=lambda: OverlapRows.of(()))
 
     @property
     def n(self) -> int:
@@ -121,25 +131,18 @@ class Overlap:
 
     def moved_most(self, count: int) -> tuple[QueryOverlap, ...]:
         """Return the ``count`` queries of lowest RBO below 1 (those whose top k changed),
-        lowest first, ties in query order; read from the columns when they are columns."""
+        lowest first, ties in query order."""
         queries = self.queries
-        if not isinstance(queries, OverlapRows):
-            moving = sorted((q for q in queries if q.rbo < 1.0), key=lambda q: q.rbo)
-            return tuple(moving[: max(count, 0)])
         moved = np.flatnonzero(queries.rbos < 1.0)
         picked = moved[np.argsort(queries.rbos[moved], kind="stable")[: max(count, 0)]]
         return tuple(queries[i] for i in picked.tolist())
 
     def to_dict(self, *, lazy_rows: bool = False) -> dict[str, Any]:
         """Return a JSON-ready form (NaN means as None). With ``lazy_rows``, per-query rows
-        held as columns are given as :class:`~monitor.records.DictRows`, each row built
-        when read, instead of a list."""
+        are given as :class:`~monitor.records.DictRows`, each row built when read, instead
+        of a list."""
         queries = self.queries
-        rows: Sequence[dict[str, Any]]
-        if isinstance(queries, OverlapRows):
-            rows = queries.dict_rows() if lazy_rows else queries.dicts()
-        else:
-            rows = [query.to_dict() for query in queries]
+        rows = queries.dict_rows() if lazy_rows else queries.dicts()
         return {
             "k": self.k,
             "persistence": self.persistence,
@@ -158,7 +161,7 @@ class Overlap:
             persistence=data["persistence"],
             rbo=math.nan if rbo is None else rbo,
             jaccard=math.nan if jaccard is None else jaccard,
-            queries=tuple(QueryOverlap(**query) for query in data["queries"]),
+            queries=OverlapRows.of(QueryOverlap(**query) for query in data["queries"]),
         )
 
 

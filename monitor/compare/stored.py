@@ -12,12 +12,11 @@ and the columns keep the floats' bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from monitor.compare.overlap import OverlapRows, QueryOverlap
+from monitor.compare.overlap import OverlapRows
 from monitor.compare.records import Comparison
 from monitor.run import codec
 
@@ -32,7 +31,7 @@ def encode_comparison(comparison: Comparison) -> bytes:
     columns = []
     if comparison.overlap is not None:
         doc["overlap"]["queries"] = []
-        rows = _columns(comparison.overlap.queries)
+        rows = comparison.overlap.queries
         columns = [rows.rbos, rows.jaccards, *codec.strings(rows.ids)]
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     return codec.pack([np.frombuffer(text.encode("utf-8"), np.uint8), *columns])
@@ -47,14 +46,3 @@ def decode_comparison(blob: bytes) -> Comparison:
     rbos, jaccards, *ids = columns
     rows = OverlapRows(codec.texts_of(ids), rbos, jaccards)
     return replace(comparison, overlap=replace(comparison.overlap, queries=rows))
-
-
-def _columns(queries: Sequence[QueryOverlap]) -> OverlapRows:
-    """Return per-query overlaps as columns (those of a computed overlap already are)."""
-    if isinstance(queries, OverlapRows):
-        return queries
-    return OverlapRows(
-        [query.query_id for query in queries],
-        np.array([query.rbo for query in queries], dtype=np.float64),
-        np.array([query.jaccard for query in queries], dtype=np.float64),
-    )
