@@ -30,6 +30,7 @@ INFRASTRUCTURE = (
     "monitor.texts",
     "monitor.terminal",
     "monitor.testing",
+    "monitor.tls",
 )
 #: Alerts and exporters: the two outputs of a run, each on its own.
 PUBLISH = ("monitor.alerts", "monitor.exporters")

@@ -35,6 +35,7 @@ from monitor.alerts.base import Clock, utcnow
 from monitor.config.model import Secret
 from monitor.errors import NotifierSetupError, NotifyError
 from monitor.secrets import Scrubber, url_secrets
+from monitor.tls import verifying
 
 USER_AGENT: Final = f"retrieval-monitor/{__version__}"
 #: The header that carries a notification's idempotency key.
@@ -212,4 +213,4 @@ def _real_transport(url: httpx.URL, tls: bool | ssl.SSLContext = True) -> httpx.
         proxy = urllib.request.getproxies_environment().get(url.scheme)
     # Plain HTTP straight to the receiver never uses TLS: skip loading the CA bundle.
     plain = url.scheme == "http" and proxy is None
-    return httpx.HTTPTransport(proxy=proxy, retries=0, verify=False if plain else tls)
+    return httpx.HTTPTransport(proxy=proxy, retries=0, verify=False if plain else verifying(tls))

@@ -32,6 +32,7 @@ from monitor.embedding.base import Vectors, unit_rows
 from monitor.errors import EmbedderSetupError, EmbeddingCallError
 from monitor.search.options import Options
 from monitor.secrets import Scrubber
+from monitor.tls import verifying
 
 _PATH = "/v1/embeddings"
 
@@ -55,7 +56,10 @@ class HttpEmbedder:
         self.scrub = Scrubber.of([api_key] if api_key else [])
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
-            headers=headers, timeout=httpx.Timeout(timeout), transport=transport
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            verify=verifying(),
+            transport=transport,
         )
         self._dimension: int | None = None
 

@@ -40,6 +40,7 @@ from monitor.judgments.answers import quote
 from monitor.judgments.layers import _now, add_layer
 from monitor.judgments.todo import DocText, TodoItem, todo_items
 from monitor.store import JudgmentLayer, RunRecord, Store
+from monitor.tls import verifying
 
 #: Grades one (query, document text) pair.
 Judge = Callable[[str, str], int]
@@ -128,6 +129,7 @@ class HttpJudge:
         self._client = httpx.Client(
             timeout=timeout,
             headers=dict(headers or {}),
+            verify=verifying(),
             transport=transport,
             limits=httpx.Limits(max_keepalive_connections=0),
         )

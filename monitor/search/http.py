@@ -55,6 +55,7 @@ from monitor.records import Hit
 from monitor.search.options import Options
 from monitor.search.paths import JsonPath
 from monitor.secrets import Scrubber, is_secret_name, url_secrets
+from monitor.tls import verifying
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # One pass over the template, so that a query holding "{k}" is not filled in again.
@@ -113,7 +114,7 @@ class HttpSearch:
         self._client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout),
-            verify=tls,
+            verify=verifying(tls),
             transport=transport,
             follow_redirects=True,
         )
