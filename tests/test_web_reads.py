@@ -206,25 +206,30 @@ def test_a_failed_computation_is_tried_again() -> None:
 
 
 def test_the_warm_up_compiles_every_template(three_runs: Path) -> None:
-    """After the warm-up, showing a page reads no template source again."""
-    from monitor.web.app import _Pages
+    """After the warm-up, showing a page reads no template source again. The environment
+    is one per process, so the test starts from a fresh one and leaves none counted."""
+    from monitor.web.app import _environment, _Pages
 
-    pages = _Pages(WebSettings(config=default_config(), store=lambda: open_store(three_runs)))
-    loader = pages.env.loader
-    assert loader is not None
-    real = loader.get_source
-    read: list[str] = []
+    _environment.cache_clear()
+    try:
+        pages = _Pages(WebSettings(config=default_config(), store=lambda: open_store(three_runs)))
+        loader = pages.env.loader
+        assert loader is not None
+        real = loader.get_source
+        read: list[str] = []
 
-    def counted(env: Any, name: str) -> Any:
-        read.append(name)
-        return real(env, name)
+        def counted(env: Any, name: str) -> Any:
+            read.append(name)
+            return real(env, name)
 
-    loader.get_source = counted  # type: ignore[method-assign,assignment]
-    pages.warm()
-    compiled = len(read)
-    pages.page("suites.html", cards=pages.views.suites())
-    pages.page("run.html", suite=SUITE, report=pages.views.run_page(SUITE, 2))
-    assert (len(pages.env.list_templates()), compiled) == (compiled, len(read))
+        loader.get_source = counted  # type: ignore[method-assign,assignment]
+        pages.warm()
+        compiled = len(read)
+        pages.page("suites.html", cards=pages.views.suites())
+        pages.page("run.html", suite=SUITE, report=pages.views.run_page(SUITE, 2))
+        assert (len(pages.env.list_templates()), compiled) == (compiled, len(read))
+    finally:
+        _environment.cache_clear()
 
 
 def test_a_run_stored_while_the_app_is_up_is_read_before_anyone_asks(tmp_path: Path) -> None:

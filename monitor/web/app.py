@@ -9,6 +9,7 @@ use the app's own small scripts. Everything served ships in the package.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import secrets
@@ -453,7 +454,11 @@ class _Pages:
         return response
 
 
+@functools.cache
 def _environment() -> Environment:
+    """Return the templates' environment, one per process: each app (a test's, a daemon's
+    after a reload) reads the templates compiled once; jinja2 still recompiles one whose
+    file changed."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
