@@ -23,7 +23,10 @@ ids, and read it in the order given. Queries missing from the run get an empty r
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,12 +34,16 @@ from metric_cases import Case, random_case, trec_order
 
 from monitor.metrics.evaluation import evaluate
 
-if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":  # .ci/run installs the bench extra
-    import numba.typed as numba_typed
-    import ranx.metrics as ranx_metrics
-else:
-    ranx_metrics = pytest.importorskip("ranx.metrics")
-    numba_typed = pytest.importorskip("numba.typed")
+
+@functools.cache
+def peer(name: str) -> Any:
+    """Import ranx's or numba's module ``name`` when a test first needs it, not while the
+    suite is collected (importing ranx takes seconds, in every worker); skip without it,
+    except in ``.ci/run``, which installs the bench extra."""
+    if os.environ.get("MONITOR_REQUIRE_SERVICES") == "1":
+        return importlib.import_module(name)
+    return pytest.importorskip(name)
+
 
 pytestmark = [
     # numba compiles ranx's functions on the first call when its cache is cold (~10 s).
@@ -59,7 +66,7 @@ def as_ranx_lists(case: Case) -> tuple[object, object]:
         table = [[float(numbers.setdefault(doc, len(numbers))), value] for doc, value in pairs]
         return np.array(table, dtype=np.float64).reshape(-1, 2)
 
-    qrels, run = numba_typed.List(), numba_typed.List()
+    qrels, run = peer("numba.typed").List(), peer("numba.typed").List()
     for qid, judged in case.qrels.items():
         by_grade = sorted(judged.items(), key=lambda item: -item[1])
         qrels.append(rows([(doc, float(grade)) for doc, grade in by_grade]))
@@ -76,7 +83,7 @@ def test_matches_ranx(measure: str, k: int, seed: int) -> None:
     case = random_case(seed)
     metric = f"{measure}@{k}"
     ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
-    expected = getattr(ranx_metrics, measure)(*as_ranx_lists(case), k)
+    expected = getattr(peer("ranx.metrics"), measure)(*as_ranx_lists(case), k)
     np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
 
 
@@ -85,7 +92,7 @@ def test_ndcg_burges_without_cutoff_matches_ranx(seed: int) -> None:
     """ndcg_burges without a cutoff equals ranx's ndcg_burges with k = 0 (the whole run)."""
     case = random_case(seed)
     ours = evaluate(case.qrels, case.run, ["ndcg_burges"], include_no_relevant=True)
-    expected = ranx_metrics.ndcg_burges(*as_ranx_lists(case), 0)
+    expected = peer("ranx.metrics").ndcg_burges(*as_ranx_lists(case), 0)
     np.testing.assert_allclose(
         expected, ours.per_query["ndcg_burges"].to_numpy(), rtol=0, atol=1e-12
     )
@@ -109,7 +116,7 @@ def test_dcg_and_hits_match_ranx(ours_name: str, ranx_name: str, k: int, seed: i
     case = random_case(seed)
     metric = f"{ours_name}@{k}"
     ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
-    expected = getattr(ranx_metrics, ranx_name)(*as_ranx_lists(case), k)
+    expected = getattr(peer("ranx.metrics"), ranx_name)(*as_ranx_lists(case), k)
     np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
 
 
@@ -122,7 +129,7 @@ def test_rbp_matches_ranx_on_binary_judgments(metric: str, persistence: float, s
     """rbp at each persistence equals ranx's rank_biased_precision when grades are 0 or 1."""
     case = binary(random_case(seed))
     ours = evaluate(case.qrels, case.run, [metric], include_no_relevant=True)
-    expected = ranx_metrics.rank_biased_precision(*as_ranx_lists(case), persistence)
+    expected = peer("ranx.metrics").rank_biased_precision(*as_ranx_lists(case), persistence)
     np.testing.assert_allclose(expected, ours.per_query[metric].to_numpy(), rtol=0, atol=1e-12)
 
 
@@ -130,6 +137,6 @@ def test_ranx_rbp_is_another_measure_on_graded_qrels() -> None:
     """ranx's rbp at 0.8 gains the raw grade, 0.2 (1 + 3 x 0.8) = 0.68, where rbp_80 gains
     grade / highest grade, 0.2 (1/3 + 0.8): why its RBP names are refused here."""
     case = Case({"q": {"a": 3, "b": 1}}, {"q": {"b": 3.0, "a": 2.0}})
-    theirs = ranx_metrics.rank_biased_precision(*as_ranx_lists(case), 0.8)
+    theirs = peer("ranx.metrics").rank_biased_precision(*as_ranx_lists(case), 0.8)
     ours = evaluate(case.qrels, case.run, ["rbp_80"]).means["rbp_80"]
     assert (0.68, round(0.2 * (1 / 3 + 0.8), 12)) == (round(theirs[0], 12), round(ours, 12))
