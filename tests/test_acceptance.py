@@ -17,6 +17,8 @@ import pytest
 
 from tests.timeline import Timeline, faketime_library, runs, timeline
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def faketime() -> None:

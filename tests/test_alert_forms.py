@@ -274,6 +274,7 @@ def evidence(draw: st.DrawFn) -> RegressionDetails:
     )
 
 
+@pytest.mark.slow
 @given(
     suite=texts,
     found=evidence(),
@@ -301,6 +302,7 @@ def test_a_regression_round_trips_through_json(
     assert alert == through_json(alert)
 
 
+@pytest.mark.slow
 @given(suite=texts, reason=st.sampled_from(FailureReason), message=st.text(), start=moments)
 def test_a_failure_round_trips_through_json(
     suite: str, reason: FailureReason, message: str, start: datetime
@@ -313,6 +315,7 @@ def test_a_failure_round_trips_through_json(
 # --- the comparison's records --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("strategy", "read"),
     [

@@ -75,6 +75,7 @@ def lifecycle(
 # --- transitions ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_new_alert_is_notified_once(
     store: AlertStore, clock: ManualClock, hook: RecordingNotifier
 ) -> None:
@@ -263,6 +264,7 @@ def test_suites_are_kept_apart(
     assert [("firing", "recall@5 max_drop")] == hook.transitions()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("alerts", "message"),
     [

@@ -144,6 +144,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
             receiver.stop()
 
 
+@pytest.mark.slow
 def test_the_webhook_gets_each_transition_once(job: Job) -> None:
     """Firing, one reminder, the failure delivered after the outage, then both resolves."""
     assert [

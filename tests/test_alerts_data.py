@@ -137,6 +137,7 @@ def test_the_rules_pass_promtool_check() -> None:
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_rules_pass_their_promtool_unit_tests() -> None:
     """promtool test rules passes on the rules' unit tests."""
     result = run(
@@ -342,6 +343,7 @@ def test_every_dashboard_query_parses_as_promql(tmp_path: Path) -> None:
     assert 0 == result.returncode, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_dashboard_matches_grafanas_schema(tmp_path: Path) -> None:
     """TypeScript finds no unknown key, wrong type or bad value against @grafana/schema 11.6."""
     node = tool("node", "nodejs")

@@ -163,6 +163,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_bad_input_is_one_clear_error(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -429,6 +430,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", COMMANDS.values(), ids=COMMANDS.keys())
 def test_bad_command_input_is_one_clear_error(
     case: Command, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -110,6 +110,7 @@ def test_malformed_run_names_file_and_line(
     assert f"{run}:2" in err
 
 
+@pytest.mark.slow
 def test_python_m_monitor_runs_the_cli(files: tuple[Path, Path]) -> None:
     """`python -m monitor` is the same command line."""
     qrels, run = files

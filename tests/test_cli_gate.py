@@ -109,6 +109,7 @@ def test_a_suite_with_no_baseline_at_all_names_the_command_that_pins_one(
     assert expected in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_keyword_against_the_rerank_baseline_file_exits_4(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -122,6 +123,7 @@ def test_keyword_against_the_rerank_baseline_file_exits_4(
     assert "gate: suite larkfield: REGRESSION" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_rerank_against_itself_exits_0(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -134,6 +136,7 @@ def test_rerank_against_itself_exits_0(
     assert "gate: suite larkfield: PASS" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_saved_run_file_is_gated_as_its_replay(tmp_path: Path, baseline_file: Path) -> None:
     """--run FILE gates the saved run: the bundled keyword run file regresses."""
     from monitor.evalset.bundled import data_path
@@ -184,6 +187,7 @@ def test_a_malformed_baseline_file_exits_2_naming_the_file(
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_nothing_is_written_to_the_store_without_record(
     tmp_path: Path, baseline_file: Path
 ) -> None:
@@ -202,6 +206,7 @@ def test_a_baseline_file_alone_never_opens_the_store(tmp_path: Path, baseline_fi
     assert not (elsewhere / "monitor.db").exists()
 
 
+@pytest.mark.slow
 def test_record_stores_the_candidates_run(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -217,6 +222,7 @@ def test_record_stores_the_candidates_run(
         assert ("replay:larkfield/keyword",) == row.fetchone()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("policy", "code"), [("pass", 0), ("fail", 4), ("code", 5)])
 def test_insufficient_evidence_exits_as_the_policy_says(
     tmp_path: Path, baseline_file: Path, policy: str, code: int
@@ -227,6 +233,7 @@ def test_insufficient_evidence_exits_as_the_policy_says(
     assert code == gate(config, *extra, "--on-insufficient-evidence", policy)
 
 
+@pytest.mark.slow
 def test_persistence_does_not_hold_back_a_gated_regression(
     tmp_path: Path, baseline_file: Path
 ) -> None:
@@ -240,6 +247,7 @@ def test_persistence_does_not_hold_back_a_gated_regression(
     assert 4 == gate(config, *extra)
 
 
+@pytest.mark.slow
 def test_a_failing_search_backend_exits_3(
     tmp_path: Path,
     baseline_file: Path,
@@ -256,6 +264,7 @@ def test_a_failing_search_backend_exits_3(
     assert ("error", 3) == (suite["verdict"], suite["exit_code"])
 
 
+@pytest.mark.slow
 def test_the_json_output_has_the_documented_shape(
     tmp_path: Path, baseline_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -317,6 +326,7 @@ def keyword_gate(tmp_path: Path, baseline_file: Path, *extra: str) -> int:
     return gate(write_config(tmp_path), *args, *extra)
 
 
+@pytest.mark.slow
 def test_junit_and_markdown_files_are_written_from_the_renderers(
     tmp_path: Path, baseline_file: Path, renderers: list[Sequence[GateResult]]
 ) -> None:
@@ -327,6 +337,7 @@ def test_junit_and_markdown_files_are_written_from_the_renderers(
     assert "# summary regression\n" == markdown.read_text()
 
 
+@pytest.mark.slow
 def test_the_summary_is_appended_to_the_github_step_summary(
     tmp_path: Path,
     baseline_file: Path,
@@ -341,6 +352,7 @@ def test_the_summary_is_appended_to_the_github_step_summary(
     assert "earlier step\n# summary regression\n" == summary.read_text()
 
 
+@pytest.mark.slow
 def test_annotations_are_printed_only_on_github_actions(
     tmp_path: Path,
     baseline_file: Path,

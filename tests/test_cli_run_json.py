@@ -54,6 +54,7 @@ def dumped(value: object) -> str:
     return json.dumps(json.loads(json.dumps(value, indent=2)))
 
 
+@pytest.mark.slow
 @given(documents)
 @settings(max_examples=400, deadline=None)
 def test_any_document_reads_back_as_json_dump_writes_it(document: object) -> None:
@@ -61,6 +62,7 @@ def test_any_document_reads_back_as_json_dump_writes_it(document: object) -> Non
     assert dumped(document) == written(document)
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.text(max_size=4), min_size=1, max_size=4, unique=True).flatmap(
         lambda names: st.lists(

@@ -116,6 +116,7 @@ def holder(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
         process.wait()
 
 
+@pytest.mark.slow
 def test_a_running_holder_on_this_host_is_not_taken_over_when_its_lease_looks_expired(
     tmp_path: Path, holder: Callable[..., subprocess.Popen[str]]
 ) -> None:
@@ -131,6 +132,7 @@ def test_a_running_holder_on_this_host_is_not_taken_over_when_its_lease_looks_ex
         pass
 
 
+@pytest.mark.slow
 def test_a_holder_whose_pid_another_process_reuses_is_taken_over_at_once(
     tmp_path: Path, holder: Callable[..., subprocess.Popen[str]]
 ) -> None:

@@ -34,6 +34,7 @@ def _write(path: Path, run: dict[str, list[tuple[str, float]]]) -> Path:
     return path
 
 
+@pytest.mark.slow
 @given(run=rankings, pairs=judged)
 def test_dense_and_hashed_ranks_agree(
     tmp_path_factory: pytest.TempPathFactory,

@@ -215,6 +215,7 @@ suites:
 """
 
 
+@pytest.mark.slow
 def test_http_500s_within_the_budget_breach_the_error_rate_and_no_quality_rule(
     tmp_path: Path, service: Service, receiver: RecordingReceiver
 ) -> None:

@@ -422,6 +422,7 @@ def test_interval_forms(interval: str, seconds: float) -> None:
     assert seconds == nightly(f"schedule: {{interval: {interval}}}").schedule.interval_seconds
 
 
+@pytest.mark.slow
 @given(
     st.tuples(*(st.integers(min_value=0, max_value=99) for _ in range(4))).filter(any),
 )
@@ -673,6 +674,7 @@ def test_config_hash_is_a_sha256_hex_digest() -> None:
     assert (64, True) == (len(digest), all(c in "0123456789abcdef" for c in digest))
 
 
+@pytest.mark.slow
 @given(st.text(alphabet=st.characters(categories=("L", "N", "P", "S", "Zs")), max_size=40))
 def test_plain_strings_pass_through_unchanged(value: str) -> None:
     """A label value without ${ reaches the config exactly as written."""

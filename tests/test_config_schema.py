@@ -46,6 +46,7 @@ def validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(config_schema())
 
 
+@pytest.mark.slow
 def test_schema_is_a_valid_draft_2020_12_schema() -> None:
     """The schema itself passes the draft 2020-12 metaschema."""
     jsonschema.Draft202012Validator.check_schema(config_schema())

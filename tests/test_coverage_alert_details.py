@@ -81,6 +81,7 @@ def test_unknown_coverage_reads_back_as_not_a_number() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_webhook_payload_carries_the_labels_needed_fields(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:

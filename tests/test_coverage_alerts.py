@@ -84,6 +84,7 @@ def pin_baseline(tmp_path: Path, receiver: RecordingReceiver) -> None:
     assert 0 == main(["baseline", "set", "--config", str(config), "--suite", "nightly", "--latest"])
 
 
+@pytest.mark.slow
 def test_an_unjudged_drop_sends_labels_needed_and_no_regression(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -95,6 +96,7 @@ def test_an_unjudged_drop_sends_labels_needed_and_no_regression(
     assert [("firing", "RetrievalLabelsNeeded", "labels_needed", "info")] == sent(receiver)
 
 
+@pytest.mark.slow
 def test_the_labels_needed_alert_says_what_to_label_and_where(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -112,6 +114,7 @@ def test_the_labels_needed_alert_says_what_to_label_and_where(
     assert "https://labels.example/nightly/2" in text
 
 
+@pytest.mark.slow
 def test_the_labels_needed_command_runs_as_printed_from_anywhere(
     tmp_path: Path, receiver: RecordingReceiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,6 +149,7 @@ def test_an_unjudged_drop_does_not_fail_the_quality_gate(
     assert 0 == main(["run", "--config", str(config), "--no-progress", "--fail-on-regression"])
 
 
+@pytest.mark.slow
 def test_the_same_drop_on_judged_documents_alerts_a_regression(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -156,6 +160,7 @@ def test_the_same_drop_on_judged_documents_alerts_a_regression(
     assert [("firing", "RetrievalRegression", "mrr@10 max_drop", "warning")] == sent(receiver)
 
 
+@pytest.mark.slow
 def test_labels_needed_resolves_when_coverage_is_back(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -166,6 +171,7 @@ def test_labels_needed_resolves_when_coverage_is_back(
     assert ["firing", "resolved"] == [status for status, *_ in sent(receiver)]
 
 
+@pytest.mark.slow
 def test_the_gauges_say_labels_are_needed_and_how_far_the_rankings_moved(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:

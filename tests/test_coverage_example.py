@@ -10,6 +10,8 @@ import pytest
 
 from monitor.cli import main
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "coverage"
 CONFIG = str(EXAMPLE / "monitor.yaml")
 

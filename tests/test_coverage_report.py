@@ -10,6 +10,8 @@ from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
 from tests.test_coverage_alerts import pin_baseline, write
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def held(tmp_path: Path) -> Path:

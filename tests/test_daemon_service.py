@@ -108,6 +108,7 @@ class Recorder:
         return run_suite(suite, store, config_hash=config_hash, progress=progress, sinks=sinks)
 
 
+@pytest.mark.slow
 def test_a_failing_run_is_counted_and_the_next_run_still_comes(make: Callable[..., Daemon]) -> None:
     """A run that raises is logged and counted as a failure; the suite runs again on time."""
     run = Recorder(error=SearchBackendError("backend down"))
@@ -324,6 +325,7 @@ class FakeEndpoint:
         self.forgotten.append(suite)
 
 
+@pytest.mark.slow
 def test_shutdown_waits_for_a_run_that_finishes_within_the_grace(
     make: Callable[..., Daemon],
 ) -> None:
@@ -361,6 +363,7 @@ def test_shutdown_abandons_a_run_that_outlasts_the_grace(
     assert ["the grace period of 0.1 s ran out"] == [e["reason"] for e in abandoned_events(caplog)]
 
 
+@pytest.mark.slow
 def test_a_second_stop_request_abandons_the_run_and_says_so(
     make: Callable[..., Daemon], caplog: pytest.LogCaptureFixture
 ) -> None:

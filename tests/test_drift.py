@@ -45,11 +45,13 @@ def _alarm_rate(shift: float) -> float:
     return alarms / len(SEEDS)
 
 
+@pytest.mark.slow
 def test_same_distribution_alarms_at_most_at_alpha_plus_003() -> None:
     """Two samples of one distribution alarm in at most alpha + 0.03 of 200 seeds."""
     assert _alarm_rate(0.0) <= ALPHA + 0.03
 
 
+@pytest.mark.slow
 def test_half_sigma_shift_is_detected_in_90_percent_of_seeds() -> None:
     """A mean shift of half a standard deviation along one axis alarms in >= 90% of seeds."""
     assert _alarm_rate(0.5) >= 0.90

@@ -63,6 +63,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> HashedWords:
     return embedder
 
 
+@pytest.mark.slow
 def test_a_drift_fires_the_checks_alert(tmp_path: Path, logs: Path, fake: HashedWords) -> None:
     """A drift exits 4 and leaves the check's alert firing."""
     assert (4, ["weekly"]) == (_check(tmp_path, logs, WEEK_2), _firing(tmp_path))

@@ -193,6 +193,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_logs(tmp_path_factory.mktemp("drift"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("current", "code"),
     [("2026-11-08..2026-11-15", 4), ("2026-11-20..2026-11-21", 5)],

@@ -38,6 +38,7 @@ def minilm() -> Iterator[OnnxEmbedder]:
 # -- onnx ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_packaged_model_has_384_dimensions(minilm: OnnxEmbedder) -> None:
     """The packaged all-MiniLM-L6-v2 gives 384-dimensional vectors."""
     assert (384, (2, 384)) == (minilm.dimension, minilm.embed(["a", "b"]).shape)
@@ -107,6 +108,7 @@ def test_batches_keep_the_order_of_the_texts(minilm: OnnxEmbedder) -> None:
     assert np.allclose(one_by_one, together, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_named_model_file_and_tokenizer_load(minilm: OnnxEmbedder) -> None:
     """A model file and tokenizer named by the user load, named after the file."""
     from monitor.embedding.onnx import packaged_tokenizer
@@ -362,6 +364,7 @@ def test_embedding_paths_are_taken_from_the_config_folder(tmp_path: Path) -> Non
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "key", "words"),
     [

@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,7 @@ def round_trip(evalset: EvalSet, fmt: str) -> EvalSet:
         return EvalSet.load(path, queries=queries, name=evalset.name)
 
 
+@pytest.mark.slow
 @given(evalsets())
 def test_jsonl_round_trip_keeps_everything(evalset: EvalSet) -> None:
     """Any eval set comes back from JSONL equal, with the same fingerprint."""
@@ -78,6 +80,7 @@ def in_memory(evalset: EvalSet, fmt: str) -> EvalSet:
     return EvalSet.parse(text, fmt, "memory", name=evalset.name)
 
 
+@pytest.mark.slow
 @given(evalsets())
 def test_json_and_yaml_round_trips_keep_everything(evalset: EvalSet) -> None:
     """Any eval set comes back from JSON and from YAML equal, name included."""
@@ -86,12 +89,14 @@ def test_json_and_yaml_round_trips_keep_everything(evalset: EvalSet) -> None:
     assert (evalset, evalset) == (in_memory(evalset, "json"), loaded)
 
 
+@pytest.mark.slow
 @given(evalsets(ids=CSV_ID.filter(lambda s: ";" not in s), metadata=st.just({})))
 def test_csv_round_trip_keeps_queries(evalset: EvalSet) -> None:
     """Eval sets without metadata come back from CSV equal (ids without ';' or spaces)."""
     assert evalset.queries == in_memory(evalset, "csv").queries
 
 
+@pytest.mark.slow
 @settings(max_examples=50)  # two files written per example
 @given(
     evalsets(
@@ -105,6 +110,7 @@ def test_trec_round_trip_keeps_queries(evalset: EvalSet) -> None:
     assert evalset.queries == round_trip(evalset, "trec").queries
 
 
+@pytest.mark.slow
 @given(evalsets(), st.randoms(use_true_random=False))
 def test_fingerprint_ignores_query_and_judgment_order(evalset: EvalSet, rng: random.Random) -> None:
     """Shuffling queries and their judgments leaves the fingerprint unchanged."""
@@ -136,6 +142,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(st.sampled_from(["jsonl", "json", "yaml"]), JSON_VALUES)
 def test_any_json_value_loads_or_raises_input_error(fmt: str, value: object) -> None:
     """Any JSON or YAML value either is an eval set or raises InputError, never another error."""
@@ -154,6 +161,7 @@ FINGERPRINT_ROWS = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(FINGERPRINT_ROWS)
 def test_canonical_json_is_the_standard_encoders_text(rows: list[object]) -> None:
     """The fingerprint's bytes are the documented json.dumps text, whichever encoder writes them."""
@@ -161,6 +169,7 @@ def test_canonical_json_is_the_standard_encoders_text(rows: list[object]) -> Non
     assert expected == canonical_json(rows)
 
 
+@pytest.mark.slow
 @given(evalsets())
 def test_a_loaded_set_holds_what_add_would_have_checked(evalset: EvalSet) -> None:
     """Every query a file gives is one that add() keeps unchanged, and indexed by its id."""

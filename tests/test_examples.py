@@ -50,6 +50,7 @@ def test_bm25_finds_relevant_passages(bm25_result: RunResult) -> None:
     assert means["hit_rate@10"] > 0.6
 
 
+@pytest.mark.slow
 def test_bm25_demo_runs_from_the_repository_root() -> None:
     """``python -m examples.bm25_search`` from the repository root prints the comparison."""
     pytest.importorskip("bm25s")
@@ -71,6 +72,7 @@ def examples_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("examples_importable")
 def test_ann_recall_rises_with_ef_search() -> None:
     """A larger efSearch gives higher recall@10 against exact search, nearly all at the top."""

@@ -743,6 +743,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(
     assert ["retrieval.prom"] == sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".lock")
 
 
+@pytest.mark.slow
 def test_a_reader_never_sees_a_partial_textfile(tmp_path: Path) -> None:
     """While runs rewrite the file, every read parses whole and holds every gauge."""
     path = tmp_path / "retrieval.prom"
@@ -877,6 +878,7 @@ def test_a_port_in_use_is_an_export_error(exporter: Any) -> None:
         start_http_exporter("127.0.0.1", exporter.port)
 
 
+@pytest.mark.slow
 def test_close_frees_the_port_and_may_be_called_twice() -> None:
     """After close() the port can be listened on again."""
     running = start_http_exporter("127.0.0.1", 0)

@@ -143,6 +143,7 @@ def poll(check: Callable[[], T], what: str, timeout: float = TIMEOUT) -> T:
     return result
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_the_http_exporter(stack: Stack) -> None:
     """A snapshot served on 127.0.0.1:59108 is scraped and queryable with its labels."""
     suite = suite_name()
@@ -153,6 +154,7 @@ def test_prometheus_scrapes_the_http_exporter(stack: Stack) -> None:
         assert [0.8] == poll(lambda: stack.values(expr), "scraped value")
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_a_pushed_run(stack: Stack) -> None:
     """A pushed snapshot is scraped from the Pushgateway with job=retrieval-monitor kept."""
     suite = suite_name()
@@ -245,6 +247,7 @@ def webhook() -> Iterator[list[dict[str, Any]]]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_a_regression_reaches_the_webhook_through_alertmanager(
     stack: Stack, webhook: list[dict[str, Any]]
 ) -> None:

@@ -44,11 +44,13 @@ def grades(llm: FakeLLM, *, max_grade: int = 2) -> dict[str, int]:
         judge.close()
 
 
+@pytest.mark.slow
 def test_a_correct_llm_answers_every_true_grade(llm: FakeLLM) -> None:
     """Through the http judge, ``correct`` gives the ground truth of every document."""
     assert TRUTH == grades(llm)
 
 
+@pytest.mark.slow
 def test_a_biased_llm_moves_grades_toward_relevant_only(llm: FakeLLM) -> None:
     """``biased`` answers the top grade for about p of the pairs and never lowers one."""
     llm.behaviour, llm.p = "biased", 0.5
@@ -60,6 +62,7 @@ def test_a_biased_llm_moves_grades_toward_relevant_only(llm: FakeLLM) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_noisy_llm_changes_about_p_of_the_grades(llm: FakeLLM) -> None:
     """``noisy`` with p = 0.3 answers another grade for roughly 30% of 60 pairs."""
     llm.behaviour, llm.p = "noisy", 0.3
@@ -67,6 +70,7 @@ def test_a_noisy_llm_changes_about_p_of_the_grades(llm: FakeLLM) -> None:
     assert 8 <= sum(given[text] != TRUTH[text] for text in TRUTH) <= 28
 
 
+@pytest.mark.slow
 def test_the_planted_noise_is_the_same_in_any_call_order(llm: FakeLLM) -> None:
     """An answer depends on the seed and the pair only, not on what was asked before."""
     llm.behaviour, llm.p = "noisy", 0.3
@@ -77,6 +81,7 @@ def test_the_planted_noise_is_the_same_in_any_call_order(llm: FakeLLM) -> None:
     assert first == backwards
 
 
+@pytest.mark.slow
 def test_a_slow_llm_is_cut_off_at_the_judge_timeout(llm: FakeLLM) -> None:
     """``slow`` with a 2 s delay makes a judge of 0.3 s time out, and closing ends it."""
     llm.behaviour, llm.delay = "slow", 2.0
@@ -101,6 +106,7 @@ def test_every_malformed_answer_is_refused(llm: FakeLLM, call: int) -> None:
     judge.close()
 
 
+@pytest.mark.slow
 def test_the_server_joins_its_threads_when_closed() -> None:
     """After the block, even with a slow answer in flight, no thread of the server is left."""
     with FakeLLM(TRUTH, behaviour="slow", delay=30.0) as llm:
@@ -126,6 +132,7 @@ def test_an_injected_instruction_is_refused_not_stored_as_a_grade(llm: FakeLLM) 
     judge.close()
 
 
+@pytest.mark.slow
 def test_the_other_documents_keep_their_true_grades_beside_an_injection(llm: FakeLLM) -> None:
     """With injection-echo, every document without the injected line keeps its true grade."""
     llm.behaviour = "injection-echo"

@@ -149,6 +149,7 @@ def test_lines_the_line_reader_must_name_are_left_to_it(tmp_path: Path, text: st
     assert read_trec_columns(path) is None
 
 
+@pytest.mark.slow
 def test_conformance_runs_rank_like_the_line_reader() -> None:
     """trec_eval's own test runs give the same ranks through both readers."""
     if not CONFORMANCE.is_dir():

@@ -44,6 +44,7 @@ def _same_resolution(path: Path, qrels: dict[str, dict[str, int]], columns: obje
         assert np.array_equal(getattr(want.ranks, name), getattr(got.ranks, name)), name
 
 
+@pytest.mark.slow
 def test_repeated_ids_are_found_among_many_rows(tmp_path: Path) -> None:
     """With more rows than the sort-free filter's threshold, each repeat is still dropped."""
     text, qrels = _big_run(1)

@@ -58,6 +58,7 @@ def test_gzip_qrels_and_run_evaluate_like_plain_files(tmp_path: Path) -> None:
     assert plain.means == packed.means
 
 
+@pytest.mark.slow
 def test_cli_grades_truncate_reads_fractional_grades(tmp_path: Path) -> None:
     """evaluate --grades truncate scores qrels with fractional grades; without it, exit 2."""
     qrels = write(tmp_path / "q.qrels", "q1 0 a 1.5\nq1 0 b 0.5\n")
@@ -74,6 +75,7 @@ def test_cli_grades_truncate_reads_fractional_grades(tmp_path: Path) -> None:
     assert {"mrr": 0.5} == json.loads(done.stdout)["metrics"]
 
 
+@pytest.mark.slow
 def test_cli_reads_dict_qrels_json(tmp_path: Path) -> None:
     """evaluate takes the {qid: {doc: grade}} JSON of ranx and pytrec_eval as --qrels."""
     qrels = write(tmp_path / "qrels.json", json.dumps({"q1": {"a": 1.0, "b": 0}}))
@@ -83,6 +85,7 @@ def test_cli_reads_dict_qrels_json(tmp_path: Path) -> None:
     assert {"mrr": 0.5} == json.loads(done.stdout)["metrics"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("qrels_name", "run_name", "expected_name"),
     [

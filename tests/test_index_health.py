@@ -134,6 +134,7 @@ def qdrant_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_qdrant_run_with_index_health_keeps_ann_recall_in_its_stats(qdrant_path: Path) -> None:
     """Local mode searches exactly, so a run with index_health measures ann_recall@10 of 1."""
     search = build_search(
@@ -205,6 +206,7 @@ def larkfield_collection(path: Path) -> None:
     load_collection("larkfield", ids, texts, HashEmbedder(DIMENSION).embed(texts), path=str(path))
 
 
+@pytest.mark.slow
 def test_sweep_prints_one_row_per_value_on_qdrant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -99,6 +99,7 @@ def test_a_document_both_rank_is_placed_once_by_the_team_that_took_it() -> None:
     assert first == merged.team_of("x")
 
 
+@pytest.mark.slow
 @given(a=DOCS, b=DOCS, k=st.none() | st.integers(0, 30), seed=st.integers(0, 10**6))
 def test_the_merge_holds_each_document_once_in_each_teams_order(
     a: list[str], b: list[str], k: int | None, seed: int
@@ -253,6 +254,7 @@ def logs(tmp_path: Path) -> tuple[Path, Path]:
     return team_log, db
 
 
+@pytest.mark.slow
 def test_clicks_are_credited_to_the_team_that_placed_each_document(
     logs: tuple[Path, Path],
 ) -> None:
@@ -365,6 +367,7 @@ def test_a_system_against_itself_has_no_preference(model: str) -> None:
     assert found.preference.preferred is None
 
 
+@pytest.mark.slow
 def test_the_sign_test_of_a_system_against_itself_rejects_at_about_alpha() -> None:
     """Over 200 seeds, the self-interleaving sign test rejects at 0.05 at most 8% of the time."""
     rejected = sum(

@@ -24,6 +24,8 @@ from monitor.alerts.testing import RecordingReceiver
 from monitor.cli import main
 from monitor.store import open_store
 
+pytestmark = pytest.mark.slow
+
 QUERIES = 40
 EVALSET = "\n".join(
     json.dumps({"id": f"q{i}", "query": f"question {i}", "relevant": [f"d{i}"]})

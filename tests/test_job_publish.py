@@ -58,6 +58,7 @@ def receiver() -> Iterator[RecordingReceiver]:
         yield running
 
 
+@pytest.mark.slow
 def test_regression_fires_once_and_resolves_on_recovery(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -72,6 +73,7 @@ def test_regression_fires_once_and_resolves_on_recovery(
     )
 
 
+@pytest.mark.slow
 def test_an_undelivered_alert_waits_in_the_outbox(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:

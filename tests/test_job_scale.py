@@ -47,6 +47,7 @@ def suite_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_stored_per_query_values_equal_the_engines(suite_folder: Path) -> None:
     """Every stored per-query value equals evaluate() on the eval set and run file."""
     suite = load_config(suite_folder / "current.yaml").suite("bench")
@@ -60,6 +61,7 @@ def test_stored_per_query_values_equal_the_engines(suite_folder: Path) -> None:
     assert expected.to_dict() == stored[names].loc[expected.index].to_dict()
 
 
+@pytest.mark.slow
 def test_rankings_numbered_after_the_scoring_are_stored_as_beside_it(
     suite_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -81,6 +83,7 @@ def test_rankings_numbered_after_the_scoring_are_stored_as_beside_it(
     assert len(after.queries) == QUERIES
 
 
+@pytest.mark.slow
 def test_a_replayed_file_answers_with_the_hits_it_holds(suite_folder: Path) -> None:
     """The replay of a run file answers each query with the file's hits, best first."""
     replay = ReplaySearch.from_file(suite_folder / "current.run", "trec")
@@ -184,6 +187,7 @@ def test_the_store_columns_read_back_rankings_that_share_documents() -> None:
     assert queries == decode_queries(encode_queries(queries))
 
 
+@pytest.mark.slow
 def test_a_run_that_keeps_no_outcomes_compares_as_one_that_does(suite_folder: Path) -> None:
     """Letting go of the hits once stored leaves the outcome without them and every stored
     value, mean and verdict as they are with them."""

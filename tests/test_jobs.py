@@ -172,6 +172,7 @@ def schema_problems(path: Path, version: str) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize("path", MANIFESTS, ids=jobs_id)
 def test_manifest_is_valid_on_each_supported_kubernetes_version(path: Path, version: str) -> None:

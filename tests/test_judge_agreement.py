@@ -303,6 +303,7 @@ def grade_judged_pairs(tmp_path: Path, config: Path, flip_every: int) -> int:
     return layer.size
 
 
+@pytest.mark.slow
 def test_a_run_exports_the_agreement_and_applies_the_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -354,6 +355,7 @@ def test_the_command_says_when_no_judge_graded_yet(
     assert "suite larkfield: no judge layer yet\n" == capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_web_suite_page_shows_the_stored_agreement(tmp_path: Path) -> None:
     """The suite page has a judge agreement section with the figures the store holds."""
     from starlette.testclient import TestClient
@@ -383,6 +385,7 @@ def test_the_web_suite_page_shows_the_stored_agreement(tmp_path: Path) -> None:
     assert "judge:llm:m:1 vs human grades: 2 pairs over 1 queries; exact 0.500" in section
 
 
+@pytest.mark.slow
 def test_the_report_applies_the_rule_to_the_agreement_and_writes_nothing(tmp_path: Path) -> None:
     """``report`` shows the rule's verdict on the stored agreement; it stores no figures."""
     from monitor.report.compose import compose_report

@@ -114,6 +114,7 @@ def test_the_written_sample_is_blind() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_sample_graded_back_is_the_agreements_overlap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -134,6 +135,7 @@ def test_a_sample_graded_back_is_the_agreements_overlap(
     assert (10, {None}, 10) == (len(rows), {row["grade"] for row in rows}, judge["pairs"])
 
 
+@pytest.mark.slow
 def test_verify_says_how_many_it_drew_from_which_strata(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -67,6 +67,7 @@ queries = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(queries)
 @settings(max_examples=200, deadline=None)
 def test_the_digests_follow_their_documented_definition(

@@ -192,6 +192,7 @@ class DripServer:
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1/chat/completions"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("headers", [True, False], ids=["headers", "body"])
 def test_a_server_that_drips_its_answer_is_cut_off_at_the_call_deadline(headers: bool) -> None:
     """A byte every 0.2 s never trips a per-read timeout; the call still ends by its deadline."""
@@ -316,6 +317,7 @@ def judge_layers(tmp_path: Path) -> list[Any]:
         return [layer for layer in store.layers("larkfield") if layer.kind == "judge"]
 
 
+@pytest.mark.slow
 def test_a_run_lets_the_judge_grade_at_most_max_per_run_pairs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,6 +333,7 @@ def test_a_run_lets_the_judge_grade_at_most_max_per_run_pairs(
     )
 
 
+@pytest.mark.slow
 def test_judge_grades_never_move_the_figures_that_gate_alerts_by_default(
     tmp_path: Path,
 ) -> None:
@@ -343,6 +346,7 @@ def test_judge_grades_never_move_the_figures_that_gate_alerts_by_default(
     assert dict(first) == dict(second)
 
 
+@pytest.mark.slow
 def test_a_changed_prompt_starts_a_new_judge_layer(tmp_path: Path) -> None:
     """Grades of another prompt are not reused: the new prompt's judge grades again."""
     for prompt in ("v1", "v2"):
@@ -373,6 +377,7 @@ def test_a_bad_judge_key_names_file_line_and_key(
     assert key in str(caught.value)
 
 
+@pytest.mark.slow
 def test_an_http_judge_in_a_suite_grades_through_the_chat_server(tmp_path: Path) -> None:
     """A suite's ``kind: http`` judge asks the server once per pair and stores its grades."""
     with FakeLLM(default=1) as llm:

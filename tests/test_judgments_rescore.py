@@ -66,6 +66,7 @@ def expected_means(db: Path, method: str) -> dict[str, float]:
     return evaluate(merged, ranking, recorded_metrics(suite)).means
 
 
+@pytest.mark.slow
 def test_the_round_trip_changes_the_figures_exactly_as_the_new_grades_say(
     larkfield: Path,
 ) -> None:
@@ -79,6 +80,7 @@ def test_the_round_trip_changes_the_figures_exactly_as_the_new_grades_say(
     assert expected_means(larkfield, "keyword") == pytest.approx(got, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_round_trip_rescores_the_baseline_rather_than_discarding_it(
     larkfield: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -98,6 +100,7 @@ def test_the_round_trip_rescores_the_baseline_rather_than_discarding_it(
     )
 
 
+@pytest.mark.slow
 def test_the_report_rescores_an_older_run_under_the_new_grades(larkfield: Path) -> None:
     """A run measured before the layer is reported with figures under the new grades."""
     round_trip(larkfield)
@@ -108,6 +111,7 @@ def test_the_report_rescores_an_older_run_under_the_new_grades(larkfield: Path) 
     assert {k: expected[k] for k in current} == pytest.approx(current)
 
 
+@pytest.mark.slow
 def test_export_writes_the_merged_judgments_as_the_next_frozen_file(
     larkfield: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -121,6 +125,7 @@ def test_export_writes_the_merged_judgments_as_the_next_frozen_file(
     assert merged.fingerprint == EvalSet.load(out).fingerprint
 
 
+@pytest.mark.slow
 def test_list_shows_the_layer_with_its_provenance(
     larkfield: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -255,6 +260,7 @@ def test_rescoring_keeps_failed_queries_without_values() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_queue_of_the_bundled_set_carries_the_passage_texts(larkfield: Path) -> None:
     """Every row of the Larkfield queue has its passage's text to read while grading."""
     round_trip(larkfield)
@@ -264,6 +270,7 @@ def test_the_queue_of_the_bundled_set_carries_the_passage_texts(larkfield: Path)
     assert [passages[row["doc_id"]] for row in rows] == [row["doc_text"] for row in rows]
 
 
+@pytest.mark.slow
 def test_the_gate_compares_with_the_store_baseline_rescored_under_the_layers(
     larkfield: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -275,6 +282,7 @@ def test_the_gate_compares_with_the_store_baseline_rescored_under_the_layers(
     assert (True, True) == (code in (0, 4), "baseline run 1 re-scored" in out)
 
 
+@pytest.mark.slow
 def test_the_report_trends_show_earlier_runs_rescored_under_the_layers(larkfield: Path) -> None:
     """The trend of a rule metric gives each earlier run's value under the new grades."""
     round_trip(larkfield)

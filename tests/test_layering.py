@@ -297,6 +297,7 @@ def _lines(found: Iterable[tuple[Edge, str]]) -> list[str]:
     return [f"{e.importer}:{e.line} imports {e.imported} ({why})" for e, why in found]
 
 
+@pytest.mark.slow
 def test_each_stage_imports_only_earlier_stages() -> None:
     """No module imports a stage its package's rule forbids, outside the known exceptions."""
     assert [] == _lines(breaches(edges()))

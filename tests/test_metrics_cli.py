@@ -89,6 +89,7 @@ def test_names_chooses_the_printed_names(
     assert keys == list(out["metrics"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("options", "evaluated", "mrr"),
     [

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from metric_cases import trec_order
 
 from monitor.metrics.evaluation import evaluate
 from monitor.metrics.spec import MEASURES, UNBOUNDED, Cutoff
+
+pytestmark = pytest.mark.slow
 
 CUTOFFS = (1, 2, 3, 5, 10)
 AT_K = tuple(name for name, rule in MEASURES.items() if rule is not Cutoff.NONE)

@@ -157,6 +157,7 @@ def test_min_measured_raises_the_share_a_run_must_answer(tmp_path: Path, searche
     )
 
 
+@pytest.mark.slow
 def test_a_run_cut_by_its_deadline_is_not_measured(tmp_path: Path, searches: None) -> None:
     """A deadline that lets few queries through fails the run, saying how many were never sent."""
     runner = "{retries: 0, error_budget: 1.0, concurrency: 1, deadline_seconds: 0.2}"

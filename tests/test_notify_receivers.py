@@ -221,6 +221,7 @@ def test_a_400_is_not_retried_and_waits_in_the_outbox(db: Path, clock: ManualClo
     )
 
 
+@pytest.mark.slow
 def test_a_receiver_that_never_answers_times_out(db: Path, clock: ManualClock) -> None:
     """A receiver that accepts connections and never answers is given up on in time."""
     with socket.socket() as silent:

@@ -121,6 +121,7 @@ def store(tmp_path: Path) -> Any:
         yield opened
 
 
+@pytest.mark.slow
 def test_the_window_figures_are_known_per_application_and_segment(
     tmp_path: Path, store: Any
 ) -> None:
@@ -153,6 +154,7 @@ def test_a_window_without_latency_gives_no_data_for_its_percentiles(
     assert None is result.groups[0].values["latency_p95"]
 
 
+@pytest.mark.slow
 def test_a_planted_ctr_drop_breaches_its_rule(tmp_path: Path, store: Any) -> None:
     """CTR falling from 0.6 to 0.3 between the windows is a significant breach."""
     from monitor.config.traffic import OnlineRule, OnlineSignificance
@@ -167,6 +169,7 @@ def test_a_planted_ctr_drop_breaches_its_rule(tmp_path: Path, store: Any) -> Non
     assert ("breach", True) == (result.outcomes[0].status, result.outcomes[0].p_value < 0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("over", ["searches", "sessions"])
 def test_identical_windows_are_not_flagged(tmp_path: Path, store: Any, over: str) -> None:
     """The same CTR in both windows breaches no rule, over searches or sessions."""
@@ -181,6 +184,7 @@ def test_identical_windows_are_not_flagged(tmp_path: Path, store: Any, over: str
     assert "breach" != run_online(section, suite, store, now=NOW).outcomes[0].status
 
 
+@pytest.mark.slow
 def test_false_alarms_over_seeds_stay_near_alpha() -> None:
     """Two windows of one distribution are flagged at about alpha (0.05) over 200 seeds."""
     rng = np.random.default_rng(3)
@@ -198,6 +202,7 @@ def test_false_alarms_over_seeds_stay_near_alpha() -> None:
     assert 0.01 <= flagged / 200 <= 0.10
 
 
+@pytest.mark.slow
 def test_an_empty_window_is_no_data_with_its_alert(tmp_path: Path, store: Any) -> None:
     """A window without searches stores no_data and fires the no_data alert."""
     section, suite = traffic(small_logs(tmp_path))
@@ -210,6 +215,7 @@ def test_an_empty_window_is_no_data_with_its_alert(tmp_path: Path, store: Any) -
     )
 
 
+@pytest.mark.slow
 def test_online_run_exits_5_on_an_empty_window(tmp_path: Path, capsys: Any) -> None:
     """`online run` exits 5 (no data) and says so when the window holds no search."""
     db = small_logs(tmp_path)
@@ -222,6 +228,7 @@ def test_online_run_exits_5_on_an_empty_window(tmp_path: Path, capsys: Any) -> N
     assert (5, True) == (code, "no data" in capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_an_alert_is_raised_then_resolved_across_two_runs(tmp_path: Path, store: Any) -> None:
     """A CTR breach fires on day 2 and resolves when day 3's CTR is back up."""
     from monitor.config.traffic import OnlineRule, OnlineSignificance
@@ -241,6 +248,7 @@ def test_an_alert_is_raised_then_resolved_across_two_runs(tmp_path: Path, store:
     ]
 
 
+@pytest.mark.slow
 def test_gauge_labels_stay_bounded(tmp_path: Path, store: Any) -> None:
     """Applications past the suite's list fold into `other`: three labels for 30 apps."""
     queries = [
@@ -255,6 +263,7 @@ def test_gauge_labels_stay_bounded(tmp_path: Path, store: Any) -> None:
     assert {"all", "app1", "other"} == {key[1] for key in seen[0].online}
 
 
+@pytest.mark.slow
 def test_an_online_window_exports_no_query_counts(tmp_path: Path, store: Any) -> None:
     """An online suite sends no query: no queries_sent or run duration series, not a 0."""
     from monitor.exporters.gauges import render
@@ -372,6 +381,7 @@ def test_the_dashboard_has_an_online_row_reading_the_online_gauges() -> None:
     assert online == {name for name in online if name in exprs}
 
 
+@pytest.mark.slow
 def test_the_daemon_schedules_and_runs_online_suites(tmp_path: Path) -> None:
     """The daemon's online jobs: one scheduler job per online suite, whose run stores a window."""
     import threading
@@ -398,6 +408,7 @@ def test_the_daemon_schedules_and_runs_online_suites(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_readme_online_walk_prints_what_the_readme_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -439,6 +450,7 @@ def test_each_online_metric_has_one_definition() -> None:
     assert ONLINE_METRICS == (*METRICS, *PERCENTILES)
 
 
+@pytest.mark.slow
 def test_a_pinned_baseline_is_the_window_pinned_not_the_window_before(
     tmp_path: Path, capsys: Any
 ) -> None:

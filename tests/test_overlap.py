@@ -162,6 +162,7 @@ def test_the_comparison_json_carries_the_overlap_per_query() -> None:
 loose_rankings = st.lists(st.sampled_from([f"d{i}" for i in range(15)]), max_size=25)
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.tuples(loose_rankings, loose_rankings), max_size=8),
     st.integers(min_value=0, max_value=12),

@@ -39,6 +39,7 @@ def report_trends(tmp_path: Path, config: Path) -> dict[str, list[float]]:
     return {trend.figure: [point.value for point in trend.points] for trend in report.trends}
 
 
+@pytest.mark.slow
 def test_a_compared_run_keeps_its_mean_overlap_with_the_baseline(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -62,6 +63,7 @@ def test_a_run_without_a_baseline_keeps_no_overlap(
         assert None is store.get_state(OVERLAP_STATE, "nightly/1")
 
 
+@pytest.mark.slow
 def test_the_report_charts_overlap_over_the_runs(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -76,6 +78,7 @@ def test_the_report_charts_overlap_over_the_runs(
     assert [1.0] == trends["jaccard@10"][2:]
 
 
+@pytest.mark.slow
 def test_the_overlap_trend_marks_the_min_overlap_floor(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:
@@ -97,6 +100,7 @@ def test_the_overlap_trend_marks_the_min_overlap_floor(
     assert 0.6 == trend.alert_below
 
 
+@pytest.mark.slow
 def test_the_html_report_shows_the_overlap_chart(
     tmp_path: Path, receiver: RecordingReceiver
 ) -> None:

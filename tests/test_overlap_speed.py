@@ -54,6 +54,7 @@ def measured(first: list[list[str]], second: list[list[str]], k: int) -> list[tu
     return list(zip(rbos.tolist(), jaccards.tolist(), strict=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(
     st.lists(st.tuples(loose, loose), min_size=1, max_size=10),

@@ -108,6 +108,7 @@ def test_a_dead_pipeline_exits_3_and_says_what_failed(
     assert "FAILED" in captured.out
 
 
+@pytest.mark.slow
 def test_the_dead_pipeline_message_shows_no_credentials_or_query_string(
     dead_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

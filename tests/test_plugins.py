@@ -103,6 +103,7 @@ def test_builtin_kinds_read_no_package_metadata() -> None:
     assert ("a", "b") == table.builtin_kinds()
 
 
+@pytest.mark.slow
 def test_reading_a_config_imports_no_plugin() -> None:
     """Loading and checking a config with every built-in kind leaves their modules unimported."""
     script = textwrap.dedent(

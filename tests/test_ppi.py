@@ -165,6 +165,7 @@ def verify_queries(tmp_path: Path, share: float) -> int:
     return len(grades)
 
 
+@pytest.mark.slow
 def test_a_calibrated_suite_gates_on_the_corrected_figure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -190,6 +191,7 @@ def test_a_calibrated_suite_gates_on_the_corrected_figure(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("share", "options", "least"),
     [(0.05, "", 10), (0.5, ", min_verified: 40", 40)],
@@ -224,6 +226,7 @@ def test_a_bad_calibration_key_names_file_and_key(tmp_path: Path, options: str, 
     )
 
 
+@pytest.mark.slow
 def test_the_gate_reads_the_calibrated_figures_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -238,6 +241,7 @@ def test_the_gate_reads_the_calibrated_figures_too(
     assert True is ("calibrated ndcg@10" in out and "queries verified" in out)
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_figures_the_run_gated_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from monitor.cli import main
 
+pytestmark = pytest.mark.slow
+
 
 def run_printed(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run ``command`` as printed (``retrieval-monitor`` is this Python's ``-m monitor``)."""

@@ -39,6 +39,7 @@ def test_rankings_read_back_as_the_tuples_they_were_built_of(given_rankings: lis
     assert [len(r) for r in given_rankings] == built.lengths.tolist()
 
 
+@pytest.mark.slow
 @given(rankings)
 @settings(max_examples=60, deadline=None)
 def test_any_rankings_round_trip(given_rankings: list) -> None:
@@ -208,6 +209,7 @@ def test_equal_rankings_are_equal_whatever_their_codes() -> None:
     assert Rankings.of([("a", "c"), ("c",)]) != a
 
 
+@pytest.mark.slow
 @given(st.lists(rankings, min_size=1, max_size=3))
 @settings(max_examples=60, deadline=None)
 def test_merged_numbers_ids_as_one_pass_over_every_part(parts: list) -> None:
@@ -243,6 +245,7 @@ def test_hashes_are_one_function_of_the_bytes_however_computed(
     assert len(ids) == len(set(by_length.tolist()))
 
 
+@pytest.mark.slow
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "cé", "d"]), max_size=4), max_size=6))
 def test_a_split_holds_the_rankings_on_each_side(rankings: list[list[str]]) -> None:
     """Split anywhere, the two parts hold the rankings before and after, one dictionary."""

@@ -185,6 +185,7 @@ def test_every_seed_file_is_read(name: str) -> None:
         assert reader(path) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(READERS))
 @FUZZ
 @given(data=st.data())

@@ -72,6 +72,7 @@ def _json(text: str) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_table_is_the_text_comparison(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The table format prints the text comparison of run 3 with baseline run 1."""
     code, out, _ = _report(store_path, capsys)
@@ -230,6 +231,7 @@ def test_no_run_yet_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     ) == err
 
 
+@pytest.mark.slow
 def test_a_missing_store_file_is_not_created(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -363,6 +365,7 @@ suites:
 """
 
 
+@pytest.mark.slow
 def test_persistence_is_judged_as_the_job_judged_the_latest_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

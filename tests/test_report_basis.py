@@ -40,6 +40,7 @@ def _filled(path: Path, *, layered: bool) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layered", [False, True], ids=["frozen", "with-a-layer"])
 @pytest.mark.parametrize("run_id", [1, 2, 3])
 def test_a_report_from_a_shared_basis_is_the_report_built_alone(

@@ -43,6 +43,7 @@ def _report(config: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> st
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_pruned_regression_still_reads_as_a_regression(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -54,6 +55,7 @@ def test_a_pruned_regression_still_reads_as_a_regression(
     ) == out.splitlines()[1]
 
 
+@pytest.mark.slow
 def test_a_pruned_run_keeps_its_rule_outcomes(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -67,6 +69,7 @@ def test_a_pruned_run_keeps_its_rule_outcomes(
     )
 
 
+@pytest.mark.slow
 def test_a_pruned_run_keeps_its_metric_changes(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -75,6 +78,7 @@ def test_a_pruned_run_keeps_its_metric_changes(
     assert ["mrr@10", "0.8399", "0.6622", "medium", "-0.1777"] == row.split()[:5]
 
 
+@pytest.mark.slow
 def test_a_pruned_run_never_says_no_query_was_answered(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -83,6 +87,7 @@ def test_a_pruned_run_never_says_no_query_was_answered(
     assert (False, True) == ("no query answered" in out, "run 2 was pruned on" in out)
 
 
+@pytest.mark.slow
 def test_the_html_report_of_a_pruned_run_says_pruned(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -110,6 +115,7 @@ def test_a_run_pruned_before_verdicts_were_kept_claims_no_verdict(tmp_path: Path
     )
 
 
+@pytest.mark.slow
 def test_the_web_page_of_a_pruned_run_says_pruned(config: Path) -> None:
     """The web app's page of a pruned run gives its stored verdict, marked pruned."""
     from starlette.testclient import TestClient
@@ -130,6 +136,7 @@ def test_the_web_page_of_a_pruned_run_says_pruned(config: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_pruned_run_keeps_its_trend_value_when_judgments_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,6 +161,7 @@ def test_a_pruned_run_keeps_its_trend_value_when_judgments_change(
     assert pytest.approx(measured) == {p.run_id: p.value for p in trend.points}[2]
 
 
+@pytest.mark.slow
 def test_the_html_report_of_a_pruned_run_claims_no_query_got_worse(
     config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -106,11 +106,13 @@ def _web(config: Path) -> Iterator[Any]:
         yield client
 
 
+@pytest.mark.slow
 def test_the_report_reads_the_stored_comparison(config: Path, no_compute: None) -> None:
     """A report of a run the job compared computes no comparison."""
     assert (2, 1) == (_report(config).comparison.run_id, _report(config).comparison.baseline_run_id)
 
 
+@pytest.mark.slow
 def test_the_report_command_reads_the_stored_comparison(
     config: Path, no_compute: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -126,6 +128,7 @@ def test_the_web_run_page_reads_the_stored_comparison(config: Path, no_compute: 
         assert 200 == client.get("/suites/nightly/runs/2").status_code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", sorted(RENDERERS))
 def test_a_report_reads_alike_stored_and_computed(config: Path, form: str) -> None:
     """Each rendering of the report is byte for byte the same from the stored comparison as
@@ -135,6 +138,7 @@ def test_a_report_reads_alike_stored_and_computed(config: Path, form: str) -> No
     assert stored == RENDERERS[form](_report(config))
 
 
+@pytest.mark.slow
 def test_the_web_run_page_reads_alike_stored_and_computed(config: Path) -> None:
     """The web run page is byte for byte the same from the stored comparison as from the
     comparison computed afresh."""
@@ -154,6 +158,7 @@ def test_a_run_without_a_stored_comparison_is_compared(config: Path, computed: l
     assert [2] == computed
 
 
+@pytest.mark.slow
 def test_another_baseline_is_compared_afresh(config: Path, computed: list[int]) -> None:
     """A run is compared again once another baseline is pinned than the one it was compared
     with."""
@@ -165,6 +170,7 @@ def test_another_baseline_is_compared_afresh(config: Path, computed: list[int]) 
     assert [3] == computed
 
 
+@pytest.mark.slow
 def test_added_judgments_are_compared_afresh(config: Path, computed: list[int]) -> None:
     """A run is compared again once a judgment layer was added after it was compared."""
     with open_store(config.parent / "m.db") as store:

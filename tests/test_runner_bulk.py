@@ -154,6 +154,7 @@ def test_bulk_latency_is_the_call_shared_by_every_query(
     assert (4, 2) == (result.latency.count, result.warmup)
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.dictionaries(st.sampled_from(["a", "b", "c", "dé"]), st.integers(-1, 3)), max_size=6

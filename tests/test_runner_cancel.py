@@ -85,6 +85,7 @@ def test_a_run_asked_to_stop_before_it_starts_sends_no_query(settings: dict[str,
     assert 0 == search.calls
 
 
+@pytest.mark.slow
 def test_the_thread_pool_abandons_a_hung_call_when_asked_to_stop() -> None:
     """A call that never returns does not hold a stopped run: it ends within a second."""
     cancel = threading.Event()

@@ -133,6 +133,7 @@ def test_graded_judgments_give_the_same_lines_measured_apart(tmp_path: Path) -> 
     assert full.read_text(encoding="utf-8") == other.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_run_with_failed_queries_evaluates_no_more_than_without(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

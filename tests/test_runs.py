@@ -130,6 +130,7 @@ any_score = st.floats(allow_nan=False, allow_infinity=False)
 trec_lines = st.lists(st.tuples(tokens, tokens, any_score), min_size=1, max_size=30)
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(lines=trec_lines)
 def test_trec_run_loads_in_trec_eval_order(
@@ -146,6 +147,7 @@ def test_trec_run_loads_in_trec_eval_order(
     assert expected == load_run(path, "trec")
 
 
+@pytest.mark.slow
 @settings(deadline=None)
 @given(run=st.dictionaries(tokens, st.lists(tokens) | st.dictionaries(tokens, any_score)))
 def test_json_run_loads_in_trec_eval_order(

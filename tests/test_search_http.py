@@ -321,6 +321,7 @@ def test_real_server_500_without_retries_is_recorded(server: SearchServer) -> No
     assert {"HTTPStatusError 500": 2} == result.error_counts
 
 
+@pytest.mark.slow
 def test_real_server_slow_answer_hits_the_http_timeout(server: SearchServer) -> None:
     """A response slower than the http timeout is a ReadTimeout error."""
     with real(server, "/slow", timeout=0.1) as search:
@@ -328,6 +329,7 @@ def test_real_server_slow_answer_hits_the_http_timeout(server: SearchServer) -> 
     assert "ReadTimeout" == result.outcomes[0].error_type
 
 
+@pytest.mark.slow
 def test_real_server_slow_answer_hits_the_runner_timeout(server: SearchServer) -> None:
     """The runner's own timeout abandons a slow call too."""
     with real(server, "/slow") as search:

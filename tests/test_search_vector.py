@@ -110,6 +110,7 @@ EXACT_SCORES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.service
 @pytest.mark.parametrize("distance", ["cosine", "l2", "inner_product"])
 def test_pgvector_exact_equals_numpy(pg_url: str, distance: str) -> None:
@@ -292,6 +293,7 @@ def qdrant(qdrant_path: Path) -> Iterator[Any]:
     search.close()
 
 
+@pytest.mark.slow
 def test_qdrant_equals_numpy(qdrant: Any) -> None:
     """Local mode ranks as numpy's brute force does, with cosine scores and payload texts."""
     for text in QUERIES[:5]:
@@ -379,6 +381,7 @@ def test_a_missing_extra_names_the_command_in_one_line(
     assert "pip install 'retrieval-monitor[vector]'" in err
 
 
+@pytest.mark.slow
 def test_corpus_load_fills_a_collection_the_suite_searches(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,6 +14,8 @@ import pytest
 
 from monitor.cli import main
 
+pytestmark = pytest.mark.slow
+
 SECRETS = {
     "SEARCH_KEY": "sk-url-4f1d9a7c",
     "SEARCH_TOKEN": "tok-param-8e2b61",
@@ -133,7 +135,6 @@ def leaks(outputs: dict[str, bytes]) -> set[tuple[str, str]]:
     }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("log_format", ["json", "logfmt"])
 def test_a_run_with_failing_queries_shows_no_secret_in_any_output(
     tmp_path: Path,

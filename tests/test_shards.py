@@ -91,6 +91,7 @@ def test_an_index_without_a_count_names_the_missing_variable() -> None:
         shard_from_env({"JOB_COMPLETION_INDEX": "0"})
 
 
+@pytest.mark.slow
 def test_a_sharded_run_stores_the_same_per_query_values_as_an_unsharded_one(
     tmp_path: Path,
 ) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 _EVALUATE = """
 import sys
 import monitor.search.trec_arrow as arrow

@@ -149,6 +149,7 @@ def test_sampled_p_value_agrees_with_the_exact_one(alternative: Alternative) -> 
 # --- properties --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(deltas_strategy, st.sampled_from(ALTERNATIVES), st.sampled_from(stats.METHODS[1:]))
 def test_p_value_lies_in_zero_one(
@@ -163,6 +164,7 @@ def test_p_value_lies_in_zero_one(
     assert 0.0 < p <= 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-10.0, 10.0, allow_nan=False), min_size=1, max_size=12))
 def test_two_sided_is_twice_the_smaller_one_sided(deltas: list[float]) -> None:

@@ -86,6 +86,7 @@ def binomial_quantiles(n: int, share: float, levels: tuple[float, float]) -> tup
     return tuple(float(np.searchsorted(cdf, level)) / n for level in levels)
 
 
+@pytest.mark.slow
 def test_grouped_bootstrap_agrees_with_drawing_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Few distinct deltas among many queries: counts per value give the query draw's
     interval within Monte Carlo error."""

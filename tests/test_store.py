@@ -191,6 +191,7 @@ def test_latest_run_of_unknown_suite_is_none(store: SqlStore) -> None:
     assert None is store.latest_run("never-ran")
 
 
+@pytest.mark.slow
 def test_list_runs_newest_first(store: SqlStore) -> None:
     """list_runs lists every suite's runs, newest first, up to the limit."""
     ids = [store.save_run(make_run(suite, day=day)) for day, suite in enumerate("abcd")]
@@ -496,6 +497,7 @@ def test_attempt_failed_counts_attempts_and_keeps_the_error(store: SqlStore) -> 
     assert message.last_attempt_at is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["mark_delivered", "attempt_failed", "abandon"])
 def test_outbox_updates_of_an_unknown_message_raise(store: SqlStore, method: str) -> None:
     """Marking a message that does not exist raises StoreLookupError."""
@@ -549,6 +551,7 @@ def test_a_stale_lock_is_taken_over(store: SqlStore, store_url: str) -> None:
             assert "nightly" == successor.suite
 
 
+@pytest.mark.slow
 def test_a_taken_over_holder_does_not_release_its_successor(
     store: SqlStore, store_url: str
 ) -> None:
@@ -606,6 +609,7 @@ def test_a_newer_database_is_refused(store_url: str, monkeypatch: pytest.MonkeyP
     assert "upgrade retrieval-monitor" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_lock_of_a_killed_process_on_this_host_is_taken_over(
     store: SqlStore, store_url: str
 ) -> None:
@@ -670,6 +674,7 @@ def _killed_holder_on_another_host(store_url: str, ttl_seconds: float) -> None:
         holder.wait()
 
 
+@pytest.mark.slow
 def test_a_held_lock_is_renewed_past_its_first_lease(store: SqlStore, store_url: str) -> None:
     """A holder's lease is renewed while its block runs, so the lock outlives one lease."""
     with store.lock("nightly", ttl_seconds=0.4, renew_seconds=0.05), open_store(store_url) as other:
@@ -678,6 +683,7 @@ def test_a_held_lock_is_renewed_past_its_first_lease(store: SqlStore, store_url:
             pass
 
 
+@pytest.mark.slow
 def test_a_killed_holder_on_another_host_loses_its_lock_when_the_lease_ends(
     store: SqlStore, store_url: str
 ) -> None:
@@ -691,6 +697,7 @@ def test_a_killed_holder_on_another_host_loses_its_lock_when_the_lease_ends(
         assert socket.gethostname() == successor.host
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_a_postgresql_lock_whose_holder_connection_ended_is_taken_over_at_once(
     postgres_schema_url: str,
@@ -737,6 +744,7 @@ def test_a_lock_held_by_this_process_stays_held(store: SqlStore, store_url: str)
         pass
 
 
+@pytest.mark.slow
 def test_a_lease_is_renewed_to_its_length_from_now(store: SqlStore, store_url: str) -> None:
     """A renewal moves the lease's end to a full lease after the renewal."""
     with store.lock("nightly", ttl_seconds=0.6, renew_seconds=0.1) as holder:

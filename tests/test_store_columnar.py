@@ -55,6 +55,7 @@ def _same(a: tuple[QueryRecord, ...], b: tuple[QueryRecord, ...]) -> bool:
     return [key(q) for q in a] == [key(q) for q in b]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(query, max_size=80, unique_by=lambda q: q.query_id))
 def test_columns_read_back_every_query_exactly(queries: list[QueryRecord]) -> None:
@@ -63,6 +64,7 @@ def test_columns_read_back_every_query_exactly(queries: list[QueryRecord]) -> No
     assert _same(tuple(queries), decoded)
 
 
+@pytest.mark.slow
 def test_a_many_valued_metric_reads_back_bit_for_bit() -> None:
     """A metric with more distinct values than the dictionary takes keeps every bit."""
     rng = np.random.default_rng(7)
@@ -291,6 +293,7 @@ def test_reads_back_as_given_tells_metric_order_and_nan_latency(
     assert expected is columnar.reads_back_as_given(queries)
 
 
+@pytest.mark.slow
 @given(st.lists(st.text(min_size=0, max_size=6) | st.none(), max_size=12))
 @settings(max_examples=200, deadline=None)
 def test_texts_read_back_as_written(texts: list[str | None]) -> None:
@@ -302,6 +305,7 @@ def test_texts_read_back_as_written(texts: list[str | None]) -> None:
     assert clean == codec.unstrings(codec.strings(clean))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(query, max_size=60, unique_by=lambda q: q.query_id))
 def test_columns_encode_as_the_same_queries_as_records(queries: list[QueryRecord]) -> None:

@@ -68,6 +68,7 @@ def test_rankings_encode_as_the_same_tuples(queries: list[QueryRecord], which: s
     assert expected == columnar.encode_columns(_as_rankings(queries, which=which))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(query, max_size=30, unique_by=lambda q: q.query_id))
 def test_any_rankings_encode_as_the_same_tuples(queries: list[QueryRecord]) -> None:
@@ -104,6 +105,7 @@ def _key(q: QueryRecord) -> object:
     return dataclasses.replace(q, values={}), values
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.lists(query, max_size=30, unique_by=lambda q: q.query_id))
 def test_a_query_indexed_reads_as_the_decoded_records(queries: list[QueryRecord]) -> None:

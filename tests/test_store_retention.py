@@ -148,6 +148,7 @@ def _big(day: int) -> tuple[QueryRecord, ...]:
     )
 
 
+@pytest.mark.slow
 def test_sqlite_hands_the_freed_space_back(tmp_path: Path, clock: Clock) -> None:
     """After a prune the SQLite file holds fewer pages, and the result says how many bytes."""
     path = tmp_path / "monitor.db"
@@ -167,6 +168,7 @@ def test_sqlite_hands_the_freed_space_back(tmp_path: Path, clock: Clock) -> None
     assert result.bytes_returned == (before - after) * size
 
 
+@pytest.mark.slow
 def test_space_is_handed_back_in_small_steps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,6 +315,7 @@ def _run_twice(tmp_path: Path, retention: str) -> tuple[Path, Path]:
     return config, db
 
 
+@pytest.mark.slow
 def test_each_run_prunes_what_its_suite_no_longer_keeps(tmp_path: Path) -> None:
     """After each run the suite's retention is applied: with ``per_query: 1`` only the latest
     run and the pinned baseline keep their detail."""
@@ -326,6 +329,7 @@ def test_each_run_prunes_what_its_suite_no_longer_keeps(tmp_path: Path) -> None:
     assert 4 == len(runs)  # the seeded baseline and three runs, all listed
 
 
+@pytest.mark.slow
 def test_store_prune_dry_run_prints_what_it_would_free(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -343,6 +347,7 @@ def test_store_prune_dry_run_prints_what_it_would_free(
         assert 4 == sum(1 for r in store.list_runs("nightly") if r.pruned_at is None)
 
 
+@pytest.mark.slow
 def test_store_prune_json_lists_runs_and_bytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -363,6 +368,7 @@ def test_store_prune_json_lists_runs_and_bytes(
     assert doc["bytes_freed"] == sum(run["bytes"] for run in suite["runs"]) > 0
 
 
+@pytest.mark.slow
 def test_a_report_of_a_pruned_run_still_gives_its_means(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -376,6 +382,7 @@ def test_a_report_of_a_pruned_run_still_gives_its_means(
     assert doc
 
 
+@pytest.mark.slow
 @pytest.mark.service
 def test_prune_on_postgresql_prints_no_file_system_figure(
     tmp_path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]

@@ -98,6 +98,7 @@ def import_cycles() -> list[list[str]]:
     return cycles
 
 
+@pytest.mark.slow
 def test_the_package_has_no_import_cycle() -> None:
     """No two modules of the package import each other, directly or through others."""
     assert [] == import_cycles()

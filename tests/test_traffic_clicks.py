@@ -131,6 +131,7 @@ def test_bad_settings_are_refused_by_name(settings: dict[str, object], message: 
         ClickSettings(**settings)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_coec_recovers_the_planted_grades(tmp_path: Path, seed: int) -> None:
     """On position-biased clicks, COEC ranks pairs as the planted grades (Spearman >= 0.9)."""
@@ -160,6 +161,7 @@ def larkfield_logs(tmp_path: Path) -> Path:
     return load(tmp_path, planted.queries, planted.events)
 
 
+@pytest.mark.slow
 def test_from_clicks_adds_a_layer_whose_source_names_the_model_and_its_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,6 +182,7 @@ def test_from_clicks_adds_a_layer_whose_source_names_the_model_and_its_settings(
     ) == source
 
 
+@pytest.mark.slow
 def test_from_clicks_keeps_each_grades_counts_and_confidence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,6 +202,7 @@ def test_from_clicks_keeps_each_grades_counts_and_confidence(
     assert [(1, 12, 30, True)] == [tuple(row) for row in rows]
 
 
+@pytest.mark.slow
 def test_from_clicks_with_no_eval_set_query_in_the_logs_adds_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

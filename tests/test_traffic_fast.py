@@ -119,6 +119,7 @@ FORMATS: list[tuple[str, Writer]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("suffix", "writer"), FORMATS)
 def test_the_fast_path_stores_the_tables_the_row_reader_stores(
     tmp_path: Path, suffix: str, writer: Writer, taken: list[bool], by_rows: Callable[[], None]
@@ -229,6 +230,7 @@ def test_a_query_id_logged_in_an_earlier_file_is_the_row_readers_bad_row(
     assert [True, False] == taken
 
 
+@pytest.mark.slow
 def test_skipped_rows_of_a_file_read_by_rows_count_beside_a_fast_file(
     tmp_path: Path, taken: list[bool], by_rows: Callable[[], None]
 ) -> None:
@@ -259,6 +261,7 @@ LENIENT = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("line", "expected"), LENIENT)
 def test_json_duckdb_reads_and_python_refuses_or_reads_otherwise_goes_to_the_row_reader(
     tmp_path: Path, line: str, expected: str | None, taken: list[bool]
@@ -331,6 +334,7 @@ def varied(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(varied(search("q1", "x", ["a", "b"])), min_size=1, max_size=3),

@@ -42,6 +42,7 @@ def stored(tmp_path: Path, statement: str) -> list[tuple[Any, ...]]:
         connection.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("suffix", "writer"),
     [

@@ -129,6 +129,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("application", list(EXPECTED), ids=lambda a: a or "all")
 def test_each_metric_has_its_hand_computed_value(db: Path, application: str | None) -> None:
     """Overall and per application, every metric equals the value worked out by hand."""

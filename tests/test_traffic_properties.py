@@ -25,6 +25,7 @@ def test_the_query_key_ignores_case_and_runs_of_white_space(text: str, space: st
     assert query_key(text.lower()) == query_key(f"{space}{spaced.upper()}{space}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [4, 5])
 def test_every_rate_is_in_0_1_and_the_first_click_at_least_1(tmp_path: Path, seed: int) -> None:
     """Rates lie in [0, 1], PaulScore below 1 / (1 - F), the mean first-click rank at least 1."""

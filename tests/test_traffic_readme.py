@@ -13,6 +13,8 @@ pytest.importorskip("duckdb")
 
 from monitor.cli import main
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

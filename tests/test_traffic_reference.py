@@ -27,6 +27,8 @@ from monitor.traffic.keys import query_key
 from monitor.traffic.online import online_metrics
 from tests.traffic_logs import T0, click, search, write_ndjson
 
+pytestmark = pytest.mark.slow
+
 
 def logs(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Return seeded searches and clicks of every awkward kind the definitions name."""

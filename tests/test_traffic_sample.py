@@ -70,6 +70,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_population_counts_searches_per_key_with_the_most_frequent_text(logs: Path) -> None:
     """The population holds each key once, most searched first, with its commonest text."""
     connection = connect(logs, read_only=True, create=False)
@@ -113,6 +114,7 @@ def test_one_seed_gives_one_sample() -> None:
     assert any(draw(pop, "pps", 6, seed=s).chosen.tolist() != first for s in range(12, 20))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "tolerance"), [("random", 0.03), ("pps", 0.03), ("stratified", 0.03)]
 )

@@ -33,6 +33,8 @@ from monitor.search.saved import load_run
 from monitor.search.trec_arrow import read_trec_arrow
 from monitor.search.trec_read import read_trec_columns
 
+pytestmark = pytest.mark.slow
+
 _LIBC = ctypes.CDLL(None)
 _LIBC.strtod.restype = ctypes.c_double
 _LIBC.strtod.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]

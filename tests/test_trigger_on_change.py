@@ -465,6 +465,7 @@ def test_a_run_that_ran_against_the_corpus_covers_its_change() -> None:
 # -- the daemon ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_changed_corpus_runs_the_suite_once_after_settle(
     make: Callable[..., Daemon],
     corpus: Corpus,

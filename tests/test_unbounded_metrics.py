@@ -70,6 +70,7 @@ def test_a_count_gets_no_ratio_gauge() -> None:
     assert ("retrieval_baseline_ratio", "ndcg") in exported
 
 
+@pytest.mark.slow
 def test_a_suite_monitoring_counts_runs_twice_and_exports(tmp_path: Path) -> None:
     """run exits 0 on a suite of counts and DCG, first against its pinned baseline, then
     again, writing its gauges each time."""

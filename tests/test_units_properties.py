@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,6 +76,7 @@ def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, abs_tol=1e-12)
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from(CUTS), st.sampled_from([1, 3, 5, 10]))
 def test_a_unit_of_one_passage_each_scores_as_the_passages_do(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], cut: str, k: int
@@ -89,6 +91,7 @@ def test_a_unit_of_one_passage_each_scores_as_the_passages_do(
     ]
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from(["section", "document"]))
 def test_a_unit_counts_once_at_the_rank_of_its_best_passage(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], unit: str
@@ -105,6 +108,7 @@ def test_a_unit_counts_once_at_the_rank_of_its_best_passage(
         assert (len(passages), expected) == (len(units), at)
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from(["section", "document"]))
 def test_collapsing_to_units_lists_each_unit_once_in_order_of_first_passage(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], unit: str
@@ -116,6 +120,7 @@ def test_collapsing_to_units_lists_each_unit_once_in_order_of_first_passage(
         assert list(dict.fromkeys(_keys(corpus, passages, unit))) == ranked[qid]
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from(["section", "document"]))
 def test_a_unit_is_judged_with_the_best_grade_of_its_passages(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], unit: str
@@ -133,6 +138,7 @@ def test_a_unit_is_judged_with_the_best_grade_of_its_passages(
         assert best == judged[qid]
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from(CUTS), st.sampled_from([1, 3, 5]))
 def test_the_hit_rate_per_unit_is_never_below_the_hit_rate_per_passage(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], cut: str, k: int
@@ -145,6 +151,7 @@ def test_the_hit_rate_per_unit_is_never_below_the_hit_rate_per_passage(
     assert [True] * len(plain) == [u >= p for p, u in zip(plain, units, strict=True)]
 
 
+@pytest.mark.slow
 @given(cases(one_relevant_per_unit=True), st.sampled_from(CUTS), st.sampled_from([1, 3, 5]))
 def test_recall_per_unit_is_never_below_recall_per_passage_with_one_relevant_passage_each(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], cut: str, k: int
@@ -157,6 +164,7 @@ def test_recall_per_unit_is_never_below_recall_per_passage_with_one_relevant_pas
     assert [True] * len(plain) == [u >= p - 1e-12 for p, u in zip(plain, units, strict=True)]
 
 
+@pytest.mark.slow
 @given(cases(), st.sampled_from([1, 3, 5]))
 def test_cutting_at_units_never_lowers_unit_recall(
     case: tuple[Corpus, dict[str, dict[str, int]], dict[str, list[str]]], k: int

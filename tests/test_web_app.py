@@ -58,6 +58,7 @@ def _csrf(client: TestClient) -> str:
     return page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -405,6 +406,7 @@ def test_a_label_becomes_a_human_layer_with_its_provenance(tmp_path: Path) -> No
     assert 'data-doc="ce196c57771f"' not in page
 
 
+@pytest.mark.slow
 def test_a_grade_against_one_in_force_is_a_conflict(tmp_path: Path) -> None:
     """Grading a document already graded otherwise is refused with 409, saying in words
     which grade is in force and that this one was not recorded (no command-line flag)."""

@@ -121,6 +121,7 @@ def labeling_server(store_url: str) -> Any:
     server.stop()
 
 
+@pytest.mark.slow
 def test_conflicting_grades_posted_at_once_store_one_and_refuse_the_other(
     labeling_server: Any,
 ) -> None:

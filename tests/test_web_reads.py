@@ -71,6 +71,7 @@ def _app(path: Path, reads: Counter[int], *, warm: bool = False) -> TestClient:
     return TestClient(create_app(settings), base_url="http://127.0.0.1")
 
 
+@pytest.mark.slow
 def test_run_pages_read_the_baseline_once_and_each_run_once(three_runs: Path) -> None:
     """Showing runs 3, 2 and 1 (the baseline) and their queries reads each run once."""
     reads: Counter[int] = Counter()
@@ -165,6 +166,7 @@ def test_an_edited_eval_set_file_is_read_again(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_value_asked_for_by_two_threads_at_once_is_computed_once() -> None:
     """A page asking for what the warm-up is computing waits for it instead of computing it."""
     cache = Cache()
@@ -232,6 +234,7 @@ def test_the_warm_up_compiles_every_template(three_runs: Path) -> None:
         _environment.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_run_stored_while_the_app_is_up_is_read_before_anyone_asks(tmp_path: Path) -> None:
     """The app looks for new runs in the background: a run the job stores while it serves
     is read and compared without a request, and its first view reads it no more."""

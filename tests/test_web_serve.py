@@ -79,6 +79,7 @@ def test_a_port_out_of_range_is_refused(tmp_path: Path) -> None:
         load_config(_config(tmp_path, "ui: {port: 70000}"))
 
 
+@pytest.mark.slow
 def test_the_daemons_app_serves_pages_with_the_next_runs(tmp_path: Path) -> None:
     """`daemon --ui-port 0` serves the suites page over HTTP, showing the next run time."""
     from datetime import datetime, timezone
@@ -95,6 +96,7 @@ def test_the_daemons_app_serves_pages_with_the_next_runs(tmp_path: Path) -> None
     assert "2030-01-02 03:04:05 UTC" in response.text
 
 
+@pytest.mark.slow
 def test_the_daemons_app_answers_the_hosts_allowed_with_allow_host(tmp_path: Path) -> None:
     """`daemon --allow-host NAME` reaches the app: NAME is served, another name is a 421."""
     from monitor.cli import build_parser

@@ -61,6 +61,7 @@ def drawn_by_the_command(config: Path, tmp_path: Path, *extra: str) -> list[tupl
     return [(row["query_id"], row["doc_id"]) for row in rows]
 
 
+@pytest.mark.slow
 def test_the_page_draws_the_commands_sample(config: Path, client: Any, tmp_path: Path) -> None:
     """With the same share and seed, the page shows the pairs the command writes."""
     page = client.get("/suites/larkfield/verify?share=0.25&seed=2").text
@@ -68,6 +69,7 @@ def test_the_page_draws_the_commands_sample(config: Path, client: Any, tmp_path:
     assert (expected, True) == (pairs_on(page), bool(expected))
 
 
+@pytest.mark.slow
 def test_the_page_is_blind(config: Path, client: Any) -> None:
     """No row shows a grade: the table holds queries, documents and grade buttons only."""
     page = client.get("/suites/larkfield/verify").text
@@ -75,6 +77,7 @@ def test_the_page_is_blind(config: Path, client: Any) -> None:
     assert [] == re.findall(r"grade \d\b(?!:)", table.replace('title="grade', ""))
 
 
+@pytest.mark.slow
 def test_grades_given_on_the_page_are_the_agreements_overlap(
     config: Path, client: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,6 +102,7 @@ def test_grades_given_on_the_page_are_the_agreements_overlap(
     assert ([200] * len(drawn), len(drawn), True) == (posted, judge["pairs"], bool(drawn))
 
 
+@pytest.mark.slow
 def test_the_command_the_page_prints_runs_as_printed(
     config: Path, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,6 +117,7 @@ def test_the_command_the_page_prints_runs_as_printed(
     assert pairs_on(page) == [(row["query_id"], row["doc_id"]) for row in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("query", "says"),
     [
@@ -180,6 +185,7 @@ def test_a_grade_clicked_on_the_page_is_recorded_in_the_browser(config: Path) ->
     )
 
 
+@pytest.mark.slow
 def test_the_suite_page_links_the_page_and_prints_a_command_that_runs(
     config: Path, client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
