@@ -305,8 +305,8 @@ def load_sharded(url: str, queries: int, shards: int, *, warm: bool = True) -> d
 def load_killed(url: str, queries: int, shards: int, deadline: float) -> dict[str, Any]:
     """Kill one shard of an attempt; start it again after the deadline; count the outcome."""
     from monitor.alerts.testing import RecordingReceiver
-    from monitor.job.shards import ShardStore
     from monitor.store import open_store
+    from monitor.store.shards import ShardStore
 
     with (
         fresh_schema(url) as store_url,

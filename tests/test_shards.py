@@ -19,9 +19,10 @@ from monitor.config.model import SuiteConfig
 from monitor.errors import ErrorBudgetExceeded, ShardAttemptFailed, UsageError
 from monitor.evalset.bundled import larkfield_evalset
 from monitor.job import run_shard, run_suite
-from monitor.job.shards import Shard, ShardStore, select, shard_from_env, shard_of
+from monitor.job.shards import Shard, select, shard_from_env, shard_of
 from monitor.store import open_store
 from monitor.store.schema import MIGRATIONS, Migration, migrate
+from monitor.store.shards import ShardStore
 from monitor.store.sqlstore import SqlStore
 
 SUITE = """
@@ -252,7 +253,7 @@ def test_a_shard_deadline_must_be_positive(tmp_path: Path) -> None:
 def test_a_part_in_another_codec_is_a_store_error_naming_the_store() -> None:
     """A part written by another version (JSON arrays, no codec) is refused clearly."""
     from monitor.errors import StoreError
-    from monitor.job.shards import decode_result
+    from monitor.store.shards import decode_result
 
     with pytest.raises(StoreError, match=r"store db\.sqlite: a shard's part is in codec None"):
         decode_result({"k": 10, "query_ids": ["q1"], "hit_ids": [["d1"]]}, "db.sqlite")

@@ -1,6 +1,6 @@
 """A sharded run of a suite: each shard runs its slice, the last one finishes the attempt.
 
-See :func:`run_shard`; the parts and attempts are kept by :mod:`monitor.job.shards`.
+See :func:`run_shard`; the parts and attempts are kept by :mod:`monitor.store.shards`.
 """
 
 from __future__ import annotations
@@ -24,20 +24,14 @@ from monitor.evalset import digests
 from monitor.job.measurable import check_measured
 from monitor.job.path import compare_stored, load_frozen, measure, search_suite
 from monitor.job.publish import Clock, publish_failure, publish_run, suite_notifiers
-from monitor.job.shards import (
-    DEFAULT_DEADLINE_SECONDS,
-    Part,
-    ShardOutcome,
-    ShardStore,
-    merge,
-    select,
-)
+from monitor.job.shards import DEFAULT_DEADLINE_SECONDS, ShardOutcome, merge, select
 from monitor.job.suite import _now, seed_unpinned
 from monitor.judgments.suite import suite_evalset
 from monitor.logs import hide_secrets
 from monitor.search import build_search, close_search
 from monitor.secrets import suite_scrubber
 from monitor.store.measured import failed_run
+from monitor.store.shards import Part, ShardStore
 
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
@@ -107,7 +101,7 @@ def run_shard(
             opened = parts.open(
                 suite.name,
                 attempt,
-                shard,
+                shard.count,
                 config_hash=config_hash,
                 evalset_fingerprint=evalset.fingerprint,
                 deadline_seconds=deadline,

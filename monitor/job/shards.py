@@ -1,43 +1,29 @@
-"""Sharded runs: a stable slice of the eval set per shard, parts of one attempt in the store.
+"""Sharded runs: a stable slice of the eval set per shard, one run from the parts.
 
 A sharded run splits the eval set into ``count`` shards by a hash of the query id
 (:func:`shard_of`: BLAKE2b of the UTF-8 id, so every process, host and Python version puts a
-query in the same shard). Every shard runs its slice and stores its outcomes as a *part* of
-one *attempt*, named by the caller (a Kubernetes Indexed Job's name): rows of the
-``shard_attempts`` and ``shard_parts`` tables. The part is written in one transaction that
-first locks the attempt's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's write lock
-is the whole database), so exactly one shard sees the attempt complete and turns it, in the
-same transaction, into a run (:meth:`ShardStore.save_part`). A failed part, or a part still
-missing once the attempt's deadline has passed, turns the attempt into a failed run instead,
-once. A part never counts alone: it is no run until every part is in.
-
-Outcomes are kept per part as one JSON document of parallel arrays (ids, hits, latencies,
-errors), no row per query.
+query in the same shard). Every shard runs its slice and stores its outcomes as a part of
+one attempt, named by the caller (a Kubernetes Indexed Job's name); the store keeps them
+(:mod:`monitor.store.shards`), and the shard that stores the last part merges them into the
+run (:func:`merge`).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from monitor.errors import SearchBackendError, ShardMismatchError, StoreError, UsageError
-from monitor.records import MetaValue
-from monitor.run import codec
+from monitor.errors import UsageError
 from monitor.run.table import RunTable
 from monitor.runner.result import RunResult
-from monitor.store.dialect import dump_json
+from monitor.store.shards import Attempt, Part, PartResult
 
 if TYPE_CHECKING:
     from monitor.evalset import EvalSet
     from monitor.job.outcome import SuiteOutcome
-    from monitor.store import Store
-    from monitor.store.records import RunRecord
-    from monitor.store.sql import Database, Transaction
 
 #: The variable a Kubernetes Indexed Job sets to the pod's index.
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"
@@ -49,9 +35,6 @@ ATTEMPT_VARIABLE = "MONITOR_SHARD_ATTEMPT"
 DEADLINE_VARIABLE = "MONITOR_SHARD_DEADLINE"
 #: Seconds an attempt may take from its first shard's start to its last part.
 DEFAULT_DEADLINE_SECONDS = 3600.0
-
-#: What saving a part did to its attempt.
-PartResult = Literal["waiting", "finalised", "failed", "closed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,46 +103,6 @@ def select(evalset: EvalSet, shard: Shard) -> EvalSet:
 
 
 @dataclass(frozen=True, slots=True)
-class Part:
-    """One shard's stored outcomes: the run of its slice, or the error that failed it."""
-
-    index: int
-    result: RunResult | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One attempt of a sharded run as the store holds it."""
-
-    suite: str
-    attempt: str
-    count: int
-    config_hash: str
-    evalset_fingerprint: str
-    status: str
-    opened_at: datetime
-    deadline_at: datetime
-    run_id: int | None = None
-    error: str | None = None
-    parts: tuple[int, ...] = field(default=())
-
-    @property
-    def missing(self) -> tuple[int, ...]:
-        """Return the shard indices with no part stored yet."""
-        return tuple(index for index in range(self.count) if index not in self.parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Saved:
-    """What saving a part did: the attempt after it, and the run it made (if any)."""
-
-    result: PartResult
-    attempt: Attempt
-    run_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class ShardOutcome:
     """What one shard's run did: its part's effect on the attempt, and the run if it made it.
 
@@ -171,169 +114,6 @@ class ShardOutcome:
     attempt: Attempt
     result: PartResult
     outcome: SuiteOutcome | None
-
-
-#: Builds the run of a completed attempt from its parts, in shard order (inside the
-#: transaction that stores the last part).
-Finaliser = Callable[[Sequence[Part]], "RunRecord"]
-#: Builds the failed run of an attempt from the reason it failed.
-Failer = Callable[[str, datetime], "RunRecord"]
-
-
-class ShardStore:
-    """The attempts and parts of sharded runs, in a SQL store's database."""
-
-    def __init__(self, store: Store) -> None:
-        database = getattr(store, "database", None)
-        if database is None:
-            raise UsageError(
-                f"sharded runs need a SQL store (SQLite or PostgreSQL), not {store.location!r}"
-            )
-        self._db: Database = database
-        self.location = store.location
-
-    def open(
-        self,
-        suite: str,
-        attempt: str,
-        shard: Shard,
-        *,
-        config_hash: str,
-        evalset_fingerprint: str,
-        deadline_seconds: float,
-        now: datetime,
-    ) -> Attempt:
-        """Return the attempt, opening it when this is its first shard.
-
-        Raise ShardMismatchError when the attempt exists with another shard count, config or
-        eval set: the shards of one attempt must run the same suite the same way.
-        """
-        with self._db.transaction(write=True, doing=f"opening attempt {attempt!r}") as tx:
-            tx.execute(
-                "INSERT INTO shard_attempts (suite, attempt, shard_count, config_hash,"
-                " evalset_fingerprint, status, opened_at, deadline_at)"
-                " VALUES (?, ?, ?, ?, ?, 'open', ?, ?) ON CONFLICT (suite, attempt) DO NOTHING",
-                (
-                    suite,
-                    attempt,
-                    shard.count,
-                    config_hash,
-                    evalset_fingerprint,
-                    tx.dialect.timestamp(now),
-                    tx.dialect.timestamp(now + timedelta(seconds=deadline_seconds)),
-                ),
-            )
-            found = _attempt(tx, suite, attempt, lock=False)
-        if found is None:  # pragma: no cover - the insert above guarantees a row
-            raise UsageError(f"attempt {attempt!r} of suite {suite!r} could not be opened")
-        for what, have, want in (
-            ("shard count", found.count, shard.count),
-            ("config hash", found.config_hash, config_hash),
-            ("eval set fingerprint", found.evalset_fingerprint, evalset_fingerprint),
-        ):
-            if have != want:
-                raise ShardMismatchError(
-                    f"{self.location}: attempt {attempt!r} of suite {suite!r} has {what} "
-                    f"{have}, this shard {want}: every shard of an attempt runs the same suite"
-                )
-        return found
-
-    def get(self, suite: str, attempt: str) -> Attempt | None:
-        """Return the attempt with its stored part indices, or None."""
-        with self._db.transaction(write=False, doing=f"reading attempt {attempt!r}") as tx:
-            return _attempt(tx, suite, attempt, lock=False)
-
-    def save_part(
-        self,
-        suite: str,
-        attempt: str,
-        part: Part,
-        *,
-        now: datetime,
-        finalise: Finaliser,
-        fail: Failer,
-    ) -> Saved:
-        """Store ``part`` and, in the same transaction, close the attempt if this decides it.
-
-        Under the attempt's row lock: the part is stored (a second part of the same shard,
-        a retried pod, replaces the first while the attempt is open). Then, if the attempt is
-        still open: a failed part, or a deadline passed, fails it (``fail`` builds the
-        failed run); the last part finalises it (``finalise`` builds the run from every
-        part, or raises a SearchBackendError when they measured too little, which fails it).
-        Either run is inserted in this transaction, so it happens exactly once.
-        """
-        from monitor.store.runs import insert_run
-
-        doing = f"storing part {part.index} of attempt {attempt!r}"
-        with self._db.transaction(write=True, doing=doing) as tx:
-            found = _attempt(tx, suite, attempt, lock=True)
-            if found is None:
-                raise UsageError(f"attempt {attempt!r} of suite {suite!r} was never opened")
-            if not 0 <= part.index < found.count:
-                raise UsageError(
-                    f"part {part.index} of attempt {attempt!r}: expected an index below "
-                    f"{found.count}"
-                )
-            if found.status != "open":
-                return Saved("closed", found, found.run_id)
-            _write_part(tx, suite, attempt, part, now)
-            parts = tuple(sorted({*found.parts, part.index}))
-            if part.result is None:
-                reason = f"shard {part.index}/{found.count} failed: {part.error}"
-            elif now > found.deadline_at and len(parts) < found.count:
-                left = (i for i in range(found.count) if i not in parts)
-                missing = ", ".join(f"{i}/{found.count}" for i in left)
-                reason = f"the attempt passed its deadline without shard(s) {missing}"
-            elif len(parts) == found.count:
-                try:
-                    run = finalise(_parts(tx, suite, attempt, part))
-                except SearchBackendError as error:  # the parts together measured too little
-                    reason = f"{type(error).__name__}: {error}"
-                else:
-                    run_id = insert_run(tx, run, now)
-                    _close(tx, suite, attempt, "finalised", now, run_id, None)
-                    return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
-            else:
-                return Saved("waiting", _replace(found, "open", parts, None))
-            run_id = insert_run(tx, fail(reason, now), now)
-            _close(tx, suite, attempt, "failed", now, run_id, reason)
-            return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id)
-
-    def expire(self, suite: str, *, now: datetime, fail: Failer) -> list[Attempt]:
-        """Fail every open attempt of ``suite`` whose deadline has passed; return them.
-
-        Each is failed under its row lock, once: a shard that meets it first does it.
-        """
-        with self._db.transaction(write=False, doing=f"reading attempts of {suite!r}") as tx:
-            rows = tx.all(
-                "SELECT attempt, deadline_at FROM shard_attempts"
-                " WHERE suite = ? AND status = 'open'",
-                (suite,),
-            )
-            due = [name for name, deadline in rows if tx.dialect.read_timestamp(deadline) < now]
-        failed = (self.fail_open(suite, name, None, now=now, fail=fail) for name in due)
-        return [attempt for attempt in failed if attempt is not None]
-
-    def fail_open(
-        self, suite: str, attempt: str, reason: str | None, *, now: datetime, fail: Failer
-    ) -> Attempt | None:
-        """Fail ``attempt`` for ``reason`` if it is still open, once, under its row lock;
-        return it failed (None when it was not open). Without a ``reason`` it fails only
-        past its deadline, for the parts still missing."""
-        from monitor.store.runs import insert_run
-
-        with self._db.transaction(write=True, doing=f"failing attempt {attempt!r}") as tx:
-            found = _attempt(tx, suite, attempt, lock=True)
-            if found is None or found.status != "open":
-                return None
-            if reason is None:
-                if found.deadline_at >= now:
-                    return None
-                missing = ", ".join(f"{i}/{found.count}" for i in found.missing)
-                reason = f"the attempt passed its deadline without shard(s) {missing}"
-            run_id = insert_run(tx, fail(reason, now), now)
-            _close(tx, suite, attempt, "failed", now, run_id, reason)
-            return _replace(found, "failed", found.parts, run_id, reason)
 
 
 def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
@@ -369,143 +149,3 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
         search_stats=dict(results[0].search_stats),
         label=results[0].label,
     )
-
-
-def encode_result(result: RunResult) -> dict[str, Any]:
-    """Return a part's run JSON-ready: its figures, and its table as the run's one codec
-    writes it (:func:`monitor.run.codec.encode_table`, base64; query texts and judgments
-    are the eval set's)."""
-    return {
-        "k": result.k,
-        "started_at": result.started_at.isoformat(),
-        "finished_at": result.finished_at.isoformat(),
-        "duration_seconds": result.duration_seconds,
-        "queries_per_second": result.queries_per_second,
-        "warmup": result.warmup,
-        "retries": result.retries,
-        "search_stats": dict(result.search_stats),
-        "label": result.label,
-        "codec": codec.CODEC,
-        "table": base64.b64encode(codec.encode_table(result.outcomes)).decode("ascii"),
-    }
-
-
-def decode_result(doc: Mapping[str, Any], location: str) -> RunResult:
-    """Return the run :func:`encode_result` wrote: its outcomes without query texts or
-    judgments, which :func:`merge` takes from the eval set, and without a latency summary,
-    which :func:`merge` makes over every part. A part in another codec (written by another
-    version) is a StoreError naming ``location``."""
-    if doc.get("codec") != codec.CODEC:
-        raise StoreError(
-            location,
-            f"a shard's part is in codec {doc.get('codec')!r}, expected {codec.CODEC!r}: another"
-            " version of retrieval-monitor wrote it; run the attempt again",
-        )
-    stats: dict[str, MetaValue] = dict(doc["search_stats"])
-    return RunResult(
-        outcomes=codec.decode_table(base64.b64decode(doc["table"])),
-        k=int(doc["k"]),
-        started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
-        finished_at=datetime.fromisoformat(doc["finished_at"]).astimezone(timezone.utc),
-        duration_seconds=float(doc["duration_seconds"]),
-        queries_per_second=doc["queries_per_second"],
-        warmup=int(doc["warmup"]),
-        retries=int(doc["retries"]),
-        search_stats=stats,
-        label=doc["label"],
-    )
-
-
-def _attempt(tx: Transaction, suite: str, attempt: str, *, lock: bool) -> Attempt | None:
-    """Read the attempt's row (locking it for the transaction when ``lock``) and parts."""
-    statement = (
-        "SELECT shard_count, config_hash, evalset_fingerprint, status, opened_at, deadline_at,"
-        " run_id, error FROM shard_attempts WHERE suite = ? AND attempt = ?"
-    )
-    if lock and tx.dialect.name == "postgresql":
-        statement += " FOR UPDATE"
-    row = tx.one(statement, (suite, attempt))
-    if row is None:
-        return None
-    count, config_hash, fingerprint, status, opened, deadline, run_id, error = row
-    indices = tx.all(
-        "SELECT shard_index FROM shard_parts WHERE suite = ? AND attempt = ? ORDER BY shard_index",
-        (suite, attempt),
-    )
-    return Attempt(
-        suite=suite,
-        attempt=attempt,
-        count=int(count),
-        config_hash=str(config_hash),
-        evalset_fingerprint=str(fingerprint),
-        status=str(status),
-        opened_at=tx.dialect.read_timestamp(opened),
-        deadline_at=tx.dialect.read_timestamp(deadline),
-        run_id=None if run_id is None else int(run_id),
-        error=error,
-        parts=tuple(int(index) for (index,) in indices),
-    )
-
-
-def _parts(tx: Transaction, suite: str, attempt: str, own: Part) -> list[Part]:
-    """Return the attempt's parts in shard order; ``own``, the part this shard has just
-    written, is taken as it is in memory, not read back."""
-    rows = tx.all(
-        "SELECT shard_index, status, outcomes, error FROM shard_parts"
-        " WHERE suite = ? AND attempt = ? AND shard_index <> ? ORDER BY shard_index",
-        (suite, attempt, own.index),
-    )
-    others = [
-        Part(
-            int(index),
-            decode_result(tx.dialect.read_json(raw), tx.location) if status == "ok" else None,
-            error,
-        )
-        for index, status, raw, error in rows
-    ]
-    return sorted([*others, own], key=lambda part: part.index)
-
-
-def _write_part(tx: Transaction, suite: str, attempt: str, part: Part, now: datetime) -> None:
-    doc = encode_result(part.result) if part.result is not None else {}
-    tx.execute(
-        "INSERT INTO shard_parts (suite, attempt, shard_index, status, outcomes, error, saved_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (suite, attempt, shard_index) DO UPDATE SET"
-        " status = excluded.status, outcomes = excluded.outcomes, error = excluded.error,"
-        " saved_at = excluded.saved_at",
-        (
-            suite,
-            attempt,
-            part.index,
-            "ok" if part.result is not None else "failed",
-            dump_json(doc),
-            part.error,
-            tx.dialect.timestamp(now),
-        ),
-    )
-
-
-def _close(
-    tx: Transaction,
-    suite: str,
-    attempt: str,
-    status: str,
-    now: datetime,
-    run_id: int,
-    error: str | None,
-) -> None:
-    tx.execute(
-        "UPDATE shard_attempts SET status = ?, closed_at = ?, run_id = ?, error = ?"
-        " WHERE suite = ? AND attempt = ?",
-        (status, tx.dialect.timestamp(now), run_id, error, suite, attempt),
-    )
-
-
-def _replace(
-    found: Attempt,
-    status: str,
-    parts: tuple[int, ...],
-    run_id: int | None,
-    error: str | None = None,
-) -> Attempt:
-    return replace(found, status=status, parts=parts, run_id=run_id, error=error)
