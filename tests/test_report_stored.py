@@ -151,6 +151,86 @@ def test_the_web_run_page_reads_alike_stored_and_computed(config: Path) -> None:
     assert pages[0] == pages[1]
 
 
+INVARIANTS = """\
+    invariants:
+      - {query: Q34, must_include: [d9a5bd8ea531], within: 5}
+      - {no_lost_hits: {k: 5}}
+"""
+
+
+@pytest.fixture
+def invariant_config(tmp_path: Path) -> Path:
+    """Return a config of a suite with invariants, its store holding runs 1 and 2."""
+    path = tmp_path / "monitor.yaml"
+    path.write_text(CONFIG + INVARIANTS, encoding="utf-8")
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    return path
+
+
+def test_a_suite_with_invariants_reads_its_stored_comparison(
+    invariant_config: Path, no_compute: None
+) -> None:
+    """The stored comparison of a suite with invariants holds for its report: the report
+    checks them as the job did."""
+    assert [True, True] == [i.breached for i in _report(invariant_config).comparison.invariants]
+
+
+@pytest.mark.parametrize("form", ["table", "json"])
+def test_a_report_with_invariants_reads_alike_stored_and_computed(
+    invariant_config: Path, form: str
+) -> None:
+    """A suite's invariants read the same from the stored comparison as computed afresh."""
+    stored = RENDERERS[form](_report(invariant_config))
+    _forget_stored(invariant_config)
+    assert stored == RENDERERS[form](_report(invariant_config))
+
+
+REFERENCE = """\
+store: {path: m.db}
+suites:
+  nightly:
+    evalset:
+      bundled: larkfield
+      reference: {kind: replay, bundled: larkfield/rerank}
+      reference_k: 5
+    search: {kind: replay, bundled: larkfield/keyword}
+    metrics: [recall@5, ndcg@5]
+    rules: [{metric: recall@5, max_drop: 0.05}]
+"""
+
+
+@pytest.fixture
+def reference_config(tmp_path: Path) -> Path:
+    """Return a config of a suite judged by a reference search, its store holding a
+    baseline (run 1) and a run (run 2)."""
+    path = tmp_path / "monitor.yaml"
+    path.write_text(REFERENCE, encoding="utf-8")
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    assert 0 == main(["baseline", "set", "--config", str(path), "--suite", "nightly"])
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    return path
+
+
+def test_a_suite_judged_by_a_reference_reads_its_stored_comparison(
+    reference_config: Path, no_compute: None
+) -> None:
+    """The stored comparison of a suite a reference search judges holds for its report: it
+    reads the judgments the run was judged with, as the job did."""
+    comparison = _report(reference_config).comparison
+    assert (2, 1) == (comparison.run_id, comparison.baseline_run_id)
+
+
+@pytest.mark.parametrize("form", ["table", "json"])
+def test_a_reference_report_reads_alike_stored_and_computed(
+    reference_config: Path, form: str
+) -> None:
+    """A reference-judged suite's report reads the same from the stored comparison as
+    computed afresh."""
+    stored = RENDERERS[form](_report(reference_config))
+    _forget_stored(reference_config)
+    assert stored == RENDERERS[form](_report(reference_config))
+
+
 def test_a_run_without_a_stored_comparison_is_compared(config: Path, computed: list[int]) -> None:
     """A run saved before comparisons were kept is compared as before."""
     _forget_stored(config)
@@ -203,17 +283,6 @@ def test_a_failed_comparison_leaves_no_stored_comparison(
     assert 0 != main(["run", "--config", str(path), "--no-progress"])
     with open_store(tmp_path / "m.db") as store:
         assert (True, None) == (store.get_run(2).ok, store.stored_comparison(2))
-
-
-def test_a_suite_with_invariants_is_compared_afresh(tmp_path: Path, computed: list[int]) -> None:
-    """The job's comparison of a suite with invariants checks them and a report checks none,
-    so the report computes its own."""
-    path = tmp_path / "monitor.yaml"
-    path.write_text(CONFIG + "    invariants: [{no_lost_hits: {k: 5}}]\n", encoding="utf-8")
-    assert 0 == main(["run", "--config", str(path), "--no-progress"])
-    computed.clear()  # the job's own comparison
-    _report(path)
-    assert [2] == computed
 
 
 def test_the_report_reads_the_queries_fingerprint_from_the_suites_labels(

@@ -266,11 +266,9 @@ def compose_report(
         run,
         baseline,
         evalset=None if frozen is None else evalset_identity(suite, frozen, judged.loaded.files),
-        judgments=None
-        if qrels is None or judged.labels is None
-        else judged.labels.judgments_version,
+        judgments=_judgments_read(suite, evalset, judged, qrels),
         history=history,
-        invariants=False,
+        invariants=bool(suite.invariants),
     )
     comparison = stored_comparison(store, key)
     if comparison is None:
@@ -349,6 +347,7 @@ def _compared(
         history=history,
         qrels=qrels,
         coverage=suite.coverage,
+        invariants=suite.invariants,
         agreement=agreement,
         calibration=calibration,
     )
@@ -501,6 +500,23 @@ def _chosen_run(store: Store, suite: str, run_id: int) -> RunRecord:
     if not run.ok:
         raise UsageError(f"run {run_id} failed ({run.error}): it has no metrics to report")
     return run
+
+
+def _judgments_read(
+    suite: SuiteConfig,
+    evalset: EvalSet | None,
+    judged: SuiteJudgments,
+    qrels: Mapping[str, Mapping[str, int]] | None,
+) -> str | None:
+    """Return the version of the judgments the report's comparison reads (None: it reads
+    none): a reference search's, those the run was judged with; else the suite's in force."""
+    if qrels is None or evalset is None:
+        return None
+    if suite.evalset.reference is not None:
+        from monitor.judgments import labels_of
+
+        return labels_of(evalset).judgments_version
+    return None if judged.labels is None else judged.labels.judgments_version
 
 
 def _judged_as_stored(evalset: EvalSet, run: RunRecord) -> EvalSet:
