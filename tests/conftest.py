@@ -181,7 +181,7 @@ def _folders_of_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tmp_path(_folders_of_the_tests: Path) -> Path:
     """Return a new, empty folder of the test's own, as pytest's ``tmp_path`` does.
 
-    Made with ``tempfile.mkdtemp`` for the reason given below: pytest numbers each folder
+    Made with ``tempfile.mkdtemp``, as the spool folders below: pytest numbers each folder
     by listing every earlier one, and removes the old ones the same way, which over the
     suite's thousands of tests costs seconds.
     """
