@@ -222,3 +222,47 @@ def test_a_path_pair_scores_as_the_mappings_do(tmp_path: Path) -> None:
         ["ndcg@10", "recall@1"],
     ).means
     assert in_memory == from_files
+
+
+@pytest.mark.parametrize("average", ["answerable", "all", "trec_eval"])
+def test_slices_scored_apart_and_joined_give_the_whole_evaluation(average: str) -> None:
+    """A sharded run scores each slice of the eval set on its own and joins the values: the
+    joined evaluation is the whole run's, value for value, order and counts included."""
+    rng = random.Random(7)
+    order = [f"q{i:03d}" for i in range(120)]
+    qrels = {
+        qid: {f"d{rng.randrange(40)}": rng.randrange(3) for _ in range(rng.randrange(4))}
+        for qid in order
+    }
+    run = {
+        qid: {f"d{rng.randrange(40)}": rng.random() for _ in range(rng.randrange(12))}
+        for qid in order
+        if rng.random() > 0.1  # some queries missing from the run
+    }
+    metrics = ["ndcg@10", "recall@5", "P@3", "mrr@10", "judged@10", "num_rel_ret"]
+    whole = evaluate(qrels, run, metrics, average=average)
+    slices = [order[start::3] for start in range(3)]
+    parts = [
+        evaluate(
+            {qid: qrels[qid] for qid in ids},
+            {qid: run[qid] for qid in ids if qid in run},
+            metrics,
+            average=average,
+        )
+        for ids in slices
+    ]
+    joined = EvaluationResult.joined(parts[::-1], order)
+    assert joined.query_ids == whole.query_ids
+    assert joined.counts == whole.counts
+    assert (joined.duplicates, joined.queries_with_duplicates) == (
+        whole.duplicates,
+        whole.queries_with_duplicates,
+    )
+    for metric in whole.metrics:
+        assert joined.values[metric].tobytes() == whole.values[metric].tobytes(), metric
+
+
+def test_joining_refuses_a_query_in_two_parts() -> None:
+    part = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, ["P@1"])
+    with pytest.raises(InputError, match="each in one part"):
+        EvaluationResult.joined([part, part], ["q1"])

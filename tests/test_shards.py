@@ -253,7 +253,19 @@ def test_a_shard_deadline_must_be_positive(tmp_path: Path) -> None:
 def test_a_part_in_another_codec_is_a_store_error_naming_the_store() -> None:
     """A part written by another version (JSON arrays, no codec) is refused clearly."""
     from monitor.errors import StoreError
-    from monitor.store.shards import decode_result
+    from monitor.store.shards import decode_part
 
     with pytest.raises(StoreError, match=r"store db\.sqlite: a shard's part is in codec None"):
-        decode_result({"k": 10, "query_ids": ["q1"], "hit_ids": [["d1"]]}, "db.sqlite")
+        decode_part(0, {"k": 10, "query_ids": ["q1"], "hit_ids": [["d1"]]}, None, "db.sqlite")
+
+
+def test_a_part_without_scores_is_a_store_error_that_says_to_run_again() -> None:
+    """A part of this codec that an older version wrote without its per-query scores is
+    refused: the finisher joins the parts' scores, it does not score the run again."""
+    from monitor.errors import StoreError
+    from monitor.run import codec
+    from monitor.store.shards import decode_part
+
+    old = {"k": 10, "codec": codec.CODEC, "table": ""}
+    with pytest.raises(StoreError, match=r"without scores.*run the attempt again"):
+        decode_part(0, old, None, "db.sqlite")

@@ -159,16 +159,20 @@ def measure(
     result: RunResult,
     *,
     pipeline: str | None = None,
+    evaluation: EvaluationResult | None = None,
 ) -> tuple[RunRecord, EvaluationResult]:
     """Measure a finished run; return the store's record of it (named ``pipeline``, the
-    suite's own by default) and the evaluation.
+    suite's own by default) and the evaluation: ``evaluation`` when the run was scored
+    already (a sharded run's, joined from its parts), else :func:`score_run`'s.
 
     The rankings the store saves are numbered on a second thread while the run is scored:
     both are numpy and pandas work that lets go of the GIL, and neither needs the other. A
     run of more than :data:`BESIDE_SCORING_MAX_HITS` hits numbers them after the scoring.
     """
     try:
-        if result.outcomes.hit_count > BESIDE_SCORING_MAX_HITS:
+        if evaluation is not None:
+            numbered = run_rankings(result)
+        elif result.outcomes.hit_count > BESIDE_SCORING_MAX_HITS:
             evaluation = score_run(suite, evalset, result)
             numbered = run_rankings(result)
         else:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from monitor.alerts.delivery import Delivery
 from monitor.errors import (
+    InternalError,
     MonitorError,
     NotMeasured,
     SearchBackendError,
@@ -22,7 +23,7 @@ from monitor.errors import (
 )
 from monitor.evalset import digests
 from monitor.job.measurable import check_measured
-from monitor.job.path import compare_stored, load_frozen, measure, search_suite
+from monitor.job.path import compare_stored, load_frozen, measure, score_run, search_suite
 from monitor.job.publish import Clock, publish_failure, publish_run, suite_notifiers
 from monitor.job.shards import DEFAULT_DEADLINE_SECONDS, ShardOutcome, merge, select
 from monitor.job.suite import _now, seed_unpinned
@@ -36,6 +37,7 @@ from monitor.store.shards import Part, ShardStore
 if TYPE_CHECKING:
     from monitor.alerts import Notifier
     from monitor.config.model import SuiteConfig
+    from monitor.evalset import EvalSet
     from monitor.job.publish import Sink
     from monitor.job.shards import Shard
     from monitor.metrics.evaluation import EvaluationResult
@@ -133,13 +135,14 @@ def run_shard(
                 raise late
         if opened.status != "open":
             return ShardOutcome(shard, opened, "closed", None)
+        sliced = select(evalset, shard)
         search = build_search(suite.search.kind, suite.search.plugin_options())
         failure: SearchBackendError | None = None
         result: RunResult | None = None
         try:
             result = search_suite(
                 suite,
-                select(evalset, shard),
+                sliced,
                 search,
                 progress=progress,
                 label=f"{suite.name} shard {shard}",
@@ -158,20 +161,22 @@ def run_shard(
         unmeasured: list[NotMeasured] = []
 
         def finalise(stored: Sequence[Part]) -> RunRecord:
-            merged = merge(evalset, stored)
+            merged, joined = merge(evalset, stored)
             try:
                 check_measured(suite, evalset, merged)
             except NotMeasured as error:
                 unmeasured.append(error)
                 raise
-            record, evaluation = measure(suite, evalset, config_hash, merged)
+            record, evaluation = measure(suite, evalset, config_hash, merged, evaluation=joined)
             measured.append((evaluation, merged))
             return record
 
+        # Each shard scores its own slice, side by side: the last joins the values.
+        scores = None if result is None else _score(suite, sliced, result)
         saved = parts.save_part(
             suite.name,
             attempt,
-            Part(shard.index, result, said),
+            Part(shard.index, result, scores, said),
             now=clock(),
             finalise=finalise,
             fail=partial(failed_attempt, failure),
@@ -201,3 +206,12 @@ def run_shard(
             raise
         outcome = publish_run(suite, store, outcome, sinks, built, clock, delivery)
         return ShardOutcome(shard, saved.attempt, "finalised", outcome)
+
+
+def _score(suite: SuiteConfig, sliced: EvalSet, result: RunResult) -> EvaluationResult:
+    """Return a shard's scores of its slice, as :func:`~monitor.job.path.measure` scores a
+    whole run (a UsageError is the monitor's own figures failing their checks)."""
+    try:
+        return score_run(suite, sliced, result)
+    except UsageError as error:
+        raise InternalError("scoring the shard's run", str(error)) from error

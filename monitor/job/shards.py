@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from monitor.errors import UsageError
+from monitor.metrics.evaluation import EvaluationResult
 from monitor.run.table import RunTable
 from monitor.runner.result import RunResult
 from monitor.store.shards import Attempt, Part, PartResult
@@ -116,16 +117,18 @@ class ShardOutcome:
     outcome: SuiteOutcome | None
 
 
-def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
-    """Return one run of ``evalset`` from its shards' parts, outcomes in eval-set order.
+def merge(evalset: EvalSet, parts: Sequence[Part]) -> tuple[RunResult, EvaluationResult]:
+    """Return one run of ``evalset`` from its shards' parts, outcomes in eval-set order, and
+    its evaluation: the parts' per-query values joined in the same order.
 
     Times span the parts (first start, last finish); the duration is the longest part's;
     the latency summary is over every answered query; queries per second add up (the shards
     ran side by side); warm-up queries and retries add up; the search stats are shard 0's.
     """
     results = [part.result for part in parts if part.result is not None]
-    if not results or len(results) != len(parts):
-        raise UsageError("merge: every part must hold a run")
+    scores = [part.evaluation for part in parts if part.evaluation is not None]
+    if not results or len(results) != len(parts) or len(scores) != len(parts):
+        raise UsageError("merge: every part must hold a run and its scores")
     table = RunTable.concatenate([result.outcomes for result in results])
     position = {query_id: row for row, query_id in enumerate(table.query_ids)}
     missing = [query_id for query_id in evalset.ids if query_id not in position]
@@ -136,7 +139,7 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
     # The eval set's own queries stand in for the parts' (which held only their ids).
     table = table.take([position[query_id] for query_id in evalset.ids], evalset.columns())
     rates = [r.queries_per_second for r in results if r.queries_per_second is not None]
-    return RunResult(
+    merged = RunResult(
         outcomes=table,
         k=results[0].k,
         started_at=min(r.started_at for r in results),
@@ -149,3 +152,4 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> RunResult:
         search_stats=dict(results[0].search_stats),
         label=results[0].label,
     )
+    return merged, EvaluationResult.joined(scores, evalset.ids)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +128,36 @@ class EvaluationResult:
             index=pd.Index(self.query_ids, name="query_id"),
         )
         return frame
+
+    @classmethod
+    def joined(cls, parts: Sequence[EvaluationResult], order: Sequence[str]) -> EvaluationResult:
+        """Return one evaluation of the queries of ``parts``, in their order in ``order``.
+
+        The parts are evaluations of disjoint slices of one eval set (a sharded run's), each
+        scored with the same metrics and options. Every metric is a per-query value, so the
+        joined evaluation is the one the whole set would have had: its values, put in the
+        set's order (``order``, the eval set's ids), and its counts added up.
+        """
+        if not parts:
+            raise InputError("<evaluations>", "at least one evaluation to join")
+        metrics = parts[0].metrics
+        if any(part.metrics != metrics for part in parts):
+            raise InputError("<evaluations>", "evaluations of the same metrics to join")
+        ids = [query_id for part in parts for query_id in part.query_ids]
+        position = {query_id: i for i, query_id in enumerate(order)}
+        distinct = set(ids)
+        if len(distinct) != len(ids) or not distinct <= position.keys():
+            raise InputError("<evaluations>", "queries of one eval set, each in one part")
+        rows = np.argsort(np.fromiter(map(position.__getitem__, ids), np.int64, len(ids)))
+        counts = [part.counts.to_dict() for part in parts]
+        return cls(
+            metrics=metrics,
+            query_ids=tuple(ids[row] for row in rows.tolist()),
+            values={m: np.concatenate([part.values[m] for part in parts])[rows] for m in metrics},
+            counts=QueryCounts(**{name: sum(each[name] for each in counts) for name in counts[0]}),
+            duplicates=sum(part.duplicates for part in parts),
+            queries_with_duplicates=sum(part.queries_with_duplicates for part in parts),
+        )
 
     def value(self, metric: str | Metric, query_id: str) -> float:
         """Return one query's value of one metric."""

@@ -9,8 +9,8 @@ failed part, or a part still missing once the attempt's deadline has passed, tur
 attempt into a failed run instead, once. A part never counts alone: it is no run until every
 part is in.
 
-A part's run is kept as one JSON document: its figures, and its table in the run's one codec
-(:mod:`monitor.run.codec`), no row per query.
+A part's run is kept as one JSON document: its figures, its table and its per-query scores in
+the run's one codec (:mod:`monitor.run.codec`), no row per query.
 """
 
 from __future__ import annotations
@@ -21,12 +21,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from monitor.errors import SearchBackendError, ShardMismatchError, StoreError, UsageError
+from monitor.metrics.evaluation import EvaluationResult, QueryCounts
+from monitor.metrics.spec import parse_metrics
 from monitor.records import MetaValue
 from monitor.run import codec
 from monitor.runner.result import RunResult
 from monitor.store.dialect import dump_json
 from monitor.store.runs import insert_run
+from monitor.store.sqlstore import SqlStore
 
 if TYPE_CHECKING:
     from monitor.store import Store
@@ -40,11 +45,17 @@ PartResult = Literal["waiting", "finalised", "failed", "closed"]
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """One shard's stored outcomes: the run of its slice, or the error that failed it."""
+    """One shard's stored outcomes: the run of its slice and its scores (the per-query values
+    the whole run joins), or the error that failed it."""
 
     index: int
     result: RunResult | None
+    evaluation: EvaluationResult | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.result is None) != (self.evaluation is None):
+            raise UsageError(f"part {self.index}: a run of a slice is stored with its scores")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +102,12 @@ class ShardStore:
     """The attempts and parts of sharded runs, in a SQL store's database."""
 
     def __init__(self, store: Store) -> None:
-        database = getattr(store, "database", None)
-        if database is None:
+        if not isinstance(store, SqlStore):
             raise UsageError(
                 f"sharded runs need a SQL store (SQLite or PostgreSQL), not {store.location!r}"
             )
-        self._db: Database = database
+        self._db: Database = store.database
+        self._store = store
         self.location = store.location
 
     def open(
@@ -169,7 +180,29 @@ class ShardStore:
         part, or raises a SearchBackendError when they measured too little, which fails it).
         Either run is inserted in this transaction, so it happens exactly once.
         """
+        saved, run = self._save_part(suite, attempt, part, now, finalise, fail)
+        if run is not None and saved.run_id is not None:  # committed: the job reads it back
+            self._store.saved_by_stage(saved.run_id, run)
+        return saved
+
+    def _save_part(
+        self,
+        suite: str,
+        attempt: str,
+        part: Part,
+        now: datetime,
+        finalise: Finaliser,
+        fail: Failer,
+    ) -> tuple[Saved, RunRecord | None]:
+        """Do :meth:`save_part`'s transaction; return what it did and the run it finalised."""
         doing = f"storing part {part.index} of attempt {attempt!r}"
+        # A part is read only by the shard that completes the attempt, and that shard's own
+        # part is taken as it is in memory: it is encoded only when others may still come,
+        # before the lock, so that they wait less for it. Parts are only ever added, so a
+        # part that completes the attempt read unlocked completes it under the lock too.
+        seen = self.get(suite, attempt)
+        last = seen is not None and len({*seen.parts, part.index}) == seen.count
+        doc = None if last else encode_part(part)
         with self._db.transaction(write=True, doing=doing) as tx:
             found = _attempt(tx, suite, attempt, lock=True)
             if found is None:
@@ -180,16 +213,17 @@ class ShardStore:
                     f"{found.count}"
                 )
             if found.status != "open":
-                return Saved("closed", found, found.run_id)
-            _write_part(tx, suite, attempt, part, now)
+                return Saved("closed", found, found.run_id), None
             parts = tuple(sorted({*found.parts, part.index}))
+            completes = len(parts) == found.count
+            _write_part(tx, suite, attempt, part, doc, now)
             if part.result is None:
                 reason = f"shard {part.index}/{found.count} failed: {part.error}"
             elif now > found.deadline_at and len(parts) < found.count:
                 left = (i for i in range(found.count) if i not in parts)
                 missing = ", ".join(f"{i}/{found.count}" for i in left)
                 reason = f"the attempt passed its deadline without shard(s) {missing}"
-            elif len(parts) == found.count:
+            elif completes:
                 try:
                     run = finalise(_parts(tx, suite, attempt, part))
                 except SearchBackendError as error:  # the parts together measured too little
@@ -197,12 +231,13 @@ class ShardStore:
                 else:
                     run_id = insert_run(tx, run, now)
                     _close(tx, suite, attempt, "finalised", now, run_id, None)
-                    return Saved("finalised", _replace(found, "finalised", parts, run_id), run_id)
+                    finalised = _replace(found, "finalised", parts, run_id)
+                    return Saved("finalised", finalised, run_id), run
             else:
-                return Saved("waiting", _replace(found, "open", parts, None))
+                return Saved("waiting", _replace(found, "open", parts, None)), None
             run_id = insert_run(tx, fail(reason, now), now)
             _close(tx, suite, attempt, "failed", now, run_id, reason)
-            return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id)
+            return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id), None
 
     def expire(self, suite: str, *, now: datetime, fail: Failer) -> list[Attempt]:
         """Fail every open attempt of ``suite`` whose deadline has passed; return them.
@@ -239,10 +274,13 @@ class ShardStore:
             return _replace(found, "failed", found.parts, run_id, reason)
 
 
-def encode_result(result: RunResult) -> dict[str, Any]:
-    """Return a part's run JSON-ready: its figures, and its table as the run's one codec
-    writes it (:func:`monitor.run.codec.encode_table`, base64; query texts and judgments
-    are the eval set's)."""
+def encode_part(part: Part) -> dict[str, Any]:
+    """Return a part's run JSON-ready: its figures, its table as the run's one codec writes it
+    (:func:`monitor.run.codec.encode_table`, base64; query texts and judgments are the eval
+    set's) and its scores (:func:`encode_evaluation`)."""
+    result, evaluation = part.result, part.evaluation
+    if result is None or evaluation is None:  # a failed shard: its error is its part
+        return {}
     return {
         "k": result.k,
         "started_at": result.started_at.isoformat(),
@@ -255,22 +293,26 @@ def encode_result(result: RunResult) -> dict[str, Any]:
         "label": result.label,
         "codec": codec.CODEC,
         "table": base64.b64encode(codec.encode_table(result.outcomes)).decode("ascii"),
+        "evaluation": encode_evaluation(evaluation),
     }
 
 
-def decode_result(doc: Mapping[str, Any], location: str) -> RunResult:
-    """Return the run :func:`encode_result` wrote: its outcomes without query texts or
-    judgments, which :func:`merge` takes from the eval set, and without a latency summary,
-    which :func:`merge` makes over every part. A part in another codec (written by another
-    version) is a StoreError naming ``location``."""
-    if doc.get("codec") != codec.CODEC:
+def decode_part(index: int, doc: Mapping[str, Any], error: str | None, location: str) -> Part:
+    """Return the part :func:`encode_part` wrote: its outcomes without query texts or
+    judgments, which :func:`~monitor.job.shards.merge` takes from the eval set, and without a
+    latency summary, which it makes over every part. A part in another codec, or without
+    scores (written by another version), is a StoreError naming ``location``."""
+    if not doc:
+        return Part(index, None, None, error)
+    if doc.get("codec") != codec.CODEC or "evaluation" not in doc:
         raise StoreError(
             location,
-            f"a shard's part is in codec {doc.get('codec')!r}, expected {codec.CODEC!r}: another"
-            " version of retrieval-monitor wrote it; run the attempt again",
+            f"a shard's part is in codec {doc.get('codec')!r}"
+            f"{'' if 'evaluation' in doc else ' without scores'}, expected {codec.CODEC!r}:"
+            " another version of retrieval-monitor wrote it; run the attempt again",
         )
     stats: dict[str, MetaValue] = dict(doc["search_stats"])
-    return RunResult(
+    result = RunResult(
         outcomes=codec.decode_table(base64.b64decode(doc["table"])),
         k=int(doc["k"]),
         started_at=datetime.fromisoformat(doc["started_at"]).astimezone(timezone.utc),
@@ -281,6 +323,40 @@ def decode_result(doc: Mapping[str, Any], location: str) -> RunResult:
         retries=int(doc["retries"]),
         search_stats=stats,
         label=doc["label"],
+    )
+    return Part(index, result, decode_evaluation(doc["evaluation"]), error)
+
+
+def encode_evaluation(evaluation: EvaluationResult) -> dict[str, Any]:
+    """Return a part's scores JSON-ready: the metrics' names, the query counts, and the
+    evaluated queries' ids and each metric's values in the run's one codec (floats bit for
+    bit)."""
+    arrays = [
+        *codec.strings(list(evaluation.query_ids)),
+        *(evaluation.values[metric] for metric in evaluation.metrics),
+    ]
+    return {
+        "metrics": [str(metric) for metric in evaluation.metrics],
+        "counts": evaluation.counts.to_dict(),
+        "duplicates": evaluation.duplicates,
+        "queries_with_duplicates": evaluation.queries_with_duplicates,
+        "values": base64.b64encode(codec.pack(arrays)).decode("ascii"),
+    }
+
+
+def decode_evaluation(doc: Mapping[str, Any]) -> EvaluationResult:
+    """Return the scores :func:`encode_evaluation` wrote."""
+    metrics = parse_metrics(doc["metrics"])
+    arrays = codec.unpack(base64.b64decode(doc["values"]))
+    split = len(arrays) - len(metrics)  # the ids are two or three arrays, then the values
+    ids, values = arrays[:split], arrays[split:]
+    return EvaluationResult(
+        metrics=metrics,
+        query_ids=tuple(codec.texts_of(ids)),
+        values={m: np.asarray(v, dtype=np.float64) for m, v in zip(metrics, values, strict=True)},
+        counts=QueryCounts(**doc["counts"]),
+        duplicates=int(doc["duplicates"]),
+        queries_with_duplicates=int(doc["queries_with_duplicates"]),
     )
 
 
@@ -324,18 +400,25 @@ def _parts(tx: Transaction, suite: str, attempt: str, own: Part) -> list[Part]:
         (suite, attempt, own.index),
     )
     others = [
-        Part(
-            int(index),
-            decode_result(tx.dialect.read_json(raw), tx.location) if status == "ok" else None,
-            error,
+        decode_part(
+            int(index), tx.dialect.read_json(raw) if status == "ok" else {}, error, tx.location
         )
         for index, status, raw, error in rows
     ]
     return sorted([*others, own], key=lambda part: part.index)
 
 
-def _write_part(tx: Transaction, suite: str, attempt: str, part: Part, now: datetime) -> None:
-    doc = encode_result(part.result) if part.result is not None else {}
+def _write_part(
+    tx: Transaction,
+    suite: str,
+    attempt: str,
+    part: Part,
+    doc: Mapping[str, Any] | None,
+    now: datetime,
+) -> None:
+    """Write the part's row: its encoded run (``doc``; None for the part that completes the
+    attempt, whose run is the attempt's run from then on), or its error."""
+    failed = part.result is None
     tx.execute(
         "INSERT INTO shard_parts (suite, attempt, shard_index, status, outcomes, error, saved_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (suite, attempt, shard_index) DO UPDATE SET"
@@ -345,8 +428,8 @@ def _write_part(tx: Transaction, suite: str, attempt: str, part: Part, now: date
             suite,
             attempt,
             part.index,
-            "ok" if part.result is not None else "failed",
-            dump_json(doc),
+            "failed" if failed else "ok",
+            dump_json({} if doc is None else doc),
             part.error,
             tx.dialect.timestamp(now),
         ),

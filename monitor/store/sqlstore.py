@@ -121,6 +121,12 @@ class SqlStore:
         self._saved = _known_after_save(run_id, run)
         return run_id
 
+    def saved_by_stage(self, run_id: int, run: RunRecord) -> None:
+        """Note that ``run`` was saved as ``run_id`` in a stage's own transaction (a sharded
+        run's finisher, :mod:`monitor.store.shards`), once it committed: reading it back is
+        then as cheap as after :meth:`save_run`."""
+        self._saved = _known_after_save(run_id, run)
+
     def _known(self, run_id: int) -> Sequence[QueryRecord] | None:
         """Return the queries this store saved run ``run_id`` with, when it was the last."""
         saved = self._saved
