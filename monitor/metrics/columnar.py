@@ -16,13 +16,14 @@ from typing import Protocol
 
 import numpy as np
 
-from monitor.evalset.columns import EvalColumns
 from monitor.metrics.ranks import (
     NOT_RETRIEVED,
     BoolArray,
     IntArray,
+    Judgments,
     Qrels,
     Resolution,
+    judgments_of,
     resolve_with,
 )
 
@@ -57,7 +58,7 @@ class ColumnarRun(Protocol):
 
 
 def resolve_columns(
-    qrels: Qrels | EvalColumns,
+    qrels: Qrels | Judgments,
     run: ColumnarRun,
     *,
     include_no_relevant: bool = False,
@@ -75,13 +76,10 @@ def resolve_columns(
     """
     # A run of the judged queries in the judgments' order (a monitored run of its eval set)
     # needs no look-up: each query's index in the judgments is its index in the run.
-    ids = qrels.ids if isinstance(qrels, EvalColumns) else tuple(qrels)
+    judgments = judgments_of(qrels)
+    ids = tuple(judgments.ids)
     same_order = len(run.query_ids) == len(ids) and run.query_ids == ids
-    run_ids: Collection[str]
-    if not same_order:
-        run_ids = run.codes.keys()
-    else:
-        run_ids = frozenset(ids) if isinstance(qrels, EvalColumns) else qrels.keys()
+    run_ids: Collection[str] = frozenset(ids) if same_order else run.codes.keys()
     # Index -1 (a query the run lacks) picks the 0 appended to each per-query array.
     retrieved = np.append(run.n_retrieved, 0).astype(np.int64)
     copies = np.append(run.duplicates, 0).astype(np.int64)
@@ -100,7 +98,7 @@ def resolve_columns(
         return rank, retrieved[where], copies[where], where < 0
 
     return resolve_with(
-        qrels,
+        judgments,
         run_ids,
         rank_entries,
         include_no_relevant=include_no_relevant,

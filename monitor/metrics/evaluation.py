@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from monitor.errors import InputError
-from monitor.evalset.columns import EvalColumns
 from monitor.evalset.model import EvalSet
 from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.names import NameStyle, display_name
-from monitor.metrics.ranks import FloatArray, Qrels, Run, resolve
+from monitor.metrics.ranks import FloatArray, Judgments, Qrels, Run, judgments_of, resolve
 from monitor.metrics.spec import (
     AVERAGES,
     COUNTS,
@@ -319,7 +318,7 @@ def evaluate(
     if columns is not None:
         # A run held as columns ranks an eval set's judgments from the set's columns: no
         # dict per query (none at all, when the set was read into columns).
-        judgments = qrels.columns() if isinstance(qrels, EvalSet) else judged
+        judgments: Qrels | Judgments = qrels.columns() if isinstance(qrels, EvalSet) else judged
         failed = _failed_ids(run) if exclude_failed else frozenset()
         if failed:
             judgments = _without(judgments, failed)
@@ -411,11 +410,10 @@ def _columns_of(run: RunLike, answered_only: bool) -> TrecColumns | None:
     return None
 
 
-def _without(qrels: Qrels | EvalColumns, failed: frozenset[str]) -> Qrels | EvalColumns:
+def _without(qrels: Qrels | Judgments, failed: frozenset[str]) -> Judgments:
     """Return the judgments of the queries not in ``failed``."""
-    if isinstance(qrels, EvalColumns):
-        return qrels.take([i for i, qid in enumerate(qrels.ids) if qid not in failed])
-    return {qid: grades for qid, grades in qrels.items() if qid not in failed}
+    table = judgments_of(qrels)
+    return table.take([i for i, qid in enumerate(table.ids) if qid not in failed])
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:

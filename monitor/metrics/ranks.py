@@ -21,13 +21,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import attrgetter, methodcaller
-from typing import TypeAlias, cast
+from typing import Protocol, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import InputError
-from monitor.evalset.columns import EvalColumns
 
 #: Rank given to a relevant document the run did not retrieve.
 NOT_RETRIEVED = np.iinfo(np.int64).max
@@ -47,6 +46,64 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 _BLOCK_CELLS = 1 << 14
 _values = methodcaller("values")
 _get = attrgetter("get")
+
+
+class Judgments(Protocol):
+    """Judgments as the engine reads them: per query (in order) how many docs it judges,
+    their grades end to end, and their ids. An eval set's columns are read this way as they
+    are (:class:`~monitor.evalset.columns.EvalColumns`); a ``{qid: {doc: grade}}`` mapping
+    through :class:`QrelsTable`."""
+
+    @property
+    def ids(self) -> Sequence[str]: ...
+
+    @property
+    def counts(self) -> IntArray: ...
+
+    @property
+    def grades(self) -> IntArray: ...
+
+    def docs(self, selected: BoolArray | None = None) -> Sequence[str]: ...
+
+    def take(self, picked: Sequence[int]) -> Judgments: ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class QrelsTable:
+    """A ``{qid: {doc: grade}}`` mapping read as :class:`Judgments`: its grades flattened
+    (each checked to be an integer), its docs read from the mapping when asked."""
+
+    ids: Sequence[str]
+    judgments: Sequence[Mapping[str, int]]
+    counts: IntArray
+    grades: IntArray
+
+    @classmethod
+    def of(cls, qrels: Qrels) -> QrelsTable:
+        """Return the table of ``qrels``; raise InputError for a grade that is no integer."""
+        judgments = list(qrels.values())
+        counts = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
+        return cls(list(qrels), judgments, counts, _grades(judgments, int(counts.sum())))
+
+    def docs(self, selected: BoolArray | None = None) -> Sequence[str]:
+        """Return the judged doc ids end to end (those ``selected``, when given)."""
+        every = chain.from_iterable(self.judgments)
+        if selected is None or selected.all():
+            return list(every)
+        return list(compress(every, selected.tolist()))
+
+    def take(self, picked: Sequence[int]) -> QrelsTable:
+        """Return the judgments of the queries at positions ``picked``, in that order."""
+        judgments = [self.judgments[i] for i in picked]
+        counts = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
+        grades = _grades(judgments, int(counts.sum()))
+        return QrelsTable([self.ids[i] for i in picked], judgments, counts, grades)
+
+
+def judgments_of(qrels: Qrels | Judgments) -> Judgments:
+    """Return ``qrels`` as :class:`Judgments`: a mapping through :class:`QrelsTable`, columns
+    (an eval set's) as they are."""
+    return QrelsTable.of(qrels) if isinstance(qrels, Mapping) else qrels
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -180,7 +237,7 @@ def resolve(
 
 
 def resolve_with(
-    qrels: Qrels | EvalColumns,
+    qrels: Qrels | Judgments,
     run_ids: Collection[str],
     rank_entries: EntryRanker,
     *,
@@ -194,23 +251,17 @@ def resolve_with(
     """Resolve as :func:`resolve` does, for a run held another way (columns of a file).
 
     ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in it.
-    ``qrels`` may be an eval set's columns: the judged docs are then handed to it as
-    :class:`~monitor.evalset.columns.JudgedDocs`, read from the columns' bytes.
+    ``qrels`` is read as :class:`Judgments` (:func:`judgments_of`): an eval set's columns
+    hand their judged docs over as :class:`~monitor.evalset.columns.JudgedDocs`, read from
+    the columns' bytes.
     """
     if isinstance(relevance_level, bool) or relevance_level < 1:
         raise InputError("<relevance level>", "an integer >= 1", found=relevance_level)
     if max_docs is not None and (isinstance(max_docs, bool) or max_docs < 1):
         raise InputError("<max docs>", "a positive integer", found=max_docs)
     with_judged = with_judged or judged_only
-    judgments: list[Mapping[str, int]] = []
-    if isinstance(qrels, EvalColumns):
-        all_ids: Sequence[str] = qrels.ids
-        lengths, grades = qrels.counts, qrels.grades
-    else:
-        all_ids = list(qrels)
-        judgments = list(qrels.values())
-        lengths = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
-        grades = _grades(judgments, int(lengths.sum()))
+    table = judgments_of(qrels)
+    all_ids, lengths, grades = table.ids, table.counts, table.grades
     relevant = grades >= relevance_level
     owner = np.repeat(np.arange(len(all_ids), dtype=np.int64), lengths)
     n_relevant_all = np.bincount(owner[relevant], minlength=len(all_ids))
@@ -227,12 +278,7 @@ def resolve_with(
 
     # The judgments to rank, of the kept queries, grouped by query.
     wanted = (np.ones(len(grades), dtype=bool) if with_judged else grades >= 1) & keep[owner]
-    docs: Sequence[str]
-    if isinstance(qrels, EvalColumns):
-        docs = qrels.docs(wanted)
-    else:
-        every = chain.from_iterable(judgments)
-        docs = list(every) if wanted.all() else list(compress(every, wanted.tolist()))
+    docs = table.docs(wanted)
     doc_grade = grades[wanted]
     n_wanted = np.bincount(owner[wanted], minlength=len(all_ids))[kept]
 
@@ -278,7 +324,7 @@ def resolve_with(
         )
 
     binary = build(relevance_level)
-    judged_ids = frozenset(qrels.ids) if isinstance(qrels, EvalColumns) else qrels
+    judged_ids = frozenset(all_ids)
     return Resolution(
         ranks=binary,
         skipped_no_relevant=len(all_ids) - answerable,
