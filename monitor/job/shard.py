@@ -63,8 +63,9 @@ def run_shard(
 ) -> ShardOutcome:
     """Run shard ``shard`` of ``suite`` as a part of ``attempt``; finish the attempt if last.
 
-    The shard runs its slice of the eval set (:func:`monitor.job.shards.select`) and stores the
-    outcomes as its part. The shard whose part completes the attempt measures the whole run,
+    The shard runs and scores its slice of the eval set (:func:`monitor.job.shards.select`)
+    and stores the outcomes and per-query values as its part. The shard whose part completes
+    the attempt merges the outcomes and joins the values into the whole run's measure,
     stores it (in the transaction that stores the part), compares it with the baseline and
     publishes it exactly as :func:`run_suite` does, and its outcome is returned. A shard
     whose search fails, or that finds the attempt past its ``deadline_seconds`` (counted
