@@ -180,21 +180,6 @@ class ShardStore:
         part, or raises a SearchBackendError when they measured too little, which fails it).
         Either run is inserted in this transaction, so it happens exactly once.
         """
-        saved, run = self._save_part(suite, attempt, part, now, finalise, fail)
-        if run is not None and saved.run_id is not None:  # committed: the job reads it back
-            self._store.saved_by_stage(saved.run_id, run)
-        return saved
-
-    def _save_part(
-        self,
-        suite: str,
-        attempt: str,
-        part: Part,
-        now: datetime,
-        finalise: Finaliser,
-        fail: Failer,
-    ) -> tuple[Saved, RunRecord | None]:
-        """Do :meth:`save_part`'s transaction; return what it did and the run it finalised."""
         doing = f"storing part {part.index} of attempt {attempt!r}"
         # A part is read only by the shard that completes the attempt, and that shard's own
         # part is taken as it is in memory: it is encoded only when others may still come,
@@ -204,40 +189,10 @@ class ShardStore:
         last = seen is not None and len({*seen.parts, part.index}) == seen.count
         doc = None if last else encode_part(part)
         with self._db.transaction(write=True, doing=doing) as tx:
-            found = _attempt(tx, suite, attempt, lock=True)
-            if found is None:
-                raise UsageError(f"attempt {attempt!r} of suite {suite!r} was never opened")
-            if not 0 <= part.index < found.count:
-                raise UsageError(
-                    f"part {part.index} of attempt {attempt!r}: expected an index below "
-                    f"{found.count}"
-                )
-            if found.status != "open":
-                return Saved("closed", found, found.run_id), None
-            parts = tuple(sorted({*found.parts, part.index}))
-            completes = len(parts) == found.count
-            _write_part(tx, suite, attempt, part, doc, now)
-            if part.result is None:
-                reason = f"shard {part.index}/{found.count} failed: {part.error}"
-            elif now > found.deadline_at and len(parts) < found.count:
-                left = (i for i in range(found.count) if i not in parts)
-                missing = ", ".join(f"{i}/{found.count}" for i in left)
-                reason = f"the attempt passed its deadline without shard(s) {missing}"
-            elif completes:
-                try:
-                    run = finalise(_parts(tx, suite, attempt, part))
-                except SearchBackendError as error:  # the parts together measured too little
-                    reason = f"{type(error).__name__}: {error}"
-                else:
-                    run_id = insert_run(tx, run, now)
-                    _close(tx, suite, attempt, "finalised", now, run_id, None)
-                    finalised = _replace(found, "finalised", parts, run_id)
-                    return Saved("finalised", finalised, run_id), run
-            else:
-                return Saved("waiting", _replace(found, "open", parts, None)), None
-            run_id = insert_run(tx, fail(reason, now), now)
-            _close(tx, suite, attempt, "failed", now, run_id, reason)
-            return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id), None
+            saved, run = _store_part(tx, suite, attempt, part, doc, now, finalise, fail)
+        if run is not None and saved.run_id is not None:  # committed: the job reads it back
+            self._store.saved_by_stage(saved.run_id, run)
+        return saved
 
     def expire(self, suite: str, *, now: datetime, fail: Failer) -> list[Attempt]:
         """Fail every open attempt of ``suite`` whose deadline has passed; return them.
@@ -358,6 +313,53 @@ def decode_evaluation(doc: Mapping[str, Any]) -> EvaluationResult:
         duplicates=int(doc["duplicates"]),
         queries_with_duplicates=int(doc["queries_with_duplicates"]),
     )
+
+
+def _store_part(
+    tx: Transaction,
+    suite: str,
+    attempt: str,
+    part: Part,
+    doc: Mapping[str, Any] | None,
+    now: datetime,
+    finalise: Finaliser,
+    fail: Failer,
+) -> tuple[Saved, RunRecord | None]:
+    """Do :meth:`ShardStore.save_part`'s work under the attempt's row lock; return what it did
+    and the run it finalised (None when it made none, or a failed one)."""
+    found = _attempt(tx, suite, attempt, lock=True)
+    if found is None:
+        raise UsageError(f"attempt {attempt!r} of suite {suite!r} was never opened")
+    if not 0 <= part.index < found.count:
+        raise UsageError(
+            f"part {part.index} of attempt {attempt!r}: expected an index below {found.count}"
+        )
+    if found.status != "open":
+        return Saved("closed", found, found.run_id), None
+    parts = tuple(sorted({*found.parts, part.index}))
+    completes = len(parts) == found.count
+    _write_part(tx, suite, attempt, part, doc, now)
+    if part.result is None:
+        reason = f"shard {part.index}/{found.count} failed: {part.error}"
+    elif now > found.deadline_at and not completes:
+        left = (i for i in range(found.count) if i not in parts)
+        missing = ", ".join(f"{i}/{found.count}" for i in left)
+        reason = f"the attempt passed its deadline without shard(s) {missing}"
+    elif completes:
+        try:
+            run = finalise(_parts(tx, suite, attempt, part))
+        except SearchBackendError as error:  # the parts together measured too little
+            reason = f"{type(error).__name__}: {error}"
+        else:
+            run_id = insert_run(tx, run, now)
+            _close(tx, suite, attempt, "finalised", now, run_id, None)
+            finalised = _replace(found, "finalised", parts, run_id)
+            return Saved("finalised", finalised, run_id), run
+    else:
+        return Saved("waiting", _replace(found, "open", parts, None)), None
+    run_id = insert_run(tx, fail(reason, now), now)
+    _close(tx, suite, attempt, "failed", now, run_id, reason)
+    return Saved("failed", _replace(found, "failed", parts, run_id, reason), run_id), None
 
 
 def _attempt(tx: Transaction, suite: str, attempt: str, *, lock: bool) -> Attempt | None:
