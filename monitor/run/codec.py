@@ -32,21 +32,25 @@ if TYPE_CHECKING:
 
 #: The codec name written beside every blob; a reader refuses one it does not know.
 CODEC = "np-shuffle-zlib"
-#: zlib's level: on a 100,000-query run of 20 hits a query, level 4 compresses in a fifth of
-#: the time of level 6 (zlib's default) for 3% more bytes (6.5 MB against 6.3 MB); levels
-#: 1 to 3 save little more time for up to 16% more bytes.
-_LEVEL = 4
+#: zlib's level of a stored blob: on a 100,000-query run of 20 hits a query, level 4
+#: compresses in a fifth of the time of level 6 (zlib's default) for 3% more bytes (6.5 MB
+#: against 6.3 MB); levels 1 to 3 save little more time for up to 16% more bytes.
+LEVEL = 4
+#: zlib's level of what lives only until a run is made of it (a shard's part): on a shard of
+#: 50,000 queries of 20 hits, level 1 encodes its table in 60% of level 4's time for 30%
+#: more bytes (1.0 MB against 0.77 MB).
+TRANSIENT_LEVEL = 1
 
 _HEADER = struct.Struct("<4sQ")
 _HEX = re.compile("[0-9a-f]*")
 
 
-def pack(arrays: Sequence[NDArray[Any]]) -> bytes:
-    """Return ``arrays`` as one compressed blob: each array's dtype and size, then its bytes
-    a byte plane at a time (the first byte of every value, then the second, ...), which
-    compress better than values. The planes reach the compressor a block at a time, so a
-    large array is never copied whole."""
-    packer = zlib.compressobj(_LEVEL)
+def pack(arrays: Sequence[NDArray[Any]], level: int = LEVEL) -> bytes:
+    """Return ``arrays`` as one compressed blob (zlib at ``level``): each array's dtype and
+    size, then its bytes a byte plane at a time (the first byte of every value, then the
+    second, ...), which compress better than values. The planes reach the compressor a block
+    at a time, so a large array is never copied whole."""
+    packer = zlib.compressobj(level)
     out: list[bytes] = []
     for array in arrays:
         array = np.ascontiguousarray(array)
@@ -188,10 +192,11 @@ def unstrings(arrays: list[NDArray[Any]]) -> list[str | None]:
     return out
 
 
-def encode_table(table: RunTable) -> bytes:
-    """Return ``table`` as one blob: its query ids, every hit's id words, score and text,
-    each query's latency and dropped repeats, and the failed queries' errors. The queries'
-    texts and judgments are not written: they are the eval set's (:func:`decode_table`)."""
+def encode_table(table: RunTable, level: int = LEVEL) -> bytes:
+    """Return ``table`` as one blob (zlib at ``level``): its query ids, every hit's id
+    words, score and text, each query's latency and dropped repeats, and the failed queries'
+    errors. The queries' texts and judgments are not written: they are the eval set's
+    (:func:`decode_table`)."""
     hits = table.hits
     rows = sorted(table.errors)
     kinds = [table.errors[row][0] for row in rows]
@@ -220,7 +225,8 @@ def encode_table(table: RunTable) -> bytes:
             *message_texts,
             np.array([table.hit_texts is not None], dtype=np.bool_),
             *hit_texts,
-        ]
+        ],
+        level,
     )
 
 

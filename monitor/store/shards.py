@@ -232,7 +232,8 @@ class ShardStore:
 def encode_part(part: Part) -> dict[str, Any]:
     """Return a part's run JSON-ready: its figures, its table as the run's one codec writes it
     (:func:`monitor.run.codec.encode_table`, base64; query texts and judgments are the eval
-    set's) and its scores (:func:`encode_evaluation`)."""
+    set's) and its scores (:func:`encode_evaluation`), both at the codec's transient level (a
+    part lives only until its run is made)."""
     result, evaluation = part.result, part.evaluation
     if result is None or evaluation is None:  # a failed shard: its error is its part
         return {}
@@ -247,9 +248,13 @@ def encode_part(part: Part) -> dict[str, Any]:
         "search_stats": dict(result.search_stats),
         "label": result.label,
         "codec": codec.CODEC,
-        "table": base64.b64encode(codec.encode_table(result.outcomes)).decode("ascii"),
+        "table": _base64(codec.encode_table(result.outcomes, codec.TRANSIENT_LEVEL)),
         "evaluation": encode_evaluation(evaluation),
     }
+
+
+def _base64(blob: bytes) -> str:
+    return base64.b64encode(blob).decode("ascii")
 
 
 def decode_part(index: int, doc: Mapping[str, Any], error: str | None, location: str) -> Part:
@@ -295,7 +300,7 @@ def encode_evaluation(evaluation: EvaluationResult) -> dict[str, Any]:
         "counts": evaluation.counts.to_dict(),
         "duplicates": evaluation.duplicates,
         "queries_with_duplicates": evaluation.queries_with_duplicates,
-        "values": base64.b64encode(codec.pack(arrays)).decode("ascii"),
+        "values": _base64(codec.pack(arrays, codec.TRANSIENT_LEVEL)),
     }
 
 
