@@ -16,7 +16,7 @@ from monitor.compare.diff import segment_labels
 from monitor.evalset import EvalSet
 from monitor.evalset._documents import read_jsonl_lines
 from monitor.evalset._jsonl_columns import Columns, read_jsonl
-from monitor.evalset.columns import EvalColumns, ids_of
+from monitor.evalset.columns import EvalColumns
 from monitor.records import Query, relevant_columns
 from monitor.runner import run_queries
 from monitor.search.replay import ReplaySearch
@@ -107,7 +107,6 @@ def test_position_finds_each_id_and_nothing_else(tmp_path: Path) -> None:
     assert [0, 1, 2, 3, 4] == [columns.position(q) for q in columns.ids]
     assert columns.position("q") is None
     assert columns.position(1) is None
-    assert ["q1", "q2", "q3", "q4", "q5"] == list(ids_of(columns))
 
 
 def test_relevant_words_are_the_relevant_ids_packed() -> None:

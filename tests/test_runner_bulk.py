@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from monitor import evaluate
 from monitor.errors import RunTerminated
+from monitor.evalset.columns import EvalColumns
 from monitor.records import Query, relevant_columns
 from monitor.run import RunTable
 from monitor.run.answers import Answers
@@ -123,7 +124,7 @@ def test_a_cancelled_run_answers_nothing_in_bulk(
 class Failing(OneByOne):
     """A replay whose bulk answer raises: the queries are then asked one by one."""
 
-    def answer_all(self, queries: list[Query], k: int) -> Answers:
+    def answer_all(self, queries: EvalColumns, k: int) -> Answers:
         raise RuntimeError("the bulk answer broke")
 
 
@@ -134,6 +135,29 @@ def test_a_bulk_answer_that_raises_falls_back_to_one_by_one(
     search = Failing(replay)
     assert answers_in_bulk(search) is search
     result: RunResult = run_queries(queries, search, k=3)
+    assert [3, 2, 0, 1] == [len(o.hits) for o in result.outcomes]
+
+
+class Recording(OneByOne):
+    """A replay that keeps the ids of every bulk call it was given."""
+
+    def __init__(self, replay: ReplaySearch) -> None:
+        super().__init__(replay)
+        self.calls: list[tuple[str, ...]] = []
+
+    def answer_all(self, queries: EvalColumns, k: int) -> Answers | None:
+        self.calls.append(tuple(queries.ids))
+        return self.replay.answer_all(queries, k)
+
+
+def test_a_bulk_search_is_given_the_columns_of_the_warmup_and_of_the_run(
+    replay: ReplaySearch, queries: list[Query]
+) -> None:
+    """The warm-up call holds the first queries, the measured one all of them, in order."""
+    search = Recording(replay)
+    result = run_queries(queries, search, k=3, warmup=2)
+    ids = tuple(query.id for query in queries)
+    assert [ids[:2], ids] == search.calls
     assert [3, 2, 0, 1] == [len(o.hits) for o in result.outcomes]
 
 
@@ -208,4 +232,4 @@ def test_a_closed_replay_lets_go_of_its_run_but_not_of_its_answers(
     with pytest.raises(RuntimeError, match="closed"):
         replay(queries[0], 3)
     with pytest.raises(RuntimeError, match="closed"):
-        replay.answer_all(queries, 3)
+        replay.answer_all(EvalColumns.of(queries), 3)

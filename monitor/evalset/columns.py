@@ -408,12 +408,5 @@ class ByQuery(Mapping[str, V]):
         return [self.get(query_id, default) for query_id in ids]
 
 
-def ids_of(queries: Sequence[Query]) -> Sequence[str]:
-    """Return the ids of ``queries`` in order: read from the columns, when they are."""
-    if isinstance(queries, EvalColumns):
-        return queries.ids
-    return [query.id for query in queries]
-
-
 def _joined(arrays: list[NDArray[Any]], dtype: Any) -> NDArray[Any]:
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)

@@ -238,7 +238,7 @@ def _run_bulk(
         return None
     try:
         if warmup:
-            search.answer_all(items[:warmup], k)
+            search.answer_all(items.take(range(warmup)), k)
         measured_start = time.perf_counter()
         answers = search.answer_all(items, k)
         seconds = time.perf_counter() - measured_start

@@ -12,17 +12,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from monitor.records import Query
+    from monitor.evalset.columns import EvalColumns
     from monitor.run.answers import Answers
 
 
 class BulkSearch(Protocol):
     """A search that answers every query in one call (see the module's docstring)."""
 
-    def answer_all(self, queries: Sequence[Query], k: int) -> Answers | None:
-        """Return the rankings of ``queries`` cut to ``k``, or None to be asked one by one."""
+    def answer_all(self, queries: EvalColumns, k: int) -> Answers | None:
+        """Return the rankings of ``queries`` (an eval set's columns: ``queries.ids`` their
+        ids, ``queries[i]`` a query's record) cut to ``k``, or None to be asked one by one."""
         ...
 
 

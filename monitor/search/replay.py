@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from monitor.evalset.columns import EvalColumns
     from monitor.run.answers import Answers
     from monitor.search.trec_columns import TrecColumns
 
@@ -80,16 +81,14 @@ class ReplaySearch:
             return self._run.hits(query.id, k)
         return self._run.get(query.id, ())[:k]
 
-    def answer_all(self, queries: Sequence[Query], k: int) -> Answers | None:
+    def answer_all(self, queries: EvalColumns, k: int) -> Answers | None:
         """Return every query's saved ranking at once (a TREC run held as columns), or None:
         a run read into mappings is answered query by query."""
         if self._run is _CLOSED:
             raise RuntimeError(f"the replay of {self.source} is closed")
         if not isinstance(self._run, _ColumnRun):
             return None
-        from monitor.evalset.columns import ids_of
-
-        return self._run.answer_all(ids_of(queries), k)
+        return self._run.answer_all(queries.ids, k)
 
     def close(self) -> None:
         """Let go of the loaded run (a million-query run holds hundreds of megabytes beside
