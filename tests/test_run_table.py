@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from monitor.errors import SearchOutputError, UsageError
+from monitor.evalset.columns import EvalColumns
 from monitor.records import Hit, Query, QueryOutcome
 from monitor.run import Rankings, RunTable
 from monitor.search.base import normalise_hits
@@ -83,7 +84,7 @@ def test_a_table_refuses_misaligned_columns() -> None:
     with pytest.raises(UsageError, match="as many rankings and latencies"):
         RunTable(table.queries[:2], table.hits, table.latency_seconds)
     with pytest.raises(UsageError, match="outcomes for"):
-        RunTable.of(_outcomes(), [Query("q1", "one")])
+        RunTable.of(_outcomes(), EvalColumns.of([Query("q1", "one")]))
 
 
 def test_a_doc_id_holding_a_nul_is_refused_at_the_search_output() -> None:

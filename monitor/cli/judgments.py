@@ -257,7 +257,7 @@ def export_command(args: argparse.Namespace) -> int:
     if args.format == "trec":
         text = format_qrels(evalset.queries)
     else:
-        text = format_evalset(Contents(evalset.name, evalset.queries), "jsonl")
+        text = format_evalset(Contents(evalset.name, evalset.columns()), "jsonl")
     _emit(text, args.output)
     return 0
 

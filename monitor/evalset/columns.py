@@ -64,9 +64,7 @@ class EvalColumns(Sequence[Query]):
 
     @classmethod
     def of(cls, queries: Sequence[Query]) -> EvalColumns:
-        """Return the columns of ``queries`` (checked records, unique ids)."""
-        if isinstance(queries, EvalColumns):
-            return queries
+        """Return the columns of the records ``queries`` (checked, unique ids)."""
         judgments = [query.judgments for query in queries]
         counts = np.fromiter(map(len, judgments), dtype=np.int64, count=len(judgments))
         docs = list(chain.from_iterable(judgments))

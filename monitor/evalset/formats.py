@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 from os import PathLike
@@ -38,6 +38,7 @@ from monitor.evalset._checks import Invalid, check_id
 from monitor.evalset._documents import Entry
 from monitor.evalset._files import read_text
 from monitor.evalset._jsonl_columns import Columns
+from monitor.evalset.columns import EvalColumns
 from monitor.io import logical_stem, logical_suffix
 from monitor.io import write_input_atomic as write_atomic
 from monitor.records import Query
@@ -68,8 +69,9 @@ class Contents:
     """
 
     name: str
-    #: A tuple of records, or the columns a reader read the whole file into.
-    queries: Sequence[Query]
+    #: The queries as columns: read whole into them, or gathered from the records a reader
+    #: read one at a time.
+    queries: EvalColumns
 
 
 def format_of(path: str | PathLike[str], format: str | None = None) -> str:
@@ -101,7 +103,7 @@ def load_evalset(
     chosen = format_of(path, format)
     default_name = logical_stem(path) if name is None else name
     if chosen == "trec":
-        return Contents(default_name, trec.load_trec(path, queries))
+        return Contents(default_name, EvalColumns.of(trec.load_trec(path, queries)))
     if queries is not None:
         raise UsageError("queries= names the queries file of TREC qrels only")
     return parse_evalset(read_text(path), chosen, str(path), name=name, default_name=default_name)
@@ -280,4 +282,4 @@ def _assemble(entries: Iterable[Entry] | Columns, source: str, name: str) -> Con
         listed.append(entry.query)
     if not first:
         raise InputError(source, "at least one query", line=1)
-    return Contents(name, tuple(listed))
+    return Contents(name, EvalColumns.of(listed))

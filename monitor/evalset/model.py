@@ -165,7 +165,7 @@ class EvalSet:
     @classmethod
     def _of_read(cls, contents: formats.Contents) -> EvalSet:
         """Return the eval set of queries a reader checked, without checking them again."""
-        columns = EvalColumns.of(contents.queries)
+        columns = contents.queries
         if len(set(columns.ids)) != len(columns):  # never from a reader; add() names the repeat
             return cls(contents.name, contents.queries)
         evalset = cls(contents.name)
@@ -196,7 +196,7 @@ class EvalSet:
         For ``trec`` the file holds the qrels only; ``queries`` names where to write the
         ``qid<TAB>text`` file (without it, texts and unjudged queries are not written).
         """
-        contents = formats.Contents(self.name, self.queries)
+        contents = formats.Contents(self.name, self.columns())
         formats.save_evalset(contents, path, format, queries=queries)
 
     def qrels(self) -> Mapping[str, Mapping[str, int]]:

@@ -91,9 +91,7 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         return cls(queries, answers, np.full(len(queries), latency, dtype=np.float64))
 
     @classmethod
-    def of(
-        cls, outcomes: Sequence[QueryOutcome], queries: Sequence[Query] | None = None
-    ) -> RunTable:
+    def of(cls, outcomes: Sequence[QueryOutcome], queries: EvalColumns | None = None) -> RunTable:
         """Return the table of ``outcomes`` (one a query, in order).
 
         ``queries`` are the queries they answered, in the same order; without them each
@@ -102,12 +100,12 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         if isinstance(outcomes, RunTable):
             return outcomes
         if queries is None:
-            queries = [
-                Query(o.query_id, o.query, dict.fromkeys(o.relevant_ids, 1)) for o in outcomes
-            ]
+            queries = EvalColumns.of(
+                [Query(o.query_id, o.query, dict.fromkeys(o.relevant_ids, 1)) for o in outcomes]
+            )
         elif len(queries) != len(outcomes):
             raise UsageError(f"{len(outcomes)} outcomes for {len(queries)} queries: one a query")
-        columns = EvalColumns.of(queries)
+        columns = queries
         every = list(chain.from_iterable(o.hits for o in outcomes))
         counts = np.fromiter((len(o.hits) for o in outcomes), np.int64, len(outcomes))
         ids = [hit.id for hit in every]
