@@ -13,7 +13,6 @@ import pytest
 from monitor import texts
 from monitor.compare.matched import Matched
 from monitor.compare.overlap import jaccard, overlap_of, overlaps, rank_biased_overlap
-from monitor.run.rankings import Rankings
 from monitor.store import QueryRecord, RunRecord, columnar
 from monitor.store.records import ColumnQueries
 
@@ -145,7 +144,7 @@ def test_overlaps_of_rankings_are_the_scalar_measures(k: int) -> None:
     rng = np.random.default_rng(11)
     first = [_ranking(rng, 25) for _ in range(500)]
     second = [_ranking(rng, 25) for _ in range(500)]
-    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), k)
+    rbos, jaccards = overlaps(first, second, k)
     assert [
         rank_biased_overlap(a, b, k) for a, b in zip(first, second, strict=True)
     ] == rbos.tolist()
@@ -158,7 +157,7 @@ def test_overlaps_of_rankings_survive_colliding_hashes(monkeypatch: pytest.Monke
     rng = np.random.default_rng(12)
     first = [_ranking(rng, 20) for _ in range(50)]
     second = [_ranking(rng, 20) for _ in range(50)]
-    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), 10)
+    rbos, jaccards = overlaps(first, second, 10)
     assert [
         rank_biased_overlap(a, b, 10) for a, b in zip(first, second, strict=True)
     ] == rbos.tolist()
@@ -170,7 +169,7 @@ def test_overlaps_of_long_rankings_cut_short_are_the_scalar_measures() -> None:
     rng = np.random.default_rng(13)
     first = [tuple(f"a{q}-{x}" for x in rng.integers(0, 30, 20)) for q in range(200)]
     second = [tuple(f"a{q}-{x}" for x in rng.integers(0, 30, 20)) for q in range(200)]
-    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), 2)
+    rbos, jaccards = overlaps(first, second, 2)
     pairs = list(zip(first, second, strict=True))
     assert [rank_biased_overlap(a, b, 2) for a, b in pairs] == rbos.tolist()
     assert [jaccard(a, b, 2) for a, b in pairs] == jaccards.tolist()

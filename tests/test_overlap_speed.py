@@ -49,8 +49,8 @@ def scalar(first: list[list[str]], second: list[list[str]], k: int) -> list[tupl
 
 
 def measured(first: list[list[str]], second: list[list[str]], k: int) -> list[tuple[float, float]]:
-    """Return overlaps() of the pairs held as Rankings, pair by pair."""
-    rbos, jaccards = overlaps(Rankings.of(first), Rankings.of(second), k)
+    """Return overlaps() of the pairs (read into Rankings), pair by pair."""
+    rbos, jaccards = overlaps(first, second, k)
     return list(zip(rbos.tolist(), jaccards.tolist(), strict=True))
 
 

@@ -269,9 +269,9 @@ def overlaps(
     the same order with the same operations, a vector of queries at a time. Queries are
     measured in chunks of :data:`CHUNK_QUERIES`, so memory stays bounded. A pair whose
     top ``k`` repeats an id, or whose ids' hashes collide, is measured by the scalar
-    functions themselves. The rankings are read as :class:`~monitor.run.rankings.Rankings`
-    (a run's are already): each chunk's top-k ids are read from their arrays as 64-bit words
-    and compared as words.
+    functions themselves. The rankings (lists or tuples of ids) are read into
+    :class:`~monitor.run.rankings.Rankings` once, as a comparison reads a stored run's: each
+    chunk's top-k ids are read from their arrays as 64-bit words and compared as words.
     """
     _check(first, second, p)
     every = np.arange(len(first))

@@ -63,8 +63,6 @@ class Rankings(Sequence[tuple[str, ...]]):
     def of(cls, rankings: Sequence[Sequence[str]]) -> Rankings:
         """Return ``rankings`` (tuples or lists of ids) as arrays, ids numbered in order of
         first appearance."""
-        if isinstance(rankings, Rankings):
-            return rankings
         counts = np.fromiter(map(len, rankings), np.int32, len(rankings))
         every = np.fromiter(chain.from_iterable(rankings), object, int(counts.sum()))
         codes, docs = first_seen_codes(every)
