@@ -217,14 +217,14 @@ def _number(value: float | int | None) -> float | None:
 
 
 def load_run(
-    tx: Transaction, run_id: int, known: Sequence[QueryRecord] | None = None
+    tx: Transaction, run_id: int, known: ColumnQueries | None = None
 ) -> RunRecord | None:
     """Return the run with this id, its figures and its queries; None when there is none.
 
     The queries are read from the run's columns as they are indexed (the record carries
-    the columns). ``known`` are the queries this process saved the run with, as they read
-    back (:func:`~monitor.store.columnar.reads_back_as_given`): they are the records returned
-    instead of building them again from the columns, unless retention has dropped the run's
+    the columns). ``known`` are the queries this process saved the run with, when they read
+    back as given (:func:`~monitor.store.columnar.reads_back_as_given`): they are returned
+    instead of being read again from the columns, unless retention has dropped the run's
     detail since.
     """
     row = tx.one(
@@ -240,12 +240,10 @@ def load_run(
     head = _head(tx, row)
     blobs = read_blobs(tx, run_id)
     queries: Sequence[QueryRecord] = ()
-    if blobs and isinstance(known, ColumnQueries) and len(known) == int(count):
+    if blobs and known is not None and len(known) == int(count):
         queries = known
     elif blobs:
-        fresh = known is not None and head["pruned_at"] is None and len(known) == int(count)
-        built = tuple(known) if fresh and known is not None else None
-        queries = ColumnQueries(columnar.decode_columns(blobs), built)
+        queries = ColumnQueries(columnar.decode_columns(blobs))
     return RunRecord(
         **head,
         evalset_fingerprint=fingerprint,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from monitor.store.layers import JudgmentLayer, RunLabels
 from monitor.store.online import StoredWindow
 from monitor.store.records import (
     Baseline,
+    ColumnQueries,
     LockHolder,
     OutboxMessage,
     QueryRecord,
@@ -58,16 +59,18 @@ log = get_logger(__name__)
 RECLAIM_STEP_PAGES = 1024
 
 
-def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, Sequence[QueryRecord]] | None:
-    """Return the query records a read of the run just saved may return instead of building
-    them again from its columns, or None when they would not read back as given."""
-    queries = run.queries
-    if not queries:
+def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, ColumnQueries] | None:
+    """Return the queries a read of the run just saved may return instead of reading them
+    again from its columns, or None when they would not read back as given (records a
+    composer gave are checked as records, columns as columns)."""
+    if not run.queries:
         return None
     given = run.given_records()
-    if given is not None:  # records a composer gave: they must read back as given
-        return (run_id, given) if columnar.reads_back_as_given(given) else None
-    return (run_id, queries) if columnar.columns_read_back_as_given(run.columns) else None
+    if given is not None:
+        reads_back = columnar.reads_back_as_given(given)
+    else:
+        reads_back = columnar.columns_read_back_as_given(run.columns)
+    return (run_id, ColumnQueries(run.columns, given)) if reads_back else None
 
 
 def utcnow() -> datetime:
@@ -91,7 +94,7 @@ class SqlStore:
         self._held: dict[str, LockHolder] = {}
         # The last run this store saved, by id, with its queries: the job reads that run
         # back at once (to compare it, to report it) and need not decode its columns again.
-        self._saved: tuple[int, Sequence[QueryRecord]] | None = None
+        self._saved: tuple[int, ColumnQueries] | None = None
         migrate(db, clock)
 
     def schema_version(self) -> int:
@@ -127,7 +130,7 @@ class SqlStore:
         then as cheap as after :meth:`save_run`."""
         self._saved = _known_after_save(run_id, run)
 
-    def _known(self, run_id: int) -> Sequence[QueryRecord] | None:
+    def _known(self, run_id: int) -> ColumnQueries | None:
         """Return the queries this store saved run ``run_id`` with, when it was the last."""
         saved = self._saved
         return saved[1] if saved is not None and saved[0] == run_id else None
