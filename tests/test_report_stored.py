@@ -298,3 +298,55 @@ def test_the_report_reads_the_queries_fingerprint_from_the_suites_labels(
     monkeypatch.setattr(rescore, "queries_fingerprint", refuse)
     report = _report(config)
     assert not any("eval set changed" in warning for warning in report.comparison.warnings)
+
+
+JUDGED = """\
+store: {{path: m.db}}
+suites:
+  nightly:
+    evalset: {{bundled: larkfield}}
+    search: {{kind: replay, bundled: larkfield/keyword}}
+    baseline: {{bundled_run: larkfield/rerank}}
+    metrics: [recall@5, ndcg@10]
+    rules: [{{metric: ndcg@10, max_drop: 0.05}}]
+    alert_labels: {labels}
+    judge: {{kind: python, id: overlap, target: 'examples.overlap_judge:make_judge',
+             factory: true, path: '{root}', max_per_run: 5}}
+"""
+
+
+def _judged_config(tmp_path: Path, labels: str) -> Path:
+    """Return a config of a suite with a judge, after a run the judge graded pairs of."""
+    path = tmp_path / "monitor.yaml"
+    root = Path(__file__).resolve().parent.parent
+    path.write_text(JUDGED.format(labels=labels, root=root), encoding="utf-8")
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    with open_store(tmp_path / "m.db") as store:
+        assert [5] == [layer.size for layer in store.layers("nightly") if layer.kind == "judge"]
+    return path
+
+
+@pytest.mark.slow
+def test_a_suite_alerting_on_human_labels_reads_its_stored_comparison_after_the_judge(
+    tmp_path: Path, computed: list[int]
+) -> None:
+    """The judge's layer fills label holes, which human labels' comparison does not read: the
+    report reads the stored comparison, and it reads as one computed afresh."""
+    config = _judged_config(tmp_path, "human")
+    computed.clear()
+    stored = RENDERERS["json"](_report(config))
+    assert [] == computed
+    _forget_stored(config)
+    assert stored == RENDERERS["json"](_report(config))
+    assert [2] == computed
+
+
+@pytest.mark.slow
+def test_a_suite_alerting_on_the_judges_labels_is_compared_again_after_the_judge(
+    tmp_path: Path, computed: list[int]
+) -> None:
+    """Rules that read the judge's labels are judged under the layer it added after the run."""
+    config = _judged_config(tmp_path, "all")
+    computed.clear()
+    _report(config)
+    assert [2] == computed

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from monitor.compare import Comparison, compare_runs
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from monitor.judgments.agreement import Agreement
     from monitor.search.base import Search
     from monitor.store import Store
+    from monitor.store.comparisons import ComparisonKey
     from monitor.store.records import RunRecord
 
 
@@ -242,6 +244,48 @@ def calibration_of(
     return Calibration(now, then, min_verified=least)
 
 
+def _key_after_judging(
+    suite: SuiteConfig,
+    store: Store,
+    frozen: EvalSet,
+    keys: tuple[ComparisonKey | None, ComparisonKey | None],
+    layers: tuple[int, ...],
+    agreement: Agreement | None,
+) -> ComparisonKey | None:
+    """Return the key the comparison computed before the judge graded the run is kept under
+    (None: none, a reader computes it again); ``keys`` are its key before and after the
+    judge graded, ``layers`` the suite's layer ids before.
+
+    A judge that added no layer left the key as it was. One that added a layer fills label
+    holes only, which the comparison of a suite alerting on human labels does not read: it
+    still holds under the key of the judgments now in force, while every layer added since is
+    a judge's and the judge's agreement with human grades (which only pairs graded by both
+    move) reads as before. A suite whose rules read the judge's labels (``alert_labels: all``
+    or ``calibrated``) is compared again."""
+    before, after = keys
+    if after == before:
+        return before
+    if suite.alert_labels != "human" or agreement is None:
+        return None
+    added = [layer for layer in store.layers(suite.name) if layer.layer_id not in layers]
+    if any(layer.kind != "judge" for layer in added):
+        return None
+    now = judge_agreement(store, suite, frozen, keep=False)
+    return after if now is not None and _same_overlap(agreement, now) else None
+
+
+def _same_overlap(before: Agreement, after: Agreement) -> bool:
+    """Return whether two agreements were computed on the same overlap of grades (their
+    statistics, bootstrap included, follow from it)."""
+    return (before.judge, before.pairs, before.queries, before.grades, before.confusion) == (
+        after.judge,
+        after.pairs,
+        after.queries,
+        after.grades,
+        after.confusion,
+    )
+
+
 def compare_stored(
     suite: SuiteConfig,
     store: Store,
@@ -272,7 +316,8 @@ def compare_stored(
     agreement = judge_agreement(store, suite, frozen)
     changed = baseline is not None and baseline.evalset_fingerprint != record.evalset_fingerprint
     calibration = calibration_of(suite, store, frozen, record, None if changed else baseline)
-    key = comparison_key(
+    keyed = partial(
+        comparison_key,
         suite,
         store,
         record,
@@ -282,6 +327,8 @@ def compare_stored(
         history=history,
         invariants=bool(suite.invariants),
     )
+    key = keyed()
+    layers = store.layer_ids(suite.name) if result is not None and suite.judge else ()
     try:
         comparison = compare_with_baseline(
             suite,
@@ -305,6 +352,7 @@ def compare_stored(
         judged = judge_after_run(suite, store, frozen, record, result)
         warned += judged.warnings
         comparison = replace(comparison, notes=(*comparison.notes, *judged.notes))
+        key = _key_after_judging(suite, store, frozen, (key, keyed()), layers, agreement)
     if warned:
         comparison = replace(comparison, warnings=(*comparison.warnings, *warned))
     record_rule_flags(store, suite.name, run_id, comparison)

@@ -216,9 +216,7 @@ def _number(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def load_run(
-    tx: Transaction, run_id: int, known: ColumnQueries | None = None
-) -> RunRecord | None:
+def load_run(tx: Transaction, run_id: int, known: ColumnQueries | None = None) -> RunRecord | None:
     """Return the run with this id, its figures and its queries; None when there is none.
 
     The queries are read from the run's columns as they are indexed (the record carries
