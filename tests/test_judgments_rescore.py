@@ -21,6 +21,7 @@ from monitor.evalset import EvalSet, bundled
 from monitor.job import recorded_metrics
 from monitor.judgments import add_layer, align_baseline, effective_evalset, rescore
 from monitor.metrics.evaluation import evaluate
+from monitor.records import Query
 from monitor.report.compose import compose_report
 from monitor.store import QueryRecord, RunRecord, SqlStore, open_store
 
@@ -258,6 +259,38 @@ def test_rescoring_keeps_failed_queries_without_values() -> None:
         again.means["recall@1"],
         again.figures.evaluated,
     )
+
+
+def test_rescoring_reads_the_stored_rankings_as_the_engine_reads_them_on_dicts() -> None:
+    """The values, means and relevant ids of a re-scored run are those of the engine on the
+    rankings as dicts, by query: a repeated id counts once, a failed query and one the set
+    does not hold have no value, a query the set holds has its relevant ids."""
+    evalset = EvalSet(
+        "s",
+        [
+            Query("q1", "one", {"d1": 1, "d2": 0, "d3": 2}),
+            Query("q2", "two", {"d4": 1}),
+            Query("q3", "three", {"d5": 1}),
+        ],
+    )
+    queries = (
+        QueryRecord("q1", {}, retrieved_ids=("d3", "d3", "d9", "d1")),
+        QueryRecord("q2", {}, retrieved_ids=("d8", "d4")),
+        QueryRecord("q3", {}, retrieved_ids=("d5",), error_type="Timeout"),
+        QueryRecord("q4", {}, retrieved_ids=("d1",)),
+    )
+    names = ["recall@2", "ndcg@10", "map@10", "mrr@10"]
+    run = RunRecord("s", "p", T0, T0, means=dict.fromkeys(names, 0.0), queries=queries)
+    again = rescore(run, evalset)
+    answered = {"q1": ["d3", "d3", "d9", "d1"], "q2": ["d8", "d4"], "q4": ["d1"]}
+    qrels = {qid: grades for qid, grades in evalset.qrels().items() if qid in answered}
+    expected = evaluate(qrels, answered, names)
+    assert dict(expected.means) == dict(again.means)
+    by_query = expected.per_query.to_dict(orient="index")
+    assert [by_query["q1"], by_query["q2"], {}, {}] == [dict(q.values) for q in again.queries]
+    assert [("d1", "d3"), ("d4",), ("d5",), ()] == [q.relevant_ids for q in again.queries]
+    assert [q.retrieved_ids for q in queries] == [q.retrieved_ids for q in again.queries]
+    assert (2, evalset.fingerprint) == (again.figures.evaluated, again.evalset_fingerprint)
 
 
 @pytest.mark.slow

@@ -116,15 +116,12 @@ def _ranked(run: RunRecord, qrels: Qrels) -> tuple[Qrels, TrecColumns]:
     and their rankings as the metric engine's columns, read from the run's own columns."""
     # The engine's column form is imported when coverage is measured, not by every reader
     # of the comparison's records (the alert records a config check loads).
-    from monitor.search.trec_columns import ranking_columns
 
     columns = run.columns
     ids = columns.query_ids
     rows = [i for i in _scored(run).tolist() if ids[i] in qrels]
     rankings = columns.retrieved_ids.take(np.array(rows, dtype=np.intp))
-    words = rankings.words()
-    counts = rankings.counts.astype(np.int64)
-    ranked = ranking_columns([ids[i] for i in rows], counts, words, np.zeros(len(words)))
+    ranked = rankings.ranking_columns([ids[i] for i in rows])
     return {ids[i]: qrels[ids[i]] for i in rows}, ranked
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from monitor.evalset import EvalSet
 from monitor.evalset.corpus import Corpus
 from monitor.judgments.merge import labels_of, queries_fingerprint
-from monitor.store import QueryRecord, RunLabels, RunRecord, Store
+from monitor.run.rankings import Rankings
+from monitor.store import RunLabels, RunRecord, Store
+from monitor.store.records import ColumnQueries
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,35 +43,45 @@ def rescore(
     for metrics with one (``recall@5[section]``). Failed queries stay without values, as
     do queries with no relevant grade; the means, the evaluated count, the relevant ids and
     the stored eval-set fingerprint follow the new grades. Rankings, latency and errors are
-    kept as they were.
+    kept as they were. The stored columns are read as they are: the answered queries'
+    rankings are scored as a run's columns, and the values written into a copy of the
+    columns, with no record built per query.
     """
     from monitor.metrics.evaluation import evaluate
 
     names = list(run.means) if metrics is None else list(metrics)
-    answered = {q.query_id: list(q.retrieved_ids) for q in run.queries if q.error_type is None}
-    qrels = {qid: grades for qid, grades in evalset.qrels().items() if qid in answered}
-    evaluation = evaluate(qrels, answered, names, corpus=corpus)
-    frame = evaluation.per_query
-    values = {
-        str(qid): {str(name): float(value) for name, value in row.items()}
-        for qid, row in frame.to_dict(orient="index").items()
-    }
-    queries = tuple(
-        QueryRecord(
-            query_id=q.query_id,
-            values=values.get(q.query_id, {}),
-            retrieved_ids=q.retrieved_ids,
-            relevant_ids=evalset[q.query_id].relevant_ids if q.query_id in evalset else (),
-            latency_seconds=q.latency_seconds,
-            error_type=q.error_type,
-            error_message=q.error_message,
-        )
-        for q in run.queries
+    stored = run.columns
+    ids = list(stored.query_ids)
+    rows = [i for i, error in enumerate(stored.error_types) if error is None]
+    answered = [ids[i] for i in rows]
+    grades = evalset.qrels()
+    kept = frozenset(answered)
+    qrels = {qid: judged for qid, judged in grades.items() if qid in kept}
+    ranked = stored.retrieved_ids.take(np.array(rows, dtype=np.intp)).ranking_columns(answered)
+    evaluation = evaluate(qrels, ranked, names, corpus=corpus)
+    measured = tuple(str(metric) for metric in evaluation.metrics)
+    position = {query_id: row for row, query_id in enumerate(ids)}
+    at = np.fromiter(map(position.__getitem__, evaluation.query_ids), np.intp)
+    values = np.full((len(ids), len(measured) if at.size else 0), np.nan)
+    present = np.zeros(values.shape, dtype=np.bool_)
+    if at.size:
+        for j, metric in enumerate(evaluation.metrics):
+            values[at, j] = evaluation.values[metric]
+        present[at] = True
+    relevant = Rankings.of(
+        [tuple(doc for doc, grade in grades.get(qid, {}).items() if grade >= 1) for qid in ids]
+    )
+    columns = replace(
+        stored,
+        relevant_ids=relevant,
+        metrics=measured if at.size else (),
+        values=values,
+        present=present,
     )
     figures = replace(run.figures, evaluated=evaluation.counts.evaluated)
     return replace(
         run,
-        queries=queries,
+        queries=ColumnQueries(columns),
         means=evaluation.means,
         figures=figures,
         evalset_fingerprint=evalset.fingerprint,

@@ -9,7 +9,7 @@ one uint8 array of bytes). An id becomes a ``str`` only when a ranking is read.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import TYPE_CHECKING, Any, overload
 
@@ -20,6 +20,8 @@ from monitor.errors import UsageError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from monitor.search.trec_columns import TrecColumns
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -228,6 +230,22 @@ class Rankings(Sequence[tuple[str, ...]]):
         width = max(1, -(-longest // 8))
         packed = texts.packed_words(self.doc_lengths, self.doc_bytes, self.doc_starts, width)
         return packed[self.codes]
+
+    def ranking_columns(self, query_ids: Sequence[str]) -> TrecColumns:
+        """Return the rankings (one a query of ``query_ids``) as a run's columns for the
+        metric engine: each ranking's rows in their order (no scores), a repeated id marked
+        as a later copy (a record made by hand may hold one; a run's rankings never do)."""
+        # The engine's column form lives with the TREC reader that also builds it.
+        from monitor.search.trec_columns import ranking_columns
+
+        counts = self.counts.astype(np.int64)
+        words = self.words()
+        columns = ranking_columns(query_ids, counts, words, np.zeros(len(words)))
+        row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        _, first = np.unique(row * max(len(self.doc_lengths), 1) + self.codes, return_index=True)
+        copy = np.ones(row.size, dtype=np.bool_)
+        copy[first] = False
+        return replace(columns, copy=copy)
 
     def doc_hashes(self) -> NDArray[np.uint64]:
         """Return the content hash of each distinct id (:func:`monitor.texts.hashes`)."""

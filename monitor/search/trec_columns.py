@@ -85,6 +85,19 @@ class TrecColumns:
     def _counts(self) -> _I64:
         return _count(self.query, len(self.query_ids))
 
+    def as_run(self) -> dict[str, list[str]]:
+        """Return the run as ``{qid: [doc, ...]}``, each ranking in its rows' order with the
+        repeated copies left out, as the engine on dicts reads a run (metrics with a unit
+        rewrite a run held so)."""
+        width = self.doc_words.shape[1]
+        raw = self.doc_words.astype(">u8").view(f"S{8 * width}").reshape(-1)
+        docs = [value.decode("utf-8") for value in raw.tolist()]
+        run: dict[str, list[str]] = {qid: [] for qid in self.query_ids}
+        for code, doc, copy in zip(self.query.tolist(), docs, self.copy.tolist(), strict=True):
+            if not copy:
+                run[self.query_ids[code]].append(doc)
+        return run
+
     def ranks(self, codes: _I64, docs: Sequence[str]) -> _I64:
         """Return the 1-based rank of each (query code, doc id) pair, NOT_RETRIEVED if absent
         (a code of -1 is a query the run does not hold).
