@@ -57,7 +57,8 @@ def rescore(
     grades = evalset.qrels()
     kept = frozenset(answered)
     qrels = {qid: judged for qid, judged in grades.items() if qid in kept}
-    ranked = stored.retrieved_ids.take(np.array(rows, dtype=np.intp)).ranking_columns(answered)
+    picked = stored.retrieved_ids.take(np.array(rows, dtype=np.intp))
+    ranked = picked.ranking_columns(answered, repeats=True)  # as the engine on dicts read them
     evaluation = evaluate(qrels, ranked, names, corpus=corpus)
     measured = tuple(str(metric) for metric in evaluation.metrics)
     position = {query_id: row for row, query_id in enumerate(ids)}

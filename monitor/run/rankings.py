@@ -231,16 +231,19 @@ class Rankings(Sequence[tuple[str, ...]]):
         packed = texts.packed_words(self.doc_lengths, self.doc_bytes, self.doc_starts, width)
         return packed[self.codes]
 
-    def ranking_columns(self, query_ids: Sequence[str]) -> TrecColumns:
+    def ranking_columns(self, query_ids: Sequence[str], *, repeats: bool = False) -> TrecColumns:
         """Return the rankings (one a query of ``query_ids``) as a run's columns for the
-        metric engine: each ranking's rows in their order (no scores), a repeated id marked
-        as a later copy (a record made by hand may hold one; a run's rankings never do)."""
+        metric engine: each ranking's rows in their order (no scores). A run's rankings hold
+        each id once (the runner drops repeats); with ``repeats`` a repeated id, which a
+        record made by hand may hold, is marked as a later copy (a sort of every entry)."""
         # The engine's column form lives with the TREC reader that also builds it.
         from monitor.search.trec_columns import ranking_columns
 
         counts = self.counts.astype(np.int64)
         words = self.words()
         columns = ranking_columns(query_ids, counts, words, np.zeros(len(words)))
+        if not repeats:
+            return columns
         row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
         _, first = np.unique(row * max(len(self.doc_lengths), 1) + self.codes, return_index=True)
         copy = np.ones(row.size, dtype=np.bool_)
