@@ -4,6 +4,7 @@ Run from the repository root against a server (``scripts/start-postgres.sh`` sta
 
     python scripts/shard_load.py suites --url URL                   # 200 suites, 8 processes
     python scripts/shard_load.py sharded --url URL --queries 100000  # 4 shards vs unsharded
+    python scripts/shard_load.py sharded --url URL --queries 10000 --shards 2 --search-ms 5
     python scripts/shard_load.py killed --url URL --queries 100000   # one of 4 shards killed
 
 Each command works in a fresh schema of the database at ``URL``, dropped afterwards, and
@@ -21,7 +22,9 @@ prints one JSON object:
   ``JOB_COMPLETION_INDEX``, ``MONITOR_SHARD_COUNT`` and ``MONITOR_SHARD_ATTEMPT`` as a
   Kubernetes Indexed Job gives them, each way twice: the second is timed, a scheduled run of
   an unchanged frozen set. Reports whether every per-query value of the timed runs is
-  identical, the runs the timed attempt stored (1) and the wall time of each.
+  identical, the runs the timed attempt stored (1) and the wall time of each. With
+  ``--search-ms`` the search answers as a remote backend would (``examples/remote_replay.py``:
+  that many milliseconds a query, 8 queries at a time), the case sharding is for.
 - ``killed``: the same shards, one SIGKILLed while it runs; after the attempt's deadline the
   index is started again, as ``backoffLimitPerIndex`` does. Reports the attempt's status, the
   failed runs and the monitor-failure notifications (1 and 1 expected).
@@ -189,8 +192,14 @@ def load_suites(url: str, count: int, processes: int) -> dict[str, Any]:
     }
 
 
-def generated_suite(folder: Path, queries: int, hook: str, store_url: str) -> Path:
-    """Write bench_job.py's generated suite (current run), with a webhook; return its config."""
+def generated_suite(
+    folder: Path, queries: int, hook: str, store_url: str, search_ms: float | None = None
+) -> Path:
+    """Write bench_job.py's generated suite (current run), with a webhook; return its config.
+
+    With ``search_ms`` the run is answered as a remote backend would answer it
+    (``examples/remote_replay.py``: that many milliseconds a query, 8 queries at a time).
+    """
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_job
 
@@ -199,6 +208,17 @@ def generated_suite(folder: Path, queries: int, hook: str, store_url: str) -> Pa
     text = config.read_text().replace(
         "    notifiers: []", f"    notifiers: [{{kind: webhook, url: '{hook}'}}]"
     )
+    if search_ms is not None:
+        run = folder / "current.run"
+        remote = (
+            "    search:\n      kind: python\n      target: examples.remote_replay:make_search\n"
+            f"      factory: true\n      path: '{ROOT}'\n"
+            f"      kwargs: {{path: '{run}', milliseconds: {search_ms}}}\n"
+        )
+        replay = f"    search:\n      kind: replay\n      path: {run}\n      format: trec\n"
+        if replay not in text:
+            raise SystemExit(f"{config}: the generated suite's search is not the replay expected")
+        text = text.replace(replay, remote).replace("concurrency: 1", "concurrency: 8")
     text = text.replace(f"  path: {folder / 'monitor.db'}", f"  url: '{store_url}'")
     config.write_text(text)
     return config
@@ -244,11 +264,14 @@ def failures(folder: Path) -> list[str]:
     return found
 
 
-def load_sharded(url: str, queries: int, shards: int, *, warm: bool = True) -> dict[str, Any]:
+def load_sharded(
+    url: str, queries: int, shards: int, *, warm: bool = True, search_ms: float | None = None
+) -> dict[str, Any]:
     """Run a generated suite unsharded and as ``shards`` shards; compare per-query values.
 
     With ``warm`` each way runs once untimed first; without, the timings include the cold
-    start, as a check of the values alone needs no timing.
+    start, as a check of the values alone needs no timing. ``search_ms`` makes the search a
+    remote-like one (:func:`generated_suite`).
     """
     from monitor.alerts.testing import RecordingReceiver
     from monitor.store import open_store
@@ -260,8 +283,8 @@ def load_sharded(url: str, queries: int, shards: int, *, warm: bool = True) -> d
         RecordingReceiver() as receiver,
     ):
         hook = f"{receiver.url}/hook"
-        whole = generated_suite(Path(tmp) / "whole", queries, hook, whole_url)
-        sharded = generated_suite(Path(tmp) / "sharded", queries, hook, shard_url)
+        whole = generated_suite(Path(tmp) / "whole", queries, hook, whole_url, search_ms)
+        sharded = generated_suite(Path(tmp) / "sharded", queries, hook, shard_url, search_ms)
         # Each way is timed as a scheduled run of an unchanged frozen set: a first run (not
         # timed) leaves the set's digests in the store and its columns in the cache.
         if warm:
@@ -358,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--queries", type=int, default=100_000)
         sub.add_argument("--shards", type=int, default=4)
         sub.add_argument("--deadline", type=float, default=20.0)
+    commands.choices["sharded"].add_argument(
+        "--search-ms", type=float, default=None, help="answer as a remote search: ms a query"
+    )
     work = commands.add_parser("worker")
     work.add_argument("config", type=Path)
     work.add_argument("store_url")
@@ -369,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "suites":
         report = load_suites(args.url, args.suites, args.processes)
     elif args.command == "sharded":
-        report = load_sharded(args.url, args.queries, args.shards)
+        report = load_sharded(args.url, args.queries, args.shards, search_ms=args.search_ms)
     else:
         report = load_killed(args.url, args.queries, args.shards, args.deadline)
     print(json.dumps(report))

@@ -100,3 +100,23 @@ def test_exact_search_is_its_own_ground_truth() -> None:
     truth = reference_qrels(query_set, exact, k=10, progress=False)
     result = run_queries(query_set, exact, k=10, progress=False)
     assert {"recall@10": 1.0} == evaluate(truth, result, metrics=["recall@10"]).means
+
+
+def test_the_remote_replay_answers_as_the_replay_after_waiting(tmp_path: Path) -> None:
+    """The remote-like replay keeps the saved run's answers, waits before each, and is sent
+    its queries from the runner's threads (it declares nothing about memory)."""
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq2 Q0 d3 1 1.0 t\n", encoding="utf-8")
+    search = build_search(
+        "python",
+        {
+            "target": "examples.remote_replay:make_search",
+            "factory": True,
+            "kwargs": {"path": str(path), "milliseconds": 20},
+            "path": str(ROOT),
+        },
+    )
+    queries = [Query("q1", "one", {"d1": 1}), Query("q2", "two", {"d3": 1})]
+    result = run_queries(queries, search, k=5, concurrency=2, progress=False)
+    assert [("d1", "d2"), ("d3",)] == [outcome.retrieved_ids for outcome in result.outcomes]
+    assert (2, True) == (result.latency.count, (result.latency.p50 or 0.0) >= 0.02)
