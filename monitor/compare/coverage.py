@@ -114,9 +114,6 @@ def judges_non_relevant(qrels: Qrels) -> bool:
 def _ranked(run: RunRecord, qrels: Qrels) -> tuple[Qrels, TrecColumns]:
     """Return the judgments of ``run``'s answered, evaluated queries that ``qrels`` judges,
     and their rankings as the metric engine's columns, read from the run's own columns."""
-    # The engine's column form is imported when coverage is measured, not by every reader
-    # of the comparison's records (the alert records a config check loads).
-
     columns = run.columns
     ids = columns.query_ids
     rows = [i for i in _scored(run).tolist() if ids[i] in qrels]
