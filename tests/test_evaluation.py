@@ -266,3 +266,9 @@ def test_joining_refuses_a_query_in_two_parts() -> None:
     part = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, ["P@1"])
     with pytest.raises(InputError, match="each in one part"):
         EvaluationResult.joined([part, part], ["q1"])
+
+
+def test_joining_refuses_a_query_the_eval_set_does_not_hold() -> None:
+    part = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, ["P@1"])
+    with pytest.raises(InputError, match="each in one part"):
+        EvaluationResult.joined([part], ["q2"])

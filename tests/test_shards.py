@@ -269,3 +269,21 @@ def test_a_part_without_scores_is_a_store_error_that_says_to_run_again() -> None
     old = {"k": 10, "codec": codec.CODEC, "table": ""}
     with pytest.raises(StoreError, match=r"without scores.*run the attempt again"):
         decode_part(0, old, None, "db.sqlite")
+
+
+def test_parts_that_miss_a_query_of_the_set_are_refused_naming_it() -> None:
+    """A merge of parts that hold no outcome for some of the set's queries (a shard of
+    another assignment) says how many and names the first."""
+    from monitor.job.path import score_run
+    from monitor.job.shards import merge
+    from monitor.runner import run_queries
+    from monitor.search import build_search
+    from monitor.store.shards import Part
+
+    evalset = larkfield_evalset()
+    sliced = select(evalset, Shard(0, 2))
+    result = run_queries(sliced, build_search("replay", {"bundled": "larkfield/keyword"}), k=10)
+    part = Part(0, result, score_run(suite(), sliced, result))
+    absent = [q for q in evalset.ids if q not in set(sliced.ids)]
+    with pytest.raises(UsageError, match=rf"no outcome for {len(absent)} .*first '{absent[0]}'"):
+        merge(evalset, [part])

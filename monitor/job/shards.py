@@ -14,7 +14,10 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from monitor.errors import UsageError
 from monitor.metrics.evaluation import EvaluationResult
@@ -131,13 +134,15 @@ def merge(evalset: EvalSet, parts: Sequence[Part]) -> tuple[RunResult, Evaluatio
         raise UsageError("merge: every part must hold a run and its scores")
     table = RunTable.concatenate([result.outcomes for result in results])
     position = {query_id: row for row, query_id in enumerate(table.query_ids)}
-    missing = [query_id for query_id in evalset.ids if query_id not in position]
-    if missing:
+    rows = np.fromiter(map(position.get, evalset.ids, repeat(-1)), np.int64, len(evalset))
+    if (rows < 0).any():
+        missing = np.flatnonzero(rows < 0)
+        first = evalset.ids[int(missing[0])]
         raise UsageError(
-            f"merge: the parts hold no outcome for {len(missing)} quer(ies), first {missing[0]!r}"
+            f"merge: the parts hold no outcome for {missing.size} quer(ies), first {first!r}"
         )
     # The eval set's own queries stand in for the parts' (which held only their ids).
-    table = table.take([position[query_id] for query_id in evalset.ids], evalset.columns())
+    table = table.take(rows, evalset.columns())
     rates = [r.queries_per_second for r in results if r.queries_per_second is not None]
     merged = RunResult(
         outcomes=table,

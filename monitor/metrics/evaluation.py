@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
@@ -144,10 +145,10 @@ class EvaluationResult:
             raise InputError("<evaluations>", "evaluations of the same metrics to join")
         ids = [query_id for part in parts for query_id in part.query_ids]
         position = {query_id: i for i, query_id in enumerate(order)}
-        distinct = set(ids)
-        if len(distinct) != len(ids) or not distinct <= position.keys():
+        at = np.fromiter(map(position.get, ids, repeat(-1)), np.int64, len(ids))
+        if (at < 0).any() or np.bincount(at[at >= 0], minlength=1).max(initial=0) > 1:
             raise InputError("<evaluations>", "queries of one eval set, each in one part")
-        rows = np.argsort(np.fromiter(map(position.__getitem__, ids), np.int64, len(ids)))
+        rows = np.argsort(at)
         counts = [part.counts.to_dict() for part in parts]
         return cls(
             metrics=metrics,

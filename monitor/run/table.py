@@ -164,7 +164,9 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
                 texts.extend(part.hit_texts or [None] * len(part.hits.scores))
         return cls(queries, answers, latency, errors, texts)
 
-    def take(self, rows: Sequence[int], queries: EvalColumns | None = None) -> RunTable:
+    def take(
+        self, rows: Sequence[int] | npt.NDArray[np.int64], queries: EvalColumns | None = None
+    ) -> RunTable:
         """Return the queries at ``rows``, in that order; ``queries``, when given, stand in
         for theirs (the same ids: an eval set's records, where a part held only ids)."""
         at = np.asarray(rows, dtype=np.int64)
@@ -172,13 +174,16 @@ class RunTable(BuiltWhenRead[QueryOutcome]):
         counts = hits.counts[at]
         starts = np.repeat(self._starts[at] - (np.cumsum(counts) - counts), counts)
         picked = starts + np.arange(int(counts.sum()), dtype=np.int64)
-        where = {int(old): new for new, old in enumerate(at.tolist())}
+        # Each old row's new position (-1: not taken; a row taken twice, its last).
+        where = np.full(len(self), -1, dtype=np.int64)
+        where[at] = np.arange(at.size)
+        moved = {row: int(where[row]) for row in self.errors}
         texts = None if self.hit_texts is None else [self.hit_texts[i] for i in picked.tolist()]
         return RunTable(
             self.queries.take(at.tolist()) if queries is None else queries,
             Answers(counts, hits.doc_words[picked], hits.scores[picked], hits.duplicates[at]),
             self.latency_seconds[at],
-            {where[row]: failure for row, failure in self.errors.items() if row in where},
+            {moved[row]: failure for row, failure in self.errors.items() if moved[row] >= 0},
             texts,
         )
 
