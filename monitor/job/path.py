@@ -249,26 +249,25 @@ def _key_after_judging(
     store: Store,
     frozen: EvalSet,
     keys: tuple[ComparisonKey | None, ComparisonKey | None],
-    layers: tuple[int, ...],
+    added: set[int],
+    judged: int | None,
     agreement: Agreement | None,
 ) -> ComparisonKey | None:
     """Return the key the comparison computed before the judge graded the run is kept under
     (None: none, a reader computes it again); ``keys`` are its key before and after the
-    judge graded, ``layers`` the suite's layer ids before.
+    judge graded, ``added`` the ids of the suite's layers added meanwhile, ``judged`` the
+    judge's own layer (None when it added none).
 
     A judge that added no layer left the key as it was. One that added a layer fills label
     holes only, which the comparison of a suite alerting on human labels does not read: it
-    still holds under the key of the judgments now in force, while every layer added since is
-    a judge's and the judge's agreement with human grades (which only pairs graded by both
+    still holds under the key of the judgments now in force, while the only layer added since
+    is the judge's and the judge's agreement with human grades (which only pairs graded by both
     move) reads as before. A suite whose rules read the judge's labels (``alert_labels: all``
     or ``calibrated``) is compared again."""
     before, after = keys
     if after == before:
         return before
-    if suite.alert_labels != "human" or agreement is None:
-        return None
-    added = [layer for layer in store.layers(suite.name) if layer.layer_id not in layers]
-    if any(layer.kind != "judge" for layer in added):
+    if suite.alert_labels != "human" or agreement is None or added != {judged}:
         return None
     now = judge_agreement(store, suite, frozen, keep=False)
     return after if now is not None and _same_overlap(agreement, now) else None
@@ -352,7 +351,10 @@ def compare_stored(
         judged = judge_after_run(suite, store, frozen, record, result)
         warned += judged.warnings
         comparison = replace(comparison, notes=(*comparison.notes, *judged.notes))
-        key = _key_after_judging(suite, store, frozen, (key, keyed()), layers, agreement)
+        added = set(store.layer_ids(suite.name)) - set(layers)
+        key = _key_after_judging(
+            suite, store, frozen, (key, keyed()), added, judged.layer_id, agreement
+        )
     if warned:
         comparison = replace(comparison, warnings=(*comparison.warnings, *warned))
     record_rule_flags(store, suite.name, run_id, comparison)

@@ -82,10 +82,11 @@ def doc_texts(suite: SuiteConfig, result: RunResult | None = None) -> DocText:
 class JudgeLines(NamedTuple):
     """What a judge's round says in the report: ``notes`` (how many pairs it graded, the
     rule metrics under human labels only and with its labels) and ``warnings`` (its
-    failures and refused answers)."""
+    failures and refused answers); ``layer_id`` is the layer it added (None: none)."""
 
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    layer_id: int | None = None
 
 
 def judge_after_run(
@@ -143,7 +144,7 @@ def judge_after_run(
             f"{counted(graded.left, 'pair')} left unjudged this run"
         )
     notes += label_views(store, suite, frozen, record)
-    return JudgeLines(tuple(notes), tuple(warnings))
+    return JudgeLines(tuple(notes), tuple(warnings), None if layer is None else layer.layer_id)
 
 
 def judge_agreement(
