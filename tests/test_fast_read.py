@@ -276,6 +276,30 @@ def test_arrow_reads_grouped_runs_in_small_blocks_as_the_numpy_reader(
     _same_columns(arrow, columns)
 
 
+@pytest.mark.parametrize(
+    "ids", [["d1", "d22", "d333"], ["dddddddd", "eeeeeeee"], ["é9", "日本", "a"]]
+)
+def test_arrow_pads_ids_as_the_numpy_reader_when_its_padding_counts_characters(
+    tmp_path: Path, ids: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids padded to whole words by Arrow, or byte by byte where a padding counted
+    characters instead of bytes: the numpy tokeniser's words either way."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.compute as pc
+
+    from monitor.search.trec_arrow import read_trec_arrow
+
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q Q0 {doc} 1 {i} t\n" for i, doc in enumerate(ids)), "utf-8")
+    columns = read_trec_columns(path)
+    assert columns is not None
+    for padding in (pc.ascii_rpad, pc.utf8_rpad):
+        monkeypatch.setattr(pc, "ascii_rpad", padding)
+        arrow = read_trec_arrow(path)
+        assert arrow is not None
+        _same_columns(arrow, columns)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_arrow_leaves_irregular_runs_to_the_numpy_reader(tmp_path: Path, seed: int) -> None:
     """Tabs, runs of spaces, comments and extra fields: None, or the numpy reader's columns."""

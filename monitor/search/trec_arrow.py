@@ -246,18 +246,35 @@ def _pack_binary(column: Any) -> Any:
     rows = len(lengths)
     width = max(int(lengths.max()) if rows else 1, 1)
     size = 8 * -(-width // 8)
-    if bool((lengths == width).all()):  # the usual run: every doc id as long
-        grid = np.zeros((rows, size), dtype=np.uint8)
-        grid[:, :width] = data.reshape(rows, width)
+    if bool((lengths == size).all()):  # every doc id as long, a whole number of words
+        grid = data.reshape(rows, size).copy()  # the words are turned below: not Arrow's
     else:
-        flat = np.zeros(rows * size, dtype=np.uint8)
-        starts = offsets[:-1] - offsets[0]
-        target = np.arange(len(data), dtype=np.int64) + np.repeat(
-            np.arange(rows, dtype=np.int64) * size - starts, lengths
-        )
-        flat[target] = data
-        grid = flat.reshape(rows, size)
+        grid = _padded(column, rows, size)
     words = grid.view(np.uint64).reshape(rows, size // 8)
     if sys.byteorder == "little":
         words.byteswap(inplace=True)  # big-endian words, in the grid just filled: no copy
     return words
+
+
+def _padded(column: Any, rows: int, size: int) -> Any:
+    """Return the ids of a string array as rows of ``size`` bytes, zero padded.
+
+    Arrow pads every id in one pass (the ids hold no NUL byte and are UTF-8, checked by the
+    caller); its ASCII padding counts bytes, which the row lengths are checked against.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    padded = pc.ascii_rpad(column.cast(pa.string()), width=size, padding="\0")
+    offsets, data = _values(padded)
+    if bool((np.diff(offsets) == size).all()):
+        return data.reshape(rows, size).copy()
+    offsets, data = _values(column)  # padded by characters after all: place every byte
+    lengths = np.diff(offsets)
+    flat = np.zeros(rows * size, dtype=np.uint8)
+    starts = offsets[:-1] - offsets[0]
+    target = np.arange(len(data), dtype=np.int64) + np.repeat(
+        np.arange(rows, dtype=np.int64) * size - starts, lengths
+    )
+    flat[target] = data
+    return flat.reshape(rows, size)
