@@ -19,7 +19,7 @@ from monitor.config.model import SuiteConfig
 from monitor.errors import ErrorBudgetExceeded, ShardAttemptFailed, UsageError
 from monitor.evalset.bundled import larkfield_evalset
 from monitor.job import run_shard, run_suite
-from monitor.job.shards import Shard, select, shard_from_env, shard_of
+from monitor.job.shards import Shard, select, shard_from_env, shard_of, shards_of
 from monitor.store import open_store
 from monitor.store.schema import MIGRATIONS, Migration, migrate
 from monitor.store.shards import ShardStore
@@ -77,7 +77,11 @@ def test_the_shard_of_a_query_id_is_fixed() -> None:
     """The hash does not depend on the process: these ids always land in these shards."""
     # python3 -c "import hashlib; print([int.from_bytes(hashlib.blake2b(q.encode(),
     #   digest_size=8).digest(), 'big') % 4 for q in ('Q01', 'Q02', 'Q03', 'q-unicode-é')])"
-    assert [3, 3, 1, 2] == [shard_of(qid, 4) for qid in ("Q01", "Q02", "Q03", "q-unicode-é")]
+    ids = ("Q01", "Q02", "Q03", "q-unicode-é")
+    assert [3, 3, 1, 2] == [shard_of(qid, 4) for qid in ids] == shards_of(ids, 4).tolist()
+    many = [f"q{i}" for i in range(2000)]
+    for count in (1, 2, 7):
+        assert shards_of(many, count).tolist() == [shard_of(qid, count) for qid in many]
 
 
 def test_the_shard_comes_from_a_kubernetes_indexed_job() -> None:

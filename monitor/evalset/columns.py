@@ -215,18 +215,19 @@ class EvalColumns(Sequence[Query]):
                 block.append((ids[i], texts[i], sorted(zip(docs[a:b], grades[a:b], strict=True))))
             yield block
 
-    def take(self, picked: Sequence[int]) -> EvalColumns:
+    def take(self, picked: Sequence[int] | NDArray[np.integer[Any]]) -> EvalColumns:
         """Return the queries at positions ``picked``, in that order."""
         at = np.asarray(picked, dtype=np.int64)
+        rows = at.tolist()
         counts = self.counts[at]
         # Each picked query's judgments: its range of them, the ranges end to end.
         starts = np.repeat(self.firsts[at] - layouts.starts_of(counts), counts)
         judged = starts + np.arange(int(counts.sum()), dtype=np.int64)
         lengths, data = layouts.gather(self.doc_lengths, self.doc_bytes, judged, self.doc_starts)
         return EvalColumns(
-            tuple(self.ids[i] for i in at.tolist()),
-            tuple(self.texts[i] for i in at.tolist()),
-            tuple(self.metadata[i] for i in at.tolist()),
+            tuple(map(self.ids.__getitem__, rows)),
+            tuple(map(self.texts.__getitem__, rows)),
+            tuple(map(self.metadata.__getitem__, rows)),
             counts,
             lengths.astype(np.int64),
             data,
