@@ -419,3 +419,39 @@ def test_a_grade_against_one_in_force_is_a_conflict(tmp_path: Path) -> None:
         "ce196c57771f already has grade 2 for this query, so your grade 0 was not recorded; "
         "reload the page to see the grades in force"
     ) == second.json()["error"]
+
+
+def test_the_run_page_lists_the_failed_queries_without_a_record_of_every_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed queries are found in the run's columns: a record is built for those alone
+    (a run of a million queries is not turned into a million records to list three)."""
+    from dataclasses import replace
+
+    from monitor.store.records import ColumnQueries
+
+    path = tmp_path / "failed.db"
+    with open_store(path) as store:
+        run_suite(default_config().suite(SUITE), store, progress=False)
+        answered = store.get_run(2)
+        assert answered is not None
+        failing = {"Q03": "Timeout", "Q40": "HTTPError"}
+        queries = [
+            QueryRecord(q.query_id, error_type=failing[q.query_id], error_message="no answer")
+            if q.query_id in failing
+            else q
+            for q in answered.queries
+        ]
+        run_id = store.save_run(replace(answered, run_id=None, queries=tuple(queries)))
+
+    def every_record(self: ColumnQueries) -> tuple[QueryRecord, ...]:
+        raise AssertionError("a record of every query was built")
+
+    monkeypatch.setattr(ColumnQueries, "records", every_record)
+    with _client(path) as c:
+        page = c.get(f"/suites/{SUITE}/runs/{run_id}")
+    assert page.status_code == 200, page.text[-500:]
+    failed = page.text.split("<h2>Failed queries (2)</h2>", 1)[1].split("</section>", 1)[0]
+    rows = [row.split("</tr>")[0] for row in failed.split("<tr>")[2:]]
+    assert ["Q03", "Q40"] == [row.split("/queries/")[1].split('"')[0] for row in rows]
+    assert ("Timeout" in rows[0], "HTTPError" in rows[1]) == (True, True)

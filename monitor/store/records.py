@@ -360,6 +360,12 @@ class RunRecord:
         """Return the query records the run was built from, when it was given records."""
         return cast("ColumnQueries", self.queries).given_records()
 
+    def failed_queries(self) -> tuple[QueryRecord, ...]:
+        """Return the queries whose search failed, in order, building a record for those
+        alone."""
+        rows = [i for i, kind in enumerate(self.columns.error_types) if kind]
+        return tuple(map(self.queries.__getitem__, rows))
+
     @property
     def ok(self) -> bool:
         """Return whether the run finished with metrics."""
