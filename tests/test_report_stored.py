@@ -350,3 +350,45 @@ def test_a_suite_alerting_on_the_judges_labels_is_compared_again_after_the_judge
     computed.clear()
     _report(config)
     assert [2] == computed
+
+
+def test_a_report_takes_the_labels_the_job_kept_for_unchanged_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judgments in force carry the labels the job kept for the set's files: the set is
+    not digested again. Changed files, or a judgment layer, are digested afresh."""
+    import monitor.judgments.merge as merge
+    from monitor.report.compose import suite_judgments
+
+    rows = [f'{{"id": "q{i}", "query": "text {i}", "relevant": {{"d{i}": 1}}}}' for i in range(3)]
+    (tmp_path / "set.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    run = "".join(f"q{i} Q0 d{i} 1 1.0 t\nq{i} Q0 x{i} 2 0.5 t\n" for i in range(3))
+    (tmp_path / "run.trec").write_text(run, encoding="utf-8")
+    path = tmp_path / "monitor.yaml"
+    path.write_text(
+        "store: {path: m.db}\nsuites:\n  files:\n    evalset: {path: set.jsonl}\n"
+        "    search: {kind: replay, path: run.trec}\n",
+        encoding="utf-8",
+    )
+    assert 0 == main(["run", "--config", str(path), "--no-progress"])
+    suite = load_config(path).suite("files")
+    digested = merge.labels_of
+    calls: list[int] = []
+
+    def counted(evalset: Any) -> Any:
+        calls.append(len(evalset))
+        return digested(evalset)
+
+    monkeypatch.setattr(merge, "labels_of", counted)
+    with open_store(tmp_path / "m.db") as store:
+        recorded = store.run_labels(1)
+        assert recorded is not None
+        assert (recorded, []) == (suite_judgments(store, suite).labels, calls)
+        (tmp_path / "set.jsonl").write_text("\n".join(rows[:2]) + "\n", encoding="utf-8")
+        changed = suite_judgments(store, suite).labels
+        assert (changed == recorded, calls) == (False, [2])
+        (tmp_path / "set.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+        layer = JudgmentLayer("files", "labels.csv", "ann", "human", NOW, {"q0": {"x0": 2}})
+        store.add_layer(layer)
+        layered = suite_judgments(store, suite).labels
+        assert (layered == recorded, calls) == (False, [2, 3])

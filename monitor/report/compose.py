@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias
 
 from monitor.errors import MonitorError, StoreLookupError, UsageError
@@ -94,19 +95,36 @@ def suite_judgments(
     frozen = loaded.evalset
     if frozen is None:
         return SuiteJudgments(loaded)
-    metadata = {query.id: query.metadata for query in frozen}
-    texts = {query.id: query.text for query in frozen}
+    columns = frozen.columns()  # the set's queries as columns: no record per query
+    metadata = dict(zip(columns.ids, map(MappingProxyType, columns.metadata), strict=True))
+    texts = dict(zip(columns.ids, columns.texts, strict=True))
     if suite.evalset.reference is not None:
         return SuiteJudgments(loaded, metadata=metadata, texts=texts)
     effective = suite_evalset(store, suite, frozen)
+    kept = _kept_labels(store, suite, loaded) if effective is frozen else None
     return SuiteJudgments(
         loaded,
         effective=effective,
-        labels=labels_of(effective),
+        labels=kept or labels_of(effective),
         qrels=effective.qrels(),
         metadata=metadata,
         texts=texts,
     )
+
+
+def _kept_labels(store: Store, suite: SuiteConfig, loaded: LoadedEvalSet) -> RunLabels | None:
+    """Return the labels of the frozen set as the job kept them for its files (None when
+    the files changed since, or none were kept): the set is not read again to digest it."""
+    from monitor.evalset import digests
+    from monitor.store.layers import RunLabels
+
+    if loaded.evalset is None or loaded.files is None:
+        return None
+    found = digests.known(store.get_state(digests.NAMESPACE, suite.name), loaded.files)
+    if found is None:
+        return None
+    loaded.evalset.adopt_fingerprint(found.fingerprint)
+    return RunLabels(found.queries_fingerprint, found.judgments_version)
 
 
 @dataclass(frozen=True, slots=True)
