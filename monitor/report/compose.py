@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias
 
 from monitor.errors import MonitorError, StoreLookupError, UsageError
@@ -95,9 +94,8 @@ def suite_judgments(
     frozen = loaded.evalset
     if frozen is None:
         return SuiteJudgments(loaded)
-    columns = frozen.columns()  # the set's queries as columns: no record per query
-    metadata = dict(zip(columns.ids, map(MappingProxyType, columns.metadata), strict=True))
-    texts = dict(zip(columns.ids, columns.texts, strict=True))
+    columns = frozen.columns()  # the set's queries by id, read from its columns
+    metadata, texts = columns.by_id(columns.metadata), columns.by_id(columns.texts)
     if suite.evalset.reference is not None:
         return SuiteJudgments(loaded, metadata=metadata, texts=texts)
     effective = suite_evalset(store, suite, frozen)
@@ -106,7 +104,7 @@ def suite_judgments(
         loaded,
         effective=effective,
         labels=kept or labels_of(effective),
-        qrels=effective.qrels(),
+        qrels=effective.columns().qrels(),
         metadata=metadata,
         texts=texts,
     )
