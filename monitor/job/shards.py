@@ -67,19 +67,15 @@ class Shard:
             raise UsageError(f"--shard: expected INDEX/COUNT such as 0/4, found {text!r}")
         return cls(int(index), int(count))
 
-    def holds(self, query_id: str) -> bool:
-        """Return whether the query with this id belongs to this shard."""
-        return shard_of(query_id, self.count) == self.index
-
 
 def shard_of(query_id: str, count: int) -> int:
     """Return the shard (0 to ``count - 1``) of a query id: stable across processes."""
-    digest = hashlib.blake2b(query_id.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % count
+    return int(shards_of([query_id], count)[0])
 
 
 def shards_of(query_ids: Sequence[str], count: int) -> npt.NDArray[np.uint64]:
-    """Return the shard of every query id, as :func:`shard_of` gives it, at once."""
+    """Return the shard of every query id at once: its UTF-8 bytes' 8-byte BLAKE2b digest,
+    read as a big-endian number, modulo ``count``."""
     blake2b = hashlib.blake2b
     digests = b"".join(
         [blake2b(query_id.encode(), digest_size=8).digest() for query_id in query_ids]
