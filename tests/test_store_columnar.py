@@ -81,6 +81,18 @@ def test_a_query_without_a_value_is_told_from_a_nan_value() -> None:
     assert (["mrr"], {}) == (list(decoded[0].values), dict(decoded[1].values))
 
 
+@given(st.lists(query, max_size=40, unique_by=lambda q: q.query_id))
+def test_answered_marks_the_queries_without_an_error_type(queries: list[QueryRecord]) -> None:
+    """A query is answered when it has no error type, whatever its message; the mask is read
+    only, so a reader cannot change what the next reader sees."""
+    columns = QueryColumns.of(queries)
+    expected = [query.error_type is None for query in queries]
+    assert columns.answered().tolist() == expected
+    assert columns.answered() is columns.answered()
+    with pytest.raises(ValueError, match="read-only"):
+        columns.answered()[:1] = False
+
+
 def test_per_query_values_are_arrays_in_run_order(store: SqlStore) -> None:
     """per_query_values gives the query ids in run order, a float column per metric with NaN
     where a query has no value, and which queries failed."""

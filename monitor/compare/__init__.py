@@ -183,8 +183,7 @@ def compare_runs(
         )
     if matched is not None:
         metrics = _metric_changes(matched, qrels if pooled else None)
-        every = matched.current_ids(np.arange(len(current.queries)))
-        labels = segment_labels(every, segments, metadata or {})
+        labels = segment_labels(current.columns.query_ids, segments, metadata or {})
         for metric in _followed(primary, outcomes):
             rows, before, after = matched.pairs(metric)
             diffs += worse_queries(

@@ -89,8 +89,7 @@ def _scored(run: RunRecord) -> NDArray[np.intp]:
     """Return the rows of ``run``'s queries the search answered and that were evaluated (they
     have values)."""
     columns = run.columns
-    answered = np.fromiter((t is None for t in columns.error_types), np.bool_, len(columns))
-    return np.flatnonzero(answered & columns.present.any(axis=1))
+    return np.flatnonzero(columns.answered() & columns.present.any(axis=1))
 
 
 def _pooled(grades: Mapping[str, int]) -> bool:

@@ -151,8 +151,7 @@ def stored_column(columns: QueryColumns, metric: str) -> tuple[FloatArray, BoolA
 
 def _answered(run: RunRecord) -> BoolArray:
     """Return whether the search answered each query of ``run`` (no error)."""
-    types = run.columns.error_types
-    return np.fromiter((t is None for t in types), dtype=np.bool_, count=len(types))
+    return run.columns.answered()
 
 
 def _judged(run: RunRecord) -> BoolArray:

@@ -190,7 +190,7 @@ def values_by_id(run: RunRecord, metric: str) -> dict[str, float]:
     """Return the query id -> value of ``metric`` of the queries ``run`` answered and scored."""
     columns = run.columns
     values, present = stored_column(columns, metric)
-    answered = np.array([e is None for e in columns.error_types], dtype=bool)
+    answered = columns.answered()
     keep = present & answered if len(answered) == len(present) else present
     ids = columns.query_ids
     return {ids[i]: float(values[i]) for i in np.flatnonzero(keep).tolist()}

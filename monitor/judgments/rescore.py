@@ -52,7 +52,7 @@ def rescore(
     names = list(run.means) if metrics is None else list(metrics)
     stored = run.columns
     ids = list(stored.query_ids)
-    rows = [i for i, error in enumerate(stored.error_types) if error is None]
+    rows = np.flatnonzero(stored.answered()).tolist()
     answered = [ids[i] for i in rows]
     grades = evalset.qrels()
     kept = frozenset(answered)

@@ -11,7 +11,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import chain
+from itertools import chain, repeat
+from operator import is_
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypedDict, cast, overload
 
@@ -98,6 +99,10 @@ class QueryColumns:
     metrics: tuple[str, ...]
     values: NDArray[np.float64]
     present: NDArray[np.bool_]
+    # answered(), read by several stages of one comparison: found once.
+    _answered: list[NDArray[np.bool_]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         n = len(self.query_ids)
@@ -150,6 +155,16 @@ class QueryColumns:
 
     def __len__(self) -> int:
         return len(self.query_ids)
+
+    def answered(self) -> NDArray[np.bool_]:
+        """Return whether the search answered each query (its error type is None); the
+        array is shared: read it, do not write it."""
+        if not self._answered:
+            types = self.error_types
+            mask = np.fromiter(map(is_, types, repeat(None)), np.bool_, len(types))
+            mask.flags.writeable = False
+            self._answered.append(mask)
+        return self._answered[0]
 
 
 class ColumnQueries(Sequence[QueryRecord]):
