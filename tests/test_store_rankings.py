@@ -89,6 +89,16 @@ def test_rankings_from_words_encode_as_the_same_tuples() -> None:
     assert columnar.encode_queries(queries) == columnar.encode_columns(columns)
 
 
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dé"]), max_size=6), max_size=8))
+def test_repeated_marks_each_later_copy_of_an_id_within_its_ranking(
+    rankings: list[list[str]],
+) -> None:
+    """An entry is repeated when its ranking holds its id earlier; the same id in another
+    ranking is not a repeat."""
+    expected = [doc in ranking[:i] for ranking in rankings for i, doc in enumerate(ranking)]
+    assert Rankings.of(rankings).repeated().tolist() == expected
+
+
 def test_ids_of_one_content_hash_are_still_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should every id hash alike, merging the dictionaries still keeps distinct ids apart."""
     monkeypatch.setattr(texts, "hashes", lambda lengths, data: np.zeros(lengths.size, np.uint64))

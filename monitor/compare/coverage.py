@@ -125,9 +125,8 @@ def _distinct(rankings: Rankings) -> list[int]:
     """Return how many distinct ids each ranking holds (a run's hold each id once; a record
     made by hand may repeat one)."""
     rows = np.repeat(np.arange(len(rankings), dtype=np.int64), rankings.counts)
-    pairs = np.unique(rows * max(len(rankings.doc_lengths), 1) + rankings.codes)
-    counts = np.bincount(pairs // max(len(rankings.doc_lengths), 1), minlength=len(rankings))
-    return [int(count) for count in counts.tolist()]
+    copies = np.bincount(rows[rankings.repeated()], minlength=len(rankings))
+    return [int(count) for count in (rankings.counts - copies).tolist()]
 
 
 def judged_at(run: RunRecord, qrels: Qrels, k: int) -> dict[str, float]:

@@ -242,13 +242,16 @@ class Rankings(Sequence[tuple[str, ...]]):
         counts = self.counts.astype(np.int64)
         words = self.words()
         columns = ranking_columns(query_ids, counts, words, np.zeros(len(words)))
-        if not repeats:
-            return columns
-        row = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        return replace(columns, copy=self.repeated()) if repeats else columns
+
+    def repeated(self) -> NDArray[np.bool_]:
+        """Return, entry by entry, whether the entry's id is held earlier in its ranking
+        (a sort of every entry by ranking and code)."""
+        row = np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
         _, first = np.unique(row * max(len(self.doc_lengths), 1) + self.codes, return_index=True)
         copy = np.ones(row.size, dtype=np.bool_)
         copy[first] = False
-        return replace(columns, copy=copy)
+        return copy
 
     def doc_hashes(self) -> NDArray[np.uint64]:
         """Return the content hash of each distinct id (:func:`monitor.texts.hashes`)."""
