@@ -22,9 +22,10 @@ prints one JSON object:
   ``JOB_COMPLETION_INDEX``, ``MONITOR_SHARD_COUNT`` and ``MONITOR_SHARD_ATTEMPT`` as a
   Kubernetes Indexed Job gives them, each way twice: the second is timed, a scheduled run of
   an unchanged frozen set. Reports whether every per-query value of the timed runs is
-  identical, the runs the timed attempt stored (1) and the wall time of each. With
-  ``--search-ms`` the search answers as a remote backend would (``examples/remote_replay.py``:
-  that many milliseconds a query, 8 queries at a time), the case sharding is for.
+  identical, the runs the timed attempt stored (1), the wall time of each way and the CPU
+  seconds (user and system) of each process. With ``--search-ms`` the search answers as a
+  remote backend would (``examples/remote_replay.py``: that many milliseconds a query, 8
+  queries at a time), the case sharding is for.
 - ``killed``: the same shards, one SIGKILLed while it runs; after the attempt's deadline the
   index is started again, as ``backoffLimitPerIndex`` does. Reports the attempt's status, the
   failed runs and the monitor-failure notifications (1 and 1 expected).
@@ -254,6 +255,14 @@ def monitor_run(config: Path, env: dict[str, str] | None = None) -> subprocess.P
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT)
 
 
+def waited(child: subprocess.Popen[bytes]) -> tuple[int, float]:
+    """Wait for ``child``; return its exit code and the CPU seconds it used (user and
+    system, its own threads included)."""
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, round(usage.ru_utime + usage.ru_stime, 2)
+
+
 def failures(folder: Path) -> list[str]:
     """Return the last lines of each run's stderr that holds an error line."""
     found = []
@@ -290,7 +299,7 @@ def load_sharded(
         if warm:
             monitor_run(whole).wait()
         start = time.perf_counter()
-        unsharded_code = monitor_run(whole).wait()
+        unsharded_code, unsharded_cpu = waited(monitor_run(whole))
         unsharded_seconds = time.perf_counter() - start
         prepare(shard_url)
         if warm:
@@ -302,7 +311,7 @@ def load_sharded(
             before = len(store.list_runs("bench"))
         start = time.perf_counter()
         children = [monitor_run(sharded, shard_env(i, shards, "job-1", 600)) for i in range(shards)]
-        codes = [child.wait() for child in children]
+        codes, cpu = zip(*map(waited, children), strict=True)
         sharded_seconds = time.perf_counter() - start
         with open_store(whole_url) as store:
             expected = store.per_query_frame(store.list_runs("bench")[0].run_id)
@@ -317,8 +326,16 @@ def load_sharded(
     return {
         "queries": queries,
         "shards": shards,
-        "unsharded": {"exit_code": unsharded_code, "seconds": round(unsharded_seconds, 2)},
-        "sharded": {"exit_codes": codes, "seconds": round(sharded_seconds, 2)},
+        "unsharded": {
+            "exit_code": unsharded_code,
+            "seconds": round(unsharded_seconds, 2),
+            "cpu_seconds": unsharded_cpu,
+        },
+        "sharded": {
+            "exit_codes": list(codes),
+            "seconds": round(sharded_seconds, 2),
+            "cpu_seconds": list(cpu),
+        },
         "runs_stored": stored,
         "per_query_identical": same,
         "problems": problems,
