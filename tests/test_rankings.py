@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from monitor import texts
 from monitor.errors import UsageError
+from monitor.run import rankings as rankings_module
 from monitor.run.rankings import Rankings, merged
 
 ids = st.text(st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=9)
@@ -103,10 +104,15 @@ def test_from_words_numbers_many_repeated_ids_in_first_seen_order() -> None:
     assert expected[picks].tolist() == built.codes.tolist()
 
 
+@pytest.mark.parametrize("block", [2, 1 << 20])
 @pytest.mark.parametrize("at", [0, 1, 3, 5, 6])
-def test_words_given_in_parts_number_as_the_whole(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_words_given_in_parts_number_as_the_whole(
+    at: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ids given in two parts of different widths are the rankings of all of them in one
-    array: the same codes, ids and first rows, also when every hash collides."""
+    array: the same codes, ids and first rows, also when every hash collides, and when the
+    rows are checked against their code's first row a few at a time, across the parts."""
+    monkeypatch.setattr(rankings_module, "_CHECK_ROWS", block)
     given_rankings = [("a", "long-id-of-two-words", "b"), ("b", "a"), ("café",)]
     flat = [i for ranking in given_rankings for i in ranking]
     counts = np.array([3, 2, 1], dtype=np.int32)
@@ -179,6 +185,23 @@ def _colliding_hashes(words: np.ndarray, out: np.ndarray | None = None) -> np.nd
     out = np.empty(len(words), np.uint64) if out is None else out
     out[:] = 0
     return out
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 1 << 20])
+def test_every_row_is_checked_against_the_first_row_of_its_code(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A numbering is accepted when every row equals its code's first row, checked a block at
+    a time across the parts; a row given another id's code is caught wherever it lies."""
+    monkeypatch.setattr(rankings_module, "_CHECK_ROWS", block)
+    flat = ["a", "long-id-of-two-words", "b", "b", "a", "café", "a"]
+    rows = rankings_module._Rows([_words(flat[:3]), _words(flat[3:])])
+    codes, first = rankings_module.first_seen(rows.hashes())
+    assert rankings_module._rows_match(rows, first, codes)
+    for row in [i for i, doc in enumerate(flat) if doc != "a"]:
+        forged = codes.copy()
+        forged[row] = codes[0]  # the code of "a", whose first row is row 0
+        assert not rankings_module._rows_match(rows, first, forged), row
 
 
 def test_first_rows_are_found_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -456,14 +456,6 @@ class _Rows:
             texts.word_hashes(part, out[self.ends[i] : self.ends[i + 1]])
         return out
 
-    def block(self, start: int, stop: int) -> NDArray[np.uint64]:
-        """Return rows ``start`` to ``stop`` (a view when one part holds them all)."""
-        for i, part in enumerate(self.parts):
-            lo = int(self.ends[i])
-            if lo <= start and stop <= int(self.ends[i + 1]):
-                return part[start - lo : stop - lo]
-        return self.take(np.arange(start, stop), ascending=True)
-
     def take(self, rows: NDArray[np.intp], *, ascending: bool = False) -> NDArray[np.uint64]:
         """Return the rows at ``rows`` (positions over all parts), in that order:
         ``ascending`` rows are split between the parts where they cross from one to the
@@ -493,10 +485,13 @@ class _Rows:
 
 def _rows_match(rows: _Rows, first: NDArray[np.intp], codes: NDArray[Any]) -> bool:
     """Return whether every row equals the first row of its code, compared a block of rows
-    at a time (no copy of the whole array)."""
+    at a time (no copy of the whole array); a row that is the first of its code is not
+    compared with itself."""
     for start in range(0, rows.size, _CHECK_ROWS):
         stop = min(rows.size, start + _CHECK_ROWS)
-        if not (rows.block(start, stop) == rows.take(first[codes[start:stop]])).all():
+        own = first[codes[start:stop]]
+        later = np.flatnonzero(own != np.arange(start, stop))
+        if not (rows.take(later + start, ascending=True) == rows.take(own[later])).all():
             return False
     return True
 
