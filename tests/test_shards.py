@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 
@@ -129,6 +130,20 @@ def test_a_part_alone_is_no_run(tmp_path: Path) -> None:
     with open_store(tmp_path / "m.db") as store:
         run_shard(suite(), store, Shard(0, 2), "job-1", notifiers={})
         assert [] == store.list_runs("lark")
+
+
+def test_the_part_that_completes_the_attempt_stores_no_copy_of_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two shards that finish together each find the other's part missing and encode their
+    own; under the lock the second completes the attempt and writes no part of its own."""
+    monkeypatch.setattr(ShardStore, "get", lambda self, suite, attempt: None)
+    with open_store(tmp_path / "m.db") as store:
+        results = [run_shard(suite(), store, Shard(i, 2), "job-1", notifiers={}) for i in (0, 1)]
+    assert ["waiting", "finalised"] == [r.result for r in results]
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        rows = db.execute("SELECT shard_index, outcomes FROM shard_parts ORDER BY 1").fetchall()
+    assert [(0, True), (1, False)] == [(index, json.loads(doc) != {}) for index, doc in rows]
 
 
 def test_a_failed_shard_fails_the_attempt_once_with_one_alert(tmp_path: Path) -> None:

@@ -343,7 +343,8 @@ def _store_part(
         return Saved("closed", found, found.run_id), None
     parts = tuple(sorted({*found.parts, part.index}))
     completes = len(parts) == found.count
-    _write_part(tx, suite, attempt, part, doc, now)
+    # The part that completes the attempt is read by no one: its run is the attempt's run.
+    _write_part(tx, suite, attempt, part, None if completes else doc, now)
     if part.result is None:
         reason = f"shard {part.index}/{found.count} failed: {part.error}"
     elif now > found.deadline_at and not completes:
