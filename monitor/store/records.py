@@ -378,7 +378,7 @@ class RunRecord:
     def failed_queries(self) -> tuple[QueryRecord, ...]:
         """Return the queries whose search failed, in order, building a record for those
         alone."""
-        rows = [i for i, kind in enumerate(self.columns.error_types) if kind]
+        rows = np.flatnonzero(~self.columns.answered()).tolist()
         return tuple(map(self.queries.__getitem__, rows))
 
     @property
