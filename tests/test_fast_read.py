@@ -9,9 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.evaluation import evaluate
-from monitor.metrics.ranks import resolve
+from monitor.metrics.ranked import RankedColumns, RankedMapping, resolve
 from monitor.search import trec_columns, trec_read
 from monitor.search.saved import load_run
 from monitor.search.trec_read import read_trec_columns
@@ -84,8 +83,8 @@ def test_columns_rank_like_the_line_reader(tmp_path: Path, seed: int) -> None:
     assert columns is not None
     run = load_run(path)
     for options in OPTIONS:
-        expected = _fields(resolve(qrels, run, **options))  # type: ignore[arg-type]
-        assert expected == _fields(resolve_columns(qrels, columns, **options)), options  # type: ignore[arg-type]
+        expected = _fields(resolve(qrels, RankedMapping(run), **options))  # type: ignore[arg-type]
+        assert expected == _fields(resolve(qrels, RankedColumns(columns), **options)), options  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -96,11 +95,11 @@ def test_columns_agree_across_chunks(
     text, qrels = _random_run(seed + 100)
     path = tmp_path / "run.trec"
     path.write_text(text, encoding="utf-8")
-    expected = _fields(resolve(qrels, load_run(path)))
+    expected = _fields(resolve(qrels, RankedMapping(load_run(path))))
     monkeypatch.setattr(trec_read, "CHUNK_BYTES", 37)
     columns = read_trec_columns(path)
     assert columns is not None
-    assert expected == _fields(resolve_columns(qrels, columns))
+    assert expected == _fields(resolve(qrels, RankedColumns(columns)))
 
 
 @pytest.mark.parametrize(
@@ -171,8 +170,8 @@ def test_gzip_run_reads_like_the_plain_file(tmp_path: Path) -> None:
     plain, packed = tmp_path / "run.trec", tmp_path / "run.trec.gz"
     plain.write_text(text)
     packed.write_bytes(gzip.compress(text.encode()))
-    assert _fields(resolve(qrels, load_run(plain))) == _fields(
-        resolve_columns(qrels, read_trec_columns(packed))  # type: ignore[arg-type]
+    assert _fields(resolve(qrels, RankedMapping(load_run(plain)))) == _fields(
+        resolve(qrels, RankedColumns(read_trec_columns(packed)))  # type: ignore[arg-type]
     )
 
 
@@ -197,7 +196,9 @@ def test_a_file_in_score_order_has_its_ties_ordered(tmp_path: Path, seed: int) -
     path.write_text("\n".join(lines) + "\n")
     columns = read_trec_columns(path)
     assert columns is not None
-    assert _fields(resolve(qrels, load_run(path))) == _fields(resolve_columns(qrels, columns))
+    assert _fields(resolve(qrels, RankedMapping(load_run(path)))) == _fields(
+        resolve(qrels, RankedColumns(columns))
+    )
 
 
 def test_a_comment_of_six_fields_is_still_a_comment(tmp_path: Path) -> None:
@@ -220,7 +221,9 @@ def test_ids_sharing_a_hash_still_rank_exactly(
     path.write_text(text, encoding="utf-8")
     columns = read_trec_columns(path)
     assert columns is not None
-    assert _fields(resolve(qrels, load_run(path))) == _fields(resolve_columns(qrels, columns))
+    assert _fields(resolve(qrels, RankedMapping(load_run(path)))) == _fields(
+        resolve(qrels, RankedColumns(columns))
+    )
 
 
 def _same_columns(left: object, right: object) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor.metrics.columnar import resolve_columns
-from monitor.metrics.ranks import resolve
+from monitor.metrics.ranked import RankedColumns, RankedMapping, resolve
 from monitor.search import trec_columns
 from monitor.search.saved import load_run
 from monitor.search.trec_read import read_trec_columns
@@ -35,8 +34,8 @@ def _big_run(
 
 
 def _same_resolution(path: Path, qrels: dict[str, dict[str, int]], columns: object) -> None:
-    got = resolve_columns(qrels, columns, with_judged=True)  # type: ignore[arg-type]
-    want = resolve(qrels, load_run(path), with_judged=True)
+    got = resolve(qrels, RankedColumns(columns), with_judged=True)  # type: ignore[arg-type]
+    want = resolve(qrels, RankedMapping(load_run(path)), with_judged=True)
     assert want.ranks.query_ids == got.ranks.query_ids
     assert np.array_equal(want.ranks.duplicates, got.ranks.duplicates)
     assert np.array_equal(want.ranks.n_retrieved, got.ranks.n_retrieved)

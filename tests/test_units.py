@@ -194,3 +194,27 @@ def test_a_unit_cut_that_would_apply_to_nothing_is_refused_naming_the_spelling(
     files = ["--qrels", str(tmp_path / "q.txt"), "--run", str(tmp_path / "r.txt")]
     assert 2 == main(["evaluate", *files, *argv])
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_unit_metric_scores_a_trec_file_as_its_rankings(
+    tmp_path: Path, corpus: Corpus, method: str
+) -> None:
+    """Read from a TREC file into columns, a run scores per section as the same rankings
+    given as lists do (its repeated ids counted once, at their best position)."""
+    run = bundled.larkfield_run(method)
+    lines = []
+    for qid, ranking in run.items():
+        repeated = [*ranking, *ranking[:2]]  # later copies, which score lower
+        for rank, doc in enumerate(repeated, start=1):
+            lines.append(f"{qid} Q0 {doc} {rank} {100 - rank} t\n")
+    path = tmp_path / "run.trec"
+    path.write_text("".join(lines), encoding="utf-8")
+    names = "recall@5[section],ndcg@10[doc_id],recall@5"
+    evalset = bundled.larkfield_evalset()
+    from_file = evaluate(evalset, path, names, corpus=corpus)
+    from_lists = evaluate(evalset, run, names, corpus=corpus)
+    assert from_file.query_ids == from_lists.query_ids
+    for metric in from_lists.metrics:
+        assert from_file.values[metric].tolist() == from_lists.values[metric].tolist()
+    assert from_file.duplicates == sum(min(2, len(run[q])) for q in from_file.query_ids)

@@ -14,10 +14,10 @@ import numpy as np
 
 from monitor.errors import InputError
 from monitor.evalset.model import EvalSet
-from monitor.metrics.columnar import resolve_columns
 from monitor.metrics.engine import compute, needs_judgments
 from monitor.metrics.names import NameStyle, display_name
-from monitor.metrics.ranks import FloatArray, Judgments, Qrels, Run, judgments_of, resolve
+from monitor.metrics.ranked import RankedColumns, RankedMapping, RankedRun, resolve
+from monitor.metrics.ranks import FloatArray, Judgments, Qrels, RelevantRanks, Run
 from monitor.metrics.spec import (
     AVERAGES,
     COUNTS,
@@ -39,6 +39,7 @@ class _HasQrels(Protocol):
     def qrels(self) -> Qrels: ...
 
 
+@runtime_checkable
 class _HasRun(Protocol):
     def as_run(self) -> Run: ...
 
@@ -60,7 +61,7 @@ class _HasColumns(Protocol):
 
 
 QrelsLike: TypeAlias = "Qrels | _HasQrels | str | Path"
-RunLike: TypeAlias = "Run | _HasRun | TrecColumns | str | Path"
+RunLike: TypeAlias = "Run | _HasRun | TrecColumns | RankedRun | str | Path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,15 +293,8 @@ def evaluate(
     into that unit by :func:`monitor.metrics.units.to_units`, which needs the passages' ``corpus``.
     """
     specs = default_metrics() if metrics is None else parse_metrics(metrics)
-    units = any(metric.unit is not None for metric in specs)
-    if isinstance(run, str | Path) and not units:
-        # Two files: the judgments are read while the run is, on the other core.
-        judged, columns = _read_both(qrels, grades, Path(run))
-    else:
-        columns = None if units else _columns_of(run, exclude_failed)
-        judged = (
-            {} if columns is not None and isinstance(qrels, EvalSet) else _as_qrels(qrels, grades)
-        )
+    failed = _failed_ids(run) if exclude_failed else frozenset()
+    judgments, ranked = _inputs(qrels, run, grades, failed)
     if average is None:
         average = "all" if include_no_relevant else "answerable"
     elif average not in AVERAGES:
@@ -313,33 +307,14 @@ def evaluate(
         "relevance_level": relevance_level,
         "judged_only": judged_only,
         "max_docs": max_docs,
-        "with_judged": needs_judgments(specs),
     }
-    ranked: Run = {}
-    if columns is not None:
-        # A run held as columns ranks an eval set's judgments from the set's columns: no
-        # dict per query (none at all, when the set was read into columns).
-        judgments: Qrels | Judgments = qrels.columns() if isinstance(qrels, EvalSet) else judged
-        failed = _failed_ids(run) if exclude_failed else frozenset()
-        if failed:
-            judgments = _without(judgments, failed)
-        resolution = resolve_columns(judgments, columns, **options)
-    elif isinstance(run, str | Path) and not units:
-        from monitor.search.saved import load_run
-
-        resolution = resolve(judged, load_run(run), **options)
-    else:
-        ranked = _as_run(run)
-        failed = _failed_ids(run) if exclude_failed else frozenset()
-        if failed:
-            judged = {qid: grades for qid, grades in judged.items() if qid not in failed}
-            ranked = {qid: ranking for qid, ranking in ranked.items() if qid not in failed}
-        resolution = resolve(judged, ranked, **options)
+    plain = [m for m in specs if m.unit is None]
+    resolution = resolve(judgments, ranked, with_judged=needs_judgments(specs), **options)
     ranks = resolution.ranks
-    values = compute([m for m in specs if m.unit is None], resolution)
-    if units:
-        del options["with_judged"]
-        values.update(_unit_values(specs, judged, ranked, corpus, options, ranks.query_ids))
+    values = compute(plain, resolution)
+    if len(plain) < len(specs):
+        unit_qrels = judgments if isinstance(judgments, Mapping) else _as_qrels(qrels)
+        values.update(_unit_values(specs, unit_qrels, ranked.as_run(), corpus, options, ranks))
     return EvaluationResult(
         metrics=specs,
         query_ids=ranks.query_ids,
@@ -355,13 +330,68 @@ def evaluate(
     )
 
 
+def ranked_run(run: RunLike, *, answered_only: bool = False) -> RankedRun:
+    """Return ``run``, in any form :func:`evaluate` takes, as the resolver reads it: the
+    library's one conversion, at its edge. With ``answered_only`` a runner result's failed
+    queries are left out.
+
+    A path is read once (a TREC run into columns when the column readers read it, else by
+    the line reader or as JSON); a runner result and a run's columns are ranked as columns;
+    a ``{qid: ranking}`` mapping as it is.
+    """
+    if isinstance(run, str | Path):
+        columns = read_columns(run)
+        if columns is None:
+            from monitor.search.saved import load_run
+
+            return RankedMapping(load_run(run))
+        return RankedColumns(columns)
+    if isinstance(run, RankedRun):
+        return run
+    if isinstance(run, TrecColumns):
+        return RankedColumns(run)
+    if isinstance(run, _HasColumns):
+        return RankedColumns(run.ranking_columns(answered_only=answered_only))
+    if isinstance(run, Mapping):
+        return RankedMapping(run)
+    if isinstance(run, _HasRun):
+        return RankedMapping(run.as_run())
+    raise InputError(
+        "<run>", "a {qid: [doc, ...]} mapping, a run result or a path", found=type(run).__name__
+    )
+
+
+def _inputs(
+    qrels: QrelsLike, run: RunLike, grades: str, failed: frozenset[str]
+) -> tuple[Qrels | Judgments, RankedRun]:
+    """Return the judgments and the run of :func:`evaluate`, each read once, the ``failed``
+    queries of a runner result left out of both. Two files are read at once: the judgments
+    in a thread while the run is read, the judgments' error, if any, raised first as when
+    read first. An eval set's judgments are its columns (no dict per query); a mapping's
+    and a file's stay a mapping, which metrics with a unit rewrite."""
+    if not isinstance(qrels, str | Path) or not isinstance(run, str | Path):
+        judgments: Qrels | Judgments = (
+            qrels.columns() if isinstance(qrels, EvalSet) else _as_qrels(qrels, grades)
+        )
+        ranked = ranked_run(run, answered_only=bool(failed))
+        return (_without(judgments, failed) if failed else judgments), ranked
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        judged = pool.submit(_as_qrels, qrels, grades)
+        try:
+            ranked = ranked_run(run)
+        except BaseException:
+            judged.result()  # the judgments' fault first
+            raise
+        return judged.result(), ranked
+
+
 def _unit_values(
     specs: Iterable[Metric],
     judged: Qrels,
     ranked: Run,
     corpus: Corpus | None,
     options: Mapping[str, Any],
-    query_ids: tuple[str, ...],
+    ranks: RelevantRanks,
 ) -> dict[Metric, FloatArray]:
     """Return the values of the metrics with a unit, one engine pass per unit and cut."""
     groups: dict[tuple[str, str], list[Metric]] = {}
@@ -378,43 +408,21 @@ def _unit_values(
     out: dict[Metric, FloatArray] = {}
     for (unit, cut), metrics in groups.items():
         unit_qrels, unit_run = to_units(judged, ranked, corpus, unit, cut)
-        resolution = resolve(unit_qrels, unit_run, with_judged=needs_judgments(metrics), **options)
-        if resolution.ranks.query_ids != query_ids:  # pragma: no cover - a unit keeps every query
+        resolution = resolve(
+            unit_qrels, RankedMapping(unit_run), with_judged=needs_judgments(metrics), **options
+        )
+        # pragma: no cover - a unit keeps every query
+        if resolution.ranks.query_ids != ranks.query_ids:  # pragma: no cover
             raise InputError(corpus.source, "the same queries per unit as per passage")
         out.update(compute(metrics, resolution))
     return out
 
 
-def _read_both(qrels: QrelsLike, grades: str, run: Path) -> tuple[Qrels, TrecColumns | None]:
-    """Return the judgments and, when ``run`` is a TREC run the column readers read, its
-    columns (None: the line reader must read it). A qrels path is read in a thread while the
-    run is read; its error, if any, is the one raised, as when read first."""
-    if not isinstance(qrels, str | Path):
-        return _as_qrels(qrels, grades), read_columns(run)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        judged = pool.submit(_as_qrels, qrels, grades)
-        try:
-            columns = read_columns(run)
-        except BaseException:
-            judged.result()  # the judgments' fault first
-            raise
-        return judged.result(), columns
-
-
-def _columns_of(run: RunLike, answered_only: bool) -> TrecColumns | None:
-    """Return ``run`` as columns when it is or holds them (a runner result), else None;
-    with ``answered_only`` a runner result's failed queries are left out."""
-    if isinstance(run, TrecColumns):
-        return run
-    if isinstance(run, _HasColumns):
-        return run.ranking_columns(answered_only=answered_only)
-    return None
-
-
-def _without(qrels: Qrels | Judgments, failed: frozenset[str]) -> Judgments:
-    """Return the judgments of the queries not in ``failed``."""
-    table = judgments_of(qrels)
-    return table.take([i for i, qid in enumerate(table.ids) if qid not in failed])
+def _without(judgments: Qrels | Judgments, failed: frozenset[str]) -> Qrels | Judgments:
+    """Return the judgments of the queries not in ``failed``, in the form given."""
+    if isinstance(judgments, Mapping):
+        return {qid: grades for qid, grades in judgments.items() if qid not in failed}
+    return judgments.take([i for i, qid in enumerate(judgments.ids) if qid not in failed])
 
 
 def _as_qrels(qrels: QrelsLike, grades: str = "exact") -> Qrels:
@@ -436,20 +444,6 @@ def _failed_ids(run: RunLike) -> frozenset[str]:
     if not isinstance(run, _HasFailures):
         return frozenset()
     return frozenset(outcome.query_id for outcome in run.failures)
-
-
-def _as_run(run: RunLike) -> Run:
-    if isinstance(run, str | Path):
-        from monitor.search.saved import load_run
-
-        return load_run(run)
-    if isinstance(run, Mapping):
-        return run
-    if hasattr(run, "as_run"):
-        return run.as_run()
-    raise InputError(
-        "<run>", "a {qid: [doc, ...]} mapping, a run result or a path", found=type(run).__name__
-    )
 
 
 def load_qrels(path: str | Path, *, grades: str = "exact") -> Qrels:

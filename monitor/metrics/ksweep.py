@@ -13,14 +13,12 @@ results would not help".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from monitor.metrics.evaluation import QrelsLike, QueryCounts, RunLike, evaluate
+from monitor.metrics.evaluation import QrelsLike, QueryCounts, RunLike, evaluate, ranked_run
 from monitor.metrics.spec import Average, Metric
-from monitor.search.trec_columns import TrecColumns
 
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20)
 DEFAULT_MEASURES: tuple[str, ...] = ("hit_rate", "precision", "recall", "f1", "mrr", "ndcg", "map")
@@ -155,10 +153,10 @@ def k_sweep(
     """
     ks = tuple(sorted(set(ks)))
     metrics = [Metric(measure, k) for measure in measures for k in ks]
-    loaded = _loaded(run)
+    ranked = ranked_run(run)  # read once, for the sweep and its longest ranking
     result = evaluate(
         qrels,
-        loaded,
+        ranked,
         metrics,
         include_no_relevant=include_no_relevant,
         average=average,
@@ -171,35 +169,8 @@ def k_sweep(
     recommendations = tuple(
         _recommend(case, means[case.measure]) for case in USE_CASES if case.measure in means
     )
-    longest = _longest(loaded)
+    longest = ranked.longest()
     return KSweep(ks, tuple(measures), means, result.counts, recommendations, longest)
-
-
-def _loaded(run: RunLike) -> RunLike:
-    """Return a run file's contents, so that it is read once for the sweep and its lengths:
-    a TREC run as columns when the column readers read it (a big file in seconds)."""
-    if isinstance(run, str | Path):
-        from monitor.search.saved import load_run
-        from monitor.search.trec_arrow import read_columns
-
-        columns = read_columns(run)
-        return columns if columns is not None else load_run(run)
-    as_run = getattr(run, "as_run", None)
-    return as_run() if callable(as_run) else run
-
-
-def _longest(run: RunLike) -> int | None:
-    """Return the most distinct ids any ranking of ``run`` holds (None for an empty run or
-    one that does not say)."""
-    if isinstance(run, TrecColumns):
-        return int(run.n_retrieved.max()) if len(run.query_ids) else None
-    if not isinstance(run, Mapping):
-        return None
-    lengths = [
-        len(ranking) if isinstance(ranking, Mapping) else len(dict.fromkeys(ranking))
-        for ranking in run.values()
-    ]
-    return max(lengths, default=None)
 
 
 def _recommend(case: UseCase, values: dict[int, float]) -> Recommendation:

@@ -196,46 +196,6 @@ EntryRanker: TypeAlias = Callable[
 ]
 
 
-def resolve(
-    qrels: Qrels,
-    run: Run,
-    *,
-    include_no_relevant: bool = False,
-    relevance_level: int = 1,
-    judged_only: bool = False,
-    max_docs: int | None = None,
-    with_judged: bool = False,
-    only_in_run: bool = False,
-) -> Resolution:
-    """Rank every relevant judgment of ``qrels`` in ``run``.
-
-    Queries with no relevant judgment (grade >= ``relevance_level``) are left out (and
-    counted) unless ``include_no_relevant``; judged queries missing from the run are kept
-    with nothing retrieved, unless ``only_in_run`` (trec_eval's default average) leaves them
-    out too (counted in ``not_in_run``); run queries absent from ``qrels`` are ignored and
-    counted. ``max_docs`` cuts each ranking to its first N (trec_eval's ``-M``), then
-    ``judged_only`` removes the documents without a judgment of grade >= 0 (trec_eval's
-    ``-J``). ``with_judged`` also ranks every non-relevant judgment (bpref, judged@k).
-    """
-
-    def rank_entries(
-        query_ids: Sequence[str], n_wanted: IntArray, docs: Sequence[str], kept: IntArray
-    ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
-        return _rank_entries(query_ids, n_wanted, docs, run)
-
-    return resolve_with(
-        qrels,
-        run.keys(),
-        rank_entries,
-        include_no_relevant=include_no_relevant,
-        relevance_level=relevance_level,
-        judged_only=judged_only,
-        max_docs=max_docs,
-        with_judged=with_judged,
-        only_in_run=only_in_run,
-    )
-
-
 def resolve_with(
     qrels: Qrels | Judgments,
     run_ids: Collection[str],
@@ -248,9 +208,9 @@ def resolve_with(
     with_judged: bool = False,
     only_in_run: bool = False,
 ) -> Resolution:
-    """Resolve as :func:`resolve` does, for a run held another way (columns of a file).
-
-    ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in it.
+    """Rank the judgments of ``qrels`` in a run, as :func:`monitor.metrics.ranked.resolve`
+    describes: ``run_ids`` are the run's query ids; ``rank_entries`` ranks the judged docs in
+    it (the run's own :meth:`~monitor.metrics.ranked.RankedRun.ranker`).
     ``qrels`` is read as :class:`Judgments` (:func:`judgments_of`): an eval set's columns
     hand their judged docs over as :class:`~monitor.evalset.columns.JudgedDocs`, read from
     the columns' bytes.
@@ -383,7 +343,7 @@ def _grades(judgments: list[Mapping[str, int]], count: int) -> IntArray:
     return grades
 
 
-def _rank_entries(
+def rank_in_mapping(
     query_ids: Sequence[str],
     n_relevant: IntArray,
     rel_docs: Sequence[str],
@@ -432,7 +392,7 @@ def _rank_entries(
 def _rank_scored(
     rankings: list[dict[str, float]], n_relevant: IntArray, rel_docs: Sequence[str]
 ) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
-    """Return :func:`_rank_entries` of a run whose every ranking is a ``{doc: score}`` dict
+    """Return :func:`rank_in_mapping` of a run whose every ranking is a ``{doc: score}`` dict
     (the usual run given as Python dicts), each step for all queries at once in C."""
     n = len(rankings)
     n_retrieved = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
