@@ -233,3 +233,24 @@ def test_a_closed_replay_lets_go_of_its_run_but_not_of_its_answers(
         replay(queries[0], 3)
     with pytest.raises(RuntimeError, match="closed"):
         replay.answer_all(EvalColumns.of(queries), 3)
+
+
+def test_an_eval_set_is_sent_from_its_columns_without_a_record_per_query(
+    replay: ReplaySearch, queries: list[Query], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An eval set given to the runner hands over its columns: its outcomes are those of its
+    queries given as records, and no Query record of the set is built to send them."""
+    from monitor.evalset.model import EvalSet
+
+    evalset = EvalSet("set", queries)
+    expected = run_queries(queries, replay, k=3)
+
+    def refuse(self: EvalSet) -> object:
+        raise AssertionError("the eval set was read as records")
+
+    monkeypatch.setattr(EvalSet, "__iter__", refuse)
+    result = run_queries(evalset, replay, k=3)
+    assert [o.retrieved_ids for o in expected.outcomes] == [
+        o.retrieved_ids for o in result.outcomes
+    ]
+    assert [o.query_id for o in expected.outcomes] == [o.query_id for o in result.outcomes]

@@ -12,6 +12,7 @@ from typing import Any
 
 from monitor.errors import ErrorBudgetExceeded, RunTerminated, UsageError
 from monitor.evalset.columns import EvalColumns
+from monitor.evalset.model import EvalSet
 from monitor.records import MetaValue, Query
 from monitor.run.table import RunTable
 from monitor.runner.calls import Caller, RetryPolicy, is_retryable
@@ -311,11 +312,14 @@ def _run_async(warm: Plan, plan: Plan, concurrency: int) -> float:
 
 
 def _queries(queries: Iterable[Query]) -> EvalColumns:
-    """Return the queries as columns; raise UsageError for a non-Query or a repeated id.
+    """Return the queries as columns, the runner's one form of them: the public entry
+    points' one conversion. Raise UsageError for a non-Query or a repeated id.
 
-    An eval set's columns (:meth:`EvalSet.columns`) are taken as they are: their ids are
-    unique and each record is built only when a query is sent.
+    An eval set hands over its columns (:meth:`EvalSet.columns`), taken as they are: their
+    ids are unique and each record is built only when a query is sent.
     """
+    if isinstance(queries, EvalSet):
+        return queries.columns()
     if isinstance(queries, EvalColumns):
         return queries
     items = tuple(queries)
