@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from monitor.errors import InputError, SearchOutputError, SearchSetupError
 from monitor.records import Hit, MetaValue, Query
@@ -57,47 +57,81 @@ class ReplaySearch:
                 rankings[str(qid)] = normalise_hits(ranking)
             except SearchOutputError as exc:
                 raise InputError(source, f"a ranking for query {qid!r}: {exc.message}") from None
-        self._run: Mapping[str, tuple[Hit, ...]] | _ColumnRun = rankings
+        self._run: _SavedRun = _HitRun(rankings)
         self._queries = len(rankings)
 
     @classmethod
     def from_file(cls, path: str | Path, format: str = "auto") -> ReplaySearch:
         """Load a TREC or JSON run file; raise InputError where it is malformed."""
         replay = cls({}, source=str(path))
-        columns = _trec_columns(Path(path), format)
-        if columns is not None:
-            replay._run = _ColumnRun(columns)
-        else:
-            # The reader has checked every id and score: its Hit lists need no second check.
-            replay._run = {qid: tuple(hits) for qid, hits in load_hits(path, format).items()}
+        replay._run = _read(Path(path), format)
         replay._queries = len(replay._run)
         return replay
 
     def __call__(self, query: Query, k: int) -> tuple[Hit, ...]:
         """Return the saved ranking of ``query.id``, cut to ``k``."""
-        if self._run is _CLOSED:
-            raise RuntimeError(f"the replay of {self.source} is closed")
-        if isinstance(self._run, _ColumnRun):
-            return self._run.hits(query.id, k)
-        return self._run.get(query.id, ())[:k]
+        return self._run.hits(query.id, k)
 
     def answer_all(self, queries: EvalColumns, k: int) -> Answers | None:
         """Return every query's saved ranking at once (a TREC run held as columns), or None:
         a run read into mappings is answered query by query."""
-        if self._run is _CLOSED:
-            raise RuntimeError(f"the replay of {self.source} is closed")
-        if not isinstance(self._run, _ColumnRun):
-            return None
         return self._run.answer_all(queries.ids, k)
 
     def close(self) -> None:
         """Let go of the loaded run (a million-query run holds hundreds of megabytes beside
         what its answers share); a closed replay answers no further query."""
-        self._run = _CLOSED
+        self._run = _Closed(self.source)
 
     def stats(self) -> dict[str, MetaValue]:
         """Return where the run came from and how many queries it holds."""
         return {"replay_source": self.source, "replay_queries": self._queries}
+
+
+class _SavedRun(Protocol):
+    """A saved run's rankings, however they were read."""
+
+    def __len__(self) -> int: ...
+
+    def hits(self, qid: str, k: int) -> tuple[Hit, ...]:
+        """Return the ranking of ``qid`` cut to ``k`` (no hit for a query it lacks)."""
+        ...
+
+    def answer_all(self, query_ids: Sequence[str], k: int) -> Answers | None:
+        """Return every query's ranking at once, or None to be asked query by query."""
+        ...
+
+
+class _HitRun:
+    """A run's rankings as checked Hit tuples (a JSON run, the line reader's, one given in
+    code): their texts and fields are answered with them."""
+
+    def __init__(self, rankings: Mapping[str, tuple[Hit, ...]]) -> None:
+        self._rankings = rankings
+
+    def __len__(self) -> int:
+        return len(self._rankings)
+
+    def hits(self, qid: str, k: int) -> tuple[Hit, ...]:
+        return self._rankings.get(qid, ())[:k]
+
+    def answer_all(self, query_ids: Sequence[str], k: int) -> Answers | None:
+        return None
+
+
+class _Closed:
+    """What a closed replay holds instead of its run: every answer is refused."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+
+    def __len__(self) -> int:
+        return 0
+
+    def hits(self, qid: str, k: int) -> tuple[Hit, ...]:
+        raise RuntimeError(f"the replay of {self._source} is closed")
+
+    def answer_all(self, query_ids: Sequence[str], k: int) -> Answers | None:
+        raise RuntimeError(f"the replay of {self._source} is closed")
 
 
 class _ColumnRun:
@@ -163,17 +197,17 @@ class _ColumnRun:
         return Answers(counts=counts, doc_words=words, scores=scores, duplicates=taken - counts)
 
 
-#: What a closed replay holds instead of its run.
-_CLOSED: Mapping[str, tuple[Hit, ...]] = {}
-
-
-def _trec_columns(path: Path, format: str) -> TrecColumns | None:
-    """Return the TREC run at ``path`` as columns, or None for the line reader to read it."""
+def _read(path: Path, format: str) -> _SavedRun:
+    """Return the run at ``path``: a TREC run as columns when the column readers read it,
+    else as the line reader's (or the JSON reader's) Hit lists."""
     from monitor.search.trec_arrow import read_columns
 
-    if format not in FORMATS:
-        return None  # the line reader names the unknown format
-    return read_columns(path, format)
+    # An unknown format is the line reader's to name.
+    columns = read_columns(path, format) if format in FORMATS else None
+    if columns is None:
+        # The reader has checked every id and score: its Hit lists need no second check.
+        return _HitRun({qid: tuple(hits) for qid, hits in load_hits(path, format).items()})
+    return _ColumnRun(columns)
 
 
 def build(options: Mapping[str, object]) -> ReplaySearch:
