@@ -289,22 +289,6 @@ def test_the_run_just_saved_reads_back_without_its_detail_once_pruned(store: Sql
     assert ((), ()) == (store.get_run(latest).queries, store.get_run(first).queries)
 
 
-@pytest.mark.parametrize(
-    ("queries", "expected"),
-    [
-        ((QueryRecord("a", {"x": 1.0, "y": 2.0}), QueryRecord("b", {"y": 1.0})), True),
-        ((QueryRecord("a", {"x": 1.0}), QueryRecord("b", {"y": 1.0, "x": 2.0})), False),
-        ((QueryRecord("a", latency_seconds=float("nan")),), False),
-        ((QueryRecord("a", latency_seconds=None),), True),
-    ],
-)
-def test_reads_back_as_given_tells_metric_order_and_nan_latency(
-    queries: tuple[QueryRecord, ...], expected: bool
-) -> None:
-    """Queries read back as given unless a latency is NaN or a query reorders the metrics."""
-    assert expected is columnar.reads_back_as_given(queries)
-
-
 @pytest.mark.slow
 @given(st.lists(st.text(min_size=0, max_size=6) | st.none(), max_size=12))
 @settings(max_examples=200, deadline=None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,22 +136,6 @@ def columns_read_back_as_given(columns: QueryColumns) -> bool:
     ``columns`` equal those read back from their blobs: no latency is NaN (it reads back as
     None); the values, the rankings and the errors read back as they are."""
     return not any(v != v for v in columns.latency_seconds if v is not None)
-
-
-def reads_back_as_given(queries: Sequence[QueryRecord]) -> bool:
-    """Return whether :func:`decode_queries` of ``queries``' blobs gives records equal to
-    ``queries``, field by field and in the same order of metrics: no latency is NaN (it reads
-    back as None) and every query lists its metrics in the run's order of first appearance."""
-    metrics = list(dict.fromkeys(chain.from_iterable(q.values for q in queries)))
-    usual = tuple(metrics)
-    for query in queries:
-        latency = query.latency_seconds
-        if latency is not None and latency != latency:
-            return False
-        names = tuple(query.values)
-        if names != usual and names != tuple(n for n in metrics if n in query.values):
-            return False
-    return True
 
 
 def decode_queries(blobs: Mapping[str, bytes]) -> tuple[QueryRecord, ...]:

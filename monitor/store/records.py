@@ -171,19 +171,14 @@ class ColumnQueries(Sequence[QueryRecord]):
     """A run's queries read from its columns, a :class:`QueryRecord` built only for a query
     indexed (or all of them, once, when iterated).
 
-    ``columns`` are the arrays they are read from. ``built``, when given, are those records
-    already (records a composer gave, or the run a store has just saved), returned as they
-    are.
+    ``columns`` are the arrays they are read from.
     """
 
-    __slots__ = ("_built", "_given", "columns")
+    __slots__ = ("_built", "columns")
 
-    def __init__(self, columns: QueryColumns, built: tuple[QueryRecord, ...] | None = None):
-        if built is not None and len(built) != len(columns):
-            raise UsageError(f"{len(built)} query records for {len(columns)} queries of columns")
+    def __init__(self, columns: QueryColumns):
         self.columns = columns
-        self._built = built
-        self._given = built
+        self._built: tuple[QueryRecord, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.columns)
@@ -226,10 +221,6 @@ class ColumnQueries(Sequence[QueryRecord]):
 
     def __repr__(self) -> str:
         return repr(self.records())  # as the tuple of records earlier versions returned
-
-    def given_records(self) -> tuple[QueryRecord, ...] | None:
-        """Return the records these were built from, when they were given as records."""
-        return self._given
 
     def records(self) -> tuple[QueryRecord, ...]:
         """Return every query as a record, built once."""
@@ -356,8 +347,7 @@ class RunRecord:
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         queries = self.queries
         if not isinstance(queries, ColumnQueries):  # records: read into columns once
-            records = tuple(queries)
-            queries = ColumnQueries(QueryColumns.of(records), records)
+            queries = ColumnQueries(QueryColumns.of(tuple(queries)))
             object.__setattr__(self, "queries", queries)
         object.__setattr__(self, "columns", queries.columns)
         if self.pruned_at is not None:
@@ -370,10 +360,6 @@ class RunRecord:
             return self.queries[self.columns.query_ids.index(query_id)]
         except ValueError:
             return None
-
-    def given_records(self) -> tuple[QueryRecord, ...] | None:
-        """Return the query records the run was built from, when it was given records."""
-        return cast("ColumnQueries", self.queries).given_records()
 
     def failed_queries(self) -> tuple[QueryRecord, ...]:
         """Return the queries whose search failed, in order, building a record for those

@@ -221,7 +221,7 @@ def load_run(tx: Transaction, run_id: int, known: ColumnQueries | None = None) -
 
     The queries are read from the run's columns as they are indexed (the record carries
     the columns). ``known`` are the queries this process saved the run with, when they read
-    back as given (:func:`~monitor.store.columnar.reads_back_as_given`): they are returned
+    back as they are (:func:`~monitor.store.columnar.columns_read_back_as_given`): they are returned
     instead of being read again from the columns, unless retention has dropped the run's
     detail since.
     """

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from monitor.errors import (
     BaselineError,
@@ -61,16 +61,10 @@ RECLAIM_STEP_PAGES = 1024
 
 def _known_after_save(run_id: int, run: RunRecord) -> tuple[int, ColumnQueries] | None:
     """Return the queries a read of the run just saved may return instead of reading them
-    again from its columns, or None when they would not read back as given (records a
-    composer gave are checked as records, columns as columns)."""
-    if not run.queries:
+    again from its columns, or None when they would not read back as they are."""
+    if not run.queries or not columnar.columns_read_back_as_given(run.columns):
         return None
-    given = run.given_records()
-    if given is not None:
-        reads_back = columnar.reads_back_as_given(given)
-    else:
-        reads_back = columnar.columns_read_back_as_given(run.columns)
-    return (run_id, ColumnQueries(run.columns, given)) if reads_back else None
+    return run_id, cast("ColumnQueries", run.queries)
 
 
 def utcnow() -> datetime:
